@@ -1,0 +1,145 @@
+/**
+ * The datapath boundary: what endpoint regeneration asks of the datapath. Two implementations
+ * exist behind the same token: the in-memory datapath (unprivileged runs and unit tests) and the
+ * BPF datapath (real programs and maps in the kernel). `--datapath-mode=auto|bpf|memory` picks one.
+ */
+import { token } from '../../hive/token.js';
+
+/** Traffic direction, seen from the endpoint. */
+export type Direction = 'ingress' | 'egress';
+
+/** IP protocol numbers used in policy keys; 0 means any protocol. */
+export const Proto = { ANY: 0, ICMP: 1, TCP: 6, UDP: 17, ICMPV6: 58, SCTP: 132 } as const;
+
+/** Reserved numeric identities (Cilium's numbers). */
+export const ReservedIdentity = {
+  unknown: 0, host: 1, world: 2, unmanaged: 3, health: 4, init: 5, remoteNode: 6,
+  kubeApiserver: 7, ingress: 8, worldIPv4: 9, worldIPv6: 10,
+} as const;
+
+/**
+ * One entry of an endpoint's policy map state, as the control plane computes it.
+ * identity 0 = any identity; protocol 0 = any protocol (then port must be 0); port 0 = any port.
+ * `endPort` (inclusive, >= port) turns the entry into a port range. `deny` entries drop.
+ * The datapath expands ranges into LPM prefixes (see policy-lpm.ts) and looks up the most specific
+ * entry for the peer's identity and for identity 0; a deny from either lookup drops, otherwise any
+ * match allows, otherwise the packet drops. "Allow all in a direction" is the entry
+ * {identity 0, protocol 0, port 0} in that direction.
+ */
+export interface PolicyEntry {
+  readonly identity: number;
+  readonly direction: Direction;
+  readonly protocol: number;
+  readonly port: number;
+  readonly endPort?: number;
+  readonly deny: boolean;
+}
+
+/** The per-endpoint constants a program is loaded with (Cilium's ep_config.h values). */
+export interface EndpointDatapathConfig {
+  readonly id: number;
+  readonly identity: number;
+  readonly ipv4?: string;
+  readonly ipv6?: string;
+  /** Host-side interface name (lxc…). */
+  readonly ifName: string;
+  /** Host-side interface index. */
+  readonly ifIndex: number;
+  /** The container-side MAC (eth0 in the pod). */
+  readonly mac: string;
+  /** The host-side MAC (lxc… on the host). */
+  readonly hostMac: string;
+}
+
+/** An entry of the shared endpoints map (`cellium_lxc`): IP -> local endpoint. */
+export interface LxcEntry {
+  readonly ip: string;
+  readonly endpointId: number;
+  readonly ifIndex: number;
+  readonly identity: number;
+  readonly mac: string;
+}
+
+/** An entry of the ipcache (`cellium_ipcache`): CIDR (or /32, /128 host address) -> identity. */
+export interface IPCacheEntry {
+  readonly cidr: string;
+  readonly identity: number;
+}
+
+/** Reconciliation status of one desired object or a whole table. */
+export interface ReconcileStatus {
+  readonly state: 'pending' | 'done' | 'error';
+  readonly message?: string;
+  readonly updatedAt: string;
+}
+
+/** A map as listed by `GET /map` and `GET /map/{name}`. */
+export interface MapDump {
+  readonly name: string;
+  readonly path?: string;
+  readonly status: ReconcileStatus;
+  readonly entries: readonly { readonly key: string; readonly value: string }[];
+}
+
+/** Verdict for one packet. */
+export interface Verdict {
+  readonly allowed: boolean;
+  /** Drop reason when not allowed: 'policy' (no match) or 'policy-deny' (a deny entry). */
+  readonly reason?: 'policy' | 'policy-deny';
+  /** Identity the peer address resolved to. */
+  readonly peerIdentity: number;
+}
+
+/** A packet as the verdict function sees it. */
+export interface PacketSpec {
+  readonly src: string;
+  readonly dst: string;
+  readonly protocol: number;
+  readonly dport: number;
+}
+
+/** Loads and attaches the per-endpoint program (`bpf_lxc`). */
+export interface Loader {
+  /** rewrite+load: load the program with `cfg` as constants and attach it, replacing the old one atomically. */
+  reloadEndpoint(cfg: EndpointDatapathConfig, signal?: AbortSignal): Promise<void>;
+  /** Detach the endpoint's program and remove its per-endpoint maps. Missing things are not errors. */
+  unloadEndpoint(id: number, ifName: string): Promise<void>;
+  /** Whether the endpoint's program is attached with exactly this configuration. */
+  isLoaded(cfg: EndpointDatapathConfig): Promise<boolean>;
+}
+
+/** The datapath maps as the control plane sees them: desired state in, reconciled to the kernel. */
+export interface DatapathMaps {
+  /** Desired lxc entries for one endpoint (replaces that endpoint's previous ones). */
+  setEndpoint(endpointId: number, entries: readonly LxcEntry[]): void;
+  /** Removes every lxc entry of an endpoint. */
+  deleteEndpoint(endpointId: number): void;
+  /** Desired ipcache entry. */
+  upsertIPCache(entry: IPCacheEntry): void;
+  /** Removes an ipcache entry by CIDR. */
+  deleteIPCache(cidr: string): void;
+  /** Desired policy map state of one endpoint (full replacement; only the difference is written). */
+  setPolicy(endpointId: number, entries: readonly PolicyEntry[]): void;
+  /** Removes the policy map of an endpoint. */
+  deletePolicy(endpointId: number): void;
+  /** Resolves once everything desired so far is written (or failed); returns failures. */
+  flush(signal?: AbortSignal): Promise<readonly string[]>;
+  /** Lists the maps with their reconciliation status. */
+  list(): Promise<readonly MapDump[]>;
+  /** One map with its real contents (kernel contents for the BPF datapath). */
+  get(name: string): Promise<MapDump | undefined>;
+}
+
+/** The selected datapath. */
+export interface Datapath {
+  readonly mode: 'memory' | 'bpf';
+  readonly loader: Loader;
+  readonly maps: DatapathMaps;
+  /** Evaluates a packet against the current maps exactly as the program does (memory mode; BPF mode reads the kernel maps). */
+  verdict(endpointId: number, direction: Direction, packet: PacketSpec): Promise<Verdict>;
+  /** Drop counters by reason, as the program counts them. */
+  dropCounters(): Promise<Readonly<Record<string, number>>>;
+}
+
+/** Token for the selected datapath. */
+export const DatapathToken = token<Datapath>('Datapath');
