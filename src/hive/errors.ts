@@ -1,0 +1,119 @@
+/**
+ * Every error the hive raises, in one place. Messages name the module, the cell and the fix,
+ * the way NestJS's errors/messages.ts and cilium/hive's errors do.
+ */
+
+/** Base class of all hive errors. */
+export class HiveError extends Error {
+  override readonly name: string = 'HiveError';
+}
+
+/** A module id that does not follow hive's rules. */
+export class InvalidModuleIdError extends HiveError {
+  override readonly name = 'InvalidModuleIdError';
+  constructor(readonly id: string) {
+    super(
+      `invalid module id "${id}": it must start with a lowercase letter and have 2-31 characters of a-z, 0-9, "_" or "-" (e.g. "endpoint-manager")`,
+    );
+  }
+}
+
+/** A dependency that nothing visible provides. */
+export class MissingDependencyError extends HiveError {
+  override readonly name = 'MissingDependencyError';
+  constructor(
+    readonly missing: string,
+    readonly path: readonly string[],
+    readonly hint: string,
+  ) {
+    super(`missing dependency ${missing}\n  needed by: ${path.join(' -> ')} -> ${missing}\n  fix: ${hint}`);
+  }
+}
+
+/** A dependency cycle between providers. */
+export class DependencyCycleError extends HiveError {
+  override readonly name = 'DependencyCycleError';
+  constructor(readonly cycle: readonly string[]) {
+    super(`dependency cycle: ${cycle.join(' -> ')}\n  fix: break the cycle, e.g. let one side subscribe to events or take a lazy getter`);
+  }
+}
+
+/** A token provided twice in the same visible scope. */
+export class DuplicateProviderError extends HiveError {
+  override readonly name = 'DuplicateProviderError';
+  constructor(
+    readonly tokenName: string,
+    readonly first: string,
+    readonly second: string,
+  ) {
+    super(`${tokenName} is provided twice: by ${first} and by ${second}; remove one, or use replace()/decorate() to swap it`);
+  }
+}
+
+/** A provider or invoke function that threw while being constructed or called. */
+export class ConstructionError extends HiveError {
+  override readonly name = 'ConstructionError';
+  constructor(
+    readonly where: string,
+    override readonly cause: unknown,
+  ) {
+    super(`${where} failed: ${errorMessage(cause)}`);
+  }
+}
+
+/** A bad configuration value, key or flag. */
+export class ConfigError extends HiveError {
+  override readonly name = 'ConfigError';
+  constructor(
+    readonly key: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A start hook that failed or timed out; the hooks started before it were stopped again. */
+export class StartError extends HiveError {
+  override readonly name = 'StartError';
+  constructor(
+    readonly hook: string,
+    override readonly cause: unknown,
+    readonly rollbackErrors: readonly Error[],
+  ) {
+    super(
+      `start failed in ${hook}: ${errorMessage(cause)}` +
+        (rollbackErrors.length ? `\n  and while rolling back: ${rollbackErrors.map((e) => e.message).join('; ')}` : ''),
+    );
+  }
+}
+
+/** One or more stop hooks or jobs that failed; stopping went on past each of them. */
+export class StopError extends HiveError {
+  override readonly name = 'StopError';
+  constructor(readonly errors: readonly Error[]) {
+    super(`stop finished with ${errors.length} error(s):\n  ${errors.map((e) => e.message).join('\n  ')}`);
+  }
+}
+
+/** A hook or job that did not finish within its time limit. */
+export class TimeoutError extends HiveError {
+  override readonly name = 'TimeoutError';
+  constructor(what: string, ms: number) {
+    super(`${what} timed out after ${ms} ms`);
+  }
+}
+
+/** Hive used in the wrong order (e.g. start before populate). */
+export class HiveStateError extends HiveError {
+  override readonly name = 'HiveStateError';
+}
+
+/** The message of any thrown value. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Any thrown value as an Error. */
+export function toError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}

@@ -1,0 +1,50 @@
+/**
+ * Testing helper: builds a hive from chosen cells with replacements (mocks), starts it inside a tap
+ * test and stops it when the test ends. Every cell's tests use it.
+ */
+import { replace, type Cell } from './cell.js';
+import type { ConfigInputs } from './config/registry.js';
+import { Hive } from './hive.js';
+import { silentLogger, type Logger } from './logger.js';
+import type { Token } from './token.js';
+
+/** The part of a tap test the helper needs. */
+export interface TestLike {
+  teardown(fn: () => unknown): void;
+}
+
+/** A replacement: a token and the value (mock) that stands in for its provider. */
+export type Replacement = readonly [Token<unknown>, unknown];
+
+/** Options for testHive. */
+export interface TestHiveOptions {
+  /** Tokens to replace with mocks: `[[EndpointManagerToken, mockManager]]`. */
+  readonly replace?: readonly Replacement[];
+  /** Configuration values by flag name: `{ 'endpoint-gc-interval': '1s' }`, or full inputs. */
+  readonly config?: Readonly<Record<string, unknown>> | ConfigInputs;
+  /** Start the hive (default true). */
+  readonly start?: boolean;
+  /** Logger (default silent). */
+  readonly logger?: Logger;
+}
+
+/** A started (or populated) hive plus a typed getter. */
+export interface TestHive {
+  readonly hive: Hive;
+  get<T>(token: Token<T>): T;
+}
+
+/** Builds, configures and starts a hive from `cells`; stops it at the end of the test `t`. */
+export async function testHive(t: TestLike, cells: readonly Cell[], opts: TestHiveOptions = {}): Promise<TestHive> {
+  const replacements = (opts.replace ?? []).map(([tok, value]) => replace(tok, value));
+  const hive = new Hive([...cells, ...replacements], { name: 'test', logger: opts.logger ?? silentLogger() });
+  const cfg = opts.config ?? {};
+  const isInputs = 'argv' in cfg || 'env' in cfg || 'file' in cfg || 'values' in cfg;
+  hive.configure(isInputs ? (cfg as ConfigInputs) : { values: cfg as Record<string, unknown> });
+  hive.populate();
+  if (opts.start !== false) {
+    await hive.start();
+    t.teardown(() => hive.stop());
+  }
+  return { hive, get: (token) => hive.get(token) };
+}
