@@ -1,0 +1,83 @@
+/**
+ * The endpoint cells' interfaces: EndpointManager (owns the set of endpoints and its indexes),
+ * EndpointAPIManager (the API's entry point), and the Endpoint as other cells see it.
+ */
+import type { Observable } from 'rxjs';
+import { token } from '../../hive/token.js';
+import type { EndpointChangeRequest, EndpointHealth, EndpointLogEntry, EndpointModel, EndpointState } from './model.js';
+
+/** Regeneration levels. */
+export type RegenerationLevel = 'no-rebuild' | 'rewrite+load';
+
+/** An endpoint as other cells see it. */
+export interface EndpointView {
+  readonly id: number;
+  readonly state: EndpointState;
+  readonly containerId?: string;
+  readonly ifName?: string;
+  readonly containerIfName?: string;
+  readonly ipv4?: string;
+  readonly ipv6?: string;
+  readonly podName?: string;
+  readonly namespace?: string;
+  readonly identity?: number;
+  readonly labels: readonly string[];
+  /** The Cilium Endpoint model for the API. */
+  toModel(): EndpointModel;
+  /** Recent status log entries, newest last. */
+  log(): readonly EndpointLogEntry[];
+  health(): EndpointHealth;
+  /** Queues a regeneration (coalesced while one is queued); resolves when it finished. */
+  regenerate(reason: string, level?: RegenerationLevel): Promise<void>;
+}
+
+/** Owns the endpoints and their indexes; emits lifecycle events. */
+export interface EndpointManager {
+  /**
+   * Allocates an ID (refusing an endpoint whose ID is already set), starts its event queue,
+   * indexes it and emits EndpointCreated.
+   */
+  addEndpoint(ep: EndpointView): Promise<void>;
+  /** Removes an endpoint from every index, releases its ID and emits EndpointDeleted. */
+  removeEndpoint(ep: EndpointView, reason: string): Promise<void>;
+  /**
+   * Looks up by numeric id or Cilium's prefixed ids: `cilium-local:N`, `container-id:…`,
+   * `pod-name:ns/name`, `cni-attachment-id:<container-id>:<ifname>`, `ipv4:…`, `ipv6:…`.
+   * Throws EndpointError('invalid') on a malformed id.
+   */
+  lookup(id: string): EndpointView | undefined;
+  /** Every endpoint, by id. */
+  getEndpoints(): EndpointView[];
+  /** Regenerates every endpoint (periodic regeneration, policy changes). */
+  regenerateAll(reason: string, level?: RegenerationLevel): Promise<void>;
+  readonly created$: Observable<EndpointView>;
+  readonly deleted$: Observable<EndpointView>;
+  readonly restored$: Observable<EndpointView>;
+}
+
+/** Token for the EndpointManager. */
+export const EndpointManagerToken = token<EndpointManager>('EndpointManager');
+
+/** What an API call carries along (cancellation). */
+export interface CallContext {
+  readonly signal?: AbortSignal;
+}
+
+/** The API's entry point for endpoint changes. Errors are EndpointError with a code. */
+export interface EndpointAPIManager {
+  /** Creates an endpoint from a change request (PUT /endpoint/{id}). */
+  createEndpoint(ctx: CallContext, req: EndpointChangeRequest): Promise<EndpointView>;
+  /** Updates an endpoint from a change request (PATCH /endpoint/{id}). */
+  patchEndpoint(ctx: CallContext, id: string, req: EndpointChangeRequest): Promise<EndpointView>;
+  /** Deletes one endpoint (DELETE /endpoint/{id}). Throws not-found. */
+  deleteEndpoint(ctx: CallContext, id: string): Promise<void>;
+  /** Deletes every endpoint of a container (DELETE /endpoint with container-id); returns how many. */
+  deleteEndpointsByContainerID(ctx: CallContext, containerId: string): Promise<number>;
+  /** Adds and removes user labels, then regenerates (identity may change). */
+  patchLabels(ctx: CallContext, id: string, add: readonly string[], del: readonly string[]): Promise<EndpointView>;
+  /** Changes endpoint options (PATCH /endpoint/{id}/config), regenerating when they change the datapath. */
+  patchConfig(ctx: CallContext, id: string, options: Readonly<Record<string, string>>): Promise<EndpointView>;
+}
+
+/** Token for the EndpointAPIManager. */
+export const EndpointAPIManagerToken = token<EndpointAPIManager>('EndpointAPIManager');

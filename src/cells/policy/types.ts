@@ -1,0 +1,79 @@
+/**
+ * Policy: a repository of CiliumNetworkPolicy-shaped rules, a SelectorCache that tracks which
+ * identities each selector selects, and the distillation of rules into an endpoint's map state.
+ */
+import type { Observable } from 'rxjs';
+import { token } from '../../hive/token.js';
+import type { PolicyEntry } from '../datapath/types.js';
+import type { Identity } from '../identity/types.js';
+
+/** A rule as stored (CiliumNetworkPolicy `spec` shape, plus labels identifying it). */
+export type PolicyRule = Readonly<Record<string, unknown>> & { readonly labels?: readonly string[] };
+
+/** The result of a repository change. */
+export interface PolicyChange {
+  readonly revision: number;
+  /** Identities whose endpoints must be regenerated ('all' when unknown). */
+  readonly affected: ReadonlySet<number> | 'all';
+  readonly rules: number;
+}
+
+/** What `resolve` returns for one endpoint identity. */
+export interface ResolvedPolicy {
+  readonly revision: number;
+  readonly ingressEnforced: boolean;
+  readonly egressEnforced: boolean;
+  /** The map state: what the datapath is given (see datapath/types.ts PolicyEntry). */
+  readonly entries: readonly PolicyEntry[];
+  /** Cilium's realized policy summary for the Endpoint model. */
+  readonly allowedIngressIdentities: readonly number[];
+  readonly allowedEgressIdentities: readonly number[];
+  readonly deniedIngressIdentities: readonly number[];
+  readonly deniedEgressIdentities: readonly number[];
+}
+
+/** One side of a trace: labels or a numeric identity. */
+export type TraceSubject = { readonly labels: readonly string[] } | { readonly identity: number };
+
+/** A trace's verdict and the rules that decided it. */
+export interface TraceResult {
+  readonly verdict: 'allowed' | 'denied';
+  readonly ingress: { readonly verdict: 'allowed' | 'denied'; readonly enforced: boolean; readonly rules: readonly string[] };
+  readonly egress: { readonly verdict: 'allowed' | 'denied'; readonly enforced: boolean; readonly rules: readonly string[] };
+  readonly log: readonly string[];
+}
+
+/** A selector in the SelectorCache and the identities it selects. */
+export interface CachedSelector {
+  readonly selector: string;
+  readonly identities: readonly number[];
+  readonly users: number;
+}
+
+/** The policy repository. */
+export interface PolicyRepository {
+  /**
+   * Adds rules from text (JSON or YAML: a CiliumNetworkPolicy, a CiliumClusterwideNetworkPolicy,
+   * a List of them, or a bare rules array). Rules whose labels equal an existing rule's labels
+   * (or that come from the same resource name/namespace) replace it. Throws PolicyError naming
+   * the field on invalid input, changing nothing.
+   */
+  import(text: string): PolicyChange;
+  /** Deletes rules whose labels include every given label (all rules with `all`). */
+  delete(labels: readonly string[] | 'all'): PolicyChange;
+  /** The rules (all, or those matching the labels). */
+  get(labels?: readonly string[]): PolicyRule[];
+  /** The current revision (> 0, bumped on every change). */
+  readonly revision: number;
+  /** The map state for an endpoint identity. */
+  resolve(identity: Identity): ResolvedPolicy;
+  /** The verdict for traffic from src to dst on dport/proto, with the deciding rules. */
+  trace(src: TraceSubject, dst: TraceSubject, dport: number, protocol: string): TraceResult;
+  /** Selectors and the identities they select. */
+  selectors(): CachedSelector[];
+  /** Emits every change. */
+  readonly changes$: Observable<PolicyChange>;
+}
+
+/** Token for the PolicyRepository. */
+export const PolicyRepositoryToken = token<PolicyRepository>('PolicyRepository');
