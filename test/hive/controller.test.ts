@@ -1,0 +1,61 @@
+import t from 'tap';
+import { Controller, Controllers, sleep } from '../../src/hive/index.js';
+
+t.test('retry delay is linear and capped', async (t) => {
+  t.equal(Controller.retryDelay(1, 100, 1000), 100);
+  t.equal(Controller.retryDelay(3, 100, 1000), 300);
+  t.equal(Controller.retryDelay(50, 100, 1000), 1000);
+});
+
+t.test('a failing controller retries with backoff and counts', async (t) => {
+  const m = new Controllers();
+  let calls = 0;
+  m.updateController('sync-ipcache', {
+    doFunc: () => { calls++; if (calls <= 2) throw new Error(`fail ${calls}`); },
+    errorRetryBaseMs: 20,
+  });
+  await sleep(150);
+  const [s] = m.statuses();
+  t.equal(s?.name, 'sync-ipcache');
+  t.equal(s?.status['failure-count'], 2);
+  t.equal(s?.status['success-count'], 1);
+  t.equal(s?.status['consecutive-failure-count'], 0);
+  t.equal(s?.status['last-failure-msg'], 'fail 2');
+  t.ok(s?.status['last-success-timestamp']);
+  t.ok(s?.status['last-failure-timestamp']);
+  t.type(s?.status['last-duration-ms'], 'number');
+  t.equal(calls, 3, 'no run after the success without an interval');
+  await m.removeAll();
+});
+
+t.test('consecutive failures grow the wait', async (t) => {
+  const m = new Controllers();
+  const at: number[] = [];
+  m.updateController('always-failing', { doFunc: () => { at.push(Date.now()); throw new Error('down'); }, errorRetryBaseMs: 25, maxRetryIntervalMs: 1000 });
+  await sleep(200);
+  await m.removeController('always-failing');
+  t.ok(at.length >= 3, `ran ${at.length} times`);
+  t.ok(at[2]! - at[1]! > at[1]! - at[0]!, 'second wait longer than the first');
+  t.equal(m.statuses().length, 0, 'removed');
+});
+
+t.test('run interval, trigger, update and stopFunc', async (t) => {
+  const m = new Controllers();
+  let runs = 0;
+  let stopped = false;
+  m.updateController('gc', { doFunc: () => { runs++; }, runIntervalMs: 60_000, stopFunc: () => { stopped = true; } });
+  await sleep(10);
+  t.equal(runs, 1);
+  t.ok(m.triggerController('gc'));
+  t.notOk(m.triggerController('nope'));
+  await sleep(10);
+  t.equal(runs, 2);
+  m.updateController('gc', { doFunc: () => { runs += 10; }, runIntervalMs: 60_000 });
+  await sleep(10);
+  t.equal(runs, 12, 'update runs the new function at once');
+  await m.removeController('gc');
+  t.notOk(stopped, 'stopFunc of the replaced params is not called');
+  m.updateController('x', { doFunc: () => undefined, stopFunc: () => { stopped = true; } });
+  await m.removeAll();
+  t.ok(stopped);
+});
