@@ -1,0 +1,366 @@
+/*
+ * cellium-cni: the CNI plugin binary that container runtimes execute. It answers VERSION itself and
+ * forwards ADD, DEL, CHECK, STATUS and GC to the Cellium agent as one HTTP request over the agent's
+ * unix socket (the wire contract is src/cni/protocol.ts and docs/cni.md). When the agent is down,
+ * DEL is queued to a directory the agent replays at start; every other command fails with code 11.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "http.h"
+#include "json.h"
+
+#define DEFAULT_SOCKET "/var/run/cellium/cellium.sock"
+#define DEFAULT_DELETE_QUEUE "/var/run/cellium/delete-queue"
+#define CNI_PATH_ON_AGENT "/v1/cellium/cni"
+#define LATEST_VERSION "1.1.0"
+#define MAX_STDIN (16u << 20)
+
+/* CNI spec error codes used here. */
+enum {
+    ERR_INCOMPATIBLE_VERSION = 1,
+    ERR_INVALID_CONFIG = 4,
+    ERR_DECODING = 6,
+    ERR_INVALID_ENV = 7,
+    ERR_TRY_AGAIN_LATER = 11,
+};
+
+static const char *const supported_versions[] = {"0.3.1", "0.4.0", "1.0.0", "1.1.0"};
+#define N_SUPPORTED (sizeof supported_versions / sizeof supported_versions[0])
+
+/* A command, the env variables the spec requires for it, and how long its answer may take. */
+struct command {
+    const char *name;
+    int needs_container_id, needs_netns, needs_ifname;
+    int min_version_1_1; /* STATUS and GC exist from CNI 1.1.0 on */
+    int response_timeout_ms;
+};
+
+static const struct command commands[] = {
+    {"ADD", 1, 1, 1, 0, 300000},  {"DEL", 1, 0, 1, 0, 300000},   {"CHECK", 1, 1, 1, 0, 60000},
+    {"STATUS", 0, 0, 0, 1, 60000}, {"GC", 0, 0, 0, 1, 300000}, {"VERSION", 0, 0, 0, 0, 0},
+};
+
+/* The cniVersion echoed in replies: the requested one when we support it, else the latest. */
+static const char *reply_version = LATEST_VERSION;
+
+static const char *supported(const char *v)
+{
+    for (size_t i = 0; v && i < N_SUPPORTED; i++)
+        if (strcmp(v, supported_versions[i]) == 0)
+            return supported_versions[i];
+    return NULL;
+}
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Prints the CNI error result on stdout and exits 1. */
+static void fail(int code, const char *msg, const char *details)
+{
+    struct buf out = {0};
+    char num[16];
+    buf_puts(&out, "{\"cniVersion\":");
+    json_put_string(&out, reply_version, strlen(reply_version));
+    snprintf(num, sizeof num, ",\"code\":%d", code);
+    buf_puts(&out, num);
+    buf_puts(&out, ",\"msg\":");
+    json_put_string(&out, msg, strlen(msg));
+    buf_puts(&out, ",\"details\":");
+    json_put_string(&out, details, strlen(details));
+    buf_puts(&out, "}\n");
+    write_all(1, out.data, out.len);
+    exit(1);
+}
+
+/* A positive millisecond count from the environment, else the default. */
+static int env_ms(const char *name, int def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    long ms = strtol(v, &end, 10);
+    return (*end || ms <= 0 || ms > 86400000L) ? def : (int)ms;
+}
+
+static const char *env_or_empty(const char *name)
+{
+    const char *v = getenv(name);
+    return v ? v : "";
+}
+
+/* Reads all of stdin within the deadline; a terminal or a closed stdin reads as empty. */
+static int read_stdin(struct buf *in, int timeout_ms, char *err, size_t errlen)
+{
+    if (isatty(0))
+        return 0;
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    char chunk[65536];
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long long spent = (now.tv_sec - start.tv_sec) * 1000LL + (now.tv_nsec - start.tv_nsec) / 1000000;
+        if (spent >= timeout_ms) {
+            snprintf(err, errlen, "stdin was not closed within %d ms", timeout_ms);
+            return -1;
+        }
+        struct pollfd pfd = {0, POLLIN, 0};
+        int rc = poll(&pfd, 1, (int)(timeout_ms - spent));
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc < 0 || (pfd.revents & POLLNVAL))
+            return 0;
+        if (rc == 0)
+            continue;
+        ssize_t r = read(0, chunk, sizeof chunk);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (r <= 0)
+            return 0;
+        if (in->len + (size_t)r > MAX_STDIN) {
+            snprintf(err, errlen, "stdin exceeds %u bytes", MAX_STDIN);
+            return -1;
+        }
+        buf_append(in, chunk, (size_t)r);
+    }
+}
+
+static void put_field(struct buf *b, const char *key, const char *val, size_t len, int first)
+{
+    if (!first)
+        buf_putc(b, ',');
+    json_put_string(b, key, strlen(key));
+    buf_putc(b, ':');
+    json_put_string(b, val, len);
+}
+
+/* The request body of the wire contract: {"command","containerId","netns","ifName","args","path","stdin"}. */
+static void build_request(struct buf *b, const char *cmd, const struct buf *in)
+{
+    const char *cid = env_or_empty("CNI_CONTAINERID"), *netns = env_or_empty("CNI_NETNS");
+    const char *ifname = env_or_empty("CNI_IFNAME"), *args = env_or_empty("CNI_ARGS");
+    const char *path = env_or_empty("CNI_PATH");
+    buf_putc(b, '{');
+    put_field(b, "command", cmd, strlen(cmd), 1);
+    put_field(b, "containerId", cid, strlen(cid), 0);
+    put_field(b, "netns", netns, strlen(netns), 0);
+    put_field(b, "ifName", ifname, strlen(ifname), 0);
+    put_field(b, "args", args, strlen(args), 0);
+    put_field(b, "path", path, strlen(path), 0);
+    put_field(b, "stdin", in->data ? in->data : "", in->len, 0);
+    buf_putc(b, '}');
+}
+
+static int mkdir_p(const char *dir)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp)
+        return errno = ENAMETOOLONG, -1;
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return (mkdir(tmp, 0755) && errno != EEXIST) ? -1 : 0;
+}
+
+/* Writes the DEL request atomically as <unix-ns>-<pid>-<container id>.json in the queue dir. */
+static int queue_delete(const struct buf *req, char *err, size_t errlen)
+{
+    const char *dir = getenv("CELLIUM_CNI_DELETE_QUEUE");
+    if (!dir || !*dir)
+        dir = DEFAULT_DELETE_QUEUE;
+    char cid[129];
+    const char *c = env_or_empty("CNI_CONTAINERID");
+    size_t k = 0;
+    for (; c[k] && k < sizeof cid - 1; k++) {
+        char ch = c[k];
+        int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                 ch == '-' || ch == '_' || ch == '.';
+        cid[k] = ok ? ch : '_';
+    }
+    cid[k] = '\0';
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char name[4096], tmp[4096];
+    snprintf(name, sizeof name, "%s/%lld%09ld-%d-%s.json", dir, (long long)ts.tv_sec, ts.tv_nsec,
+             (int)getpid(), cid);
+    snprintf(tmp, sizeof tmp, "%s/.%lld%09ld-%d.tmp", dir, (long long)ts.tv_sec, ts.tv_nsec,
+             (int)getpid());
+    if (mkdir_p(dir)) {
+        snprintf(err, errlen, "cannot create %.512s: %s", dir, strerror(errno));
+        return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot create %.512s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    size_t off = 0;
+    while (off < req->len) {
+        ssize_t w = write(fd, req->data + off, req->len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            snprintf(err, errlen, "cannot write %.512s: %s", tmp, strerror(w < 0 ? errno : EIO));
+            close(fd);
+            unlink(tmp);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    if (fsync(fd) || close(fd) || rename(tmp, name)) {
+        snprintf(err, errlen, "cannot store %.512s: %s", name, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    char err[1024];
+    const char *cmd_name = getenv("CNI_COMMAND");
+    const struct command *cmd = NULL;
+    for (size_t i = 0; cmd_name && i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(cmd_name, commands[i].name) == 0)
+            cmd = &commands[i];
+
+    struct buf in = {0};
+    if (read_stdin(&in, env_ms("CELLIUM_CNI_STDIN_TIMEOUT_MS", 30000), err, sizeof err))
+        fail(ERR_DECODING, "cannot read the network configuration from stdin", err);
+
+    struct json_field fields[] = {
+        {"cniVersion", 0, 0, {0}}, {"name", 0, 0, {0}}, {"type", 0, 0, {0}}, {"socket-path", 0, 0, {0}},
+    };
+    int json_ok = in.len > 0 &&
+                  json_scan_object(in.data, in.len, fields, 4, err, sizeof err) == 0;
+    const char *requested = fields[0].is_string ? fields[0].value.data : NULL;
+    if (json_ok && supported(requested))
+        reply_version = supported(requested);
+
+    if (!cmd_name || !*cmd_name)
+        fail(ERR_INVALID_ENV, "required env variables [CNI_COMMAND] missing",
+             "cellium-cni is a CNI plugin: run it from a container runtime");
+    if (!cmd) {
+        snprintf(err, sizeof err, "CNI_COMMAND=%s; expected ADD, DEL, CHECK, STATUS, GC or VERSION",
+                 cmd_name);
+        fail(ERR_INVALID_ENV, "unknown CNI_COMMAND", err);
+    }
+    if (strcmp(cmd->name, "VERSION") == 0) {
+        struct buf out = {0};
+        buf_puts(&out, "{\"cniVersion\":");
+        json_put_string(&out, reply_version, strlen(reply_version));
+        buf_puts(&out, ",\"supportedVersions\":[");
+        for (size_t i = 0; i < N_SUPPORTED; i++) {
+            if (i)
+                buf_putc(&out, ',');
+            json_put_string(&out, supported_versions[i], strlen(supported_versions[i]));
+        }
+        buf_puts(&out, "]}\n");
+        write_all(1, out.data, out.len);
+        return 0;
+    }
+
+    char missing[128] = "";
+    if (cmd->needs_container_id && !*env_or_empty("CNI_CONTAINERID"))
+        strcat(missing, " CNI_CONTAINERID");
+    if (cmd->needs_netns && !*env_or_empty("CNI_NETNS"))
+        strcat(missing, " CNI_NETNS");
+    if (cmd->needs_ifname && !*env_or_empty("CNI_IFNAME"))
+        strcat(missing, " CNI_IFNAME");
+    if (*missing) {
+        snprintf(err, sizeof err, "required env variables [%s] missing", missing + 1);
+        fail(ERR_INVALID_ENV, err, "");
+    }
+
+    if (in.len == 0)
+        fail(ERR_DECODING, "error decoding network configuration", "stdin is empty");
+    if (!json_ok)
+        fail(ERR_DECODING, "error decoding network configuration", err);
+    if (!fields[0].present || !fields[0].is_string || !supported(requested)) {
+        snprintf(err, sizeof err, "config is \"%.64s\", plugin supports [0.3.1 0.4.0 1.0.0 1.1.0]",
+                 requested ? requested : "");
+        fail(ERR_INCOMPATIBLE_VERSION, "incompatible CNI versions", err);
+    }
+    if (cmd->min_version_1_1 && strcmp(requested, "1.1.0") != 0) {
+        snprintf(err, sizeof err, "config version %s does not allow %s (needs 1.1.0)", requested,
+                 cmd->name);
+        fail(ERR_INCOMPATIBLE_VERSION, "incompatible CNI versions", err);
+    }
+    for (int i = 1; i <= 2; i++)
+        if (!fields[i].is_string || fields[i].value.len == 0) {
+            snprintf(err, sizeof err, "missing %s", fields[i].key);
+            fail(ERR_INVALID_CONFIG, err, "the network configuration needs a string name and type");
+        }
+    const char *socket_path = DEFAULT_SOCKET;
+    if (fields[3].present) {
+        struct buf *sp = &fields[3].value;
+        if (!fields[3].is_string || sp->len == 0 || strlen(sp->data) != sp->len || sp->len > 107)
+            fail(ERR_INVALID_CONFIG, "invalid socket-path",
+                 "socket-path must be a non-empty unix socket path of at most 107 bytes");
+        socket_path = sp->data;
+    }
+
+    struct buf req = {0};
+    build_request(&req, cmd->name, &in);
+    struct http_response resp = {0};
+    int is_del = strcmp(cmd->name, "DEL") == 0;
+    enum http_result r = http_post_unix(
+        socket_path, CNI_PATH_ON_AGENT, req.data, req.len,
+        env_ms("CELLIUM_CNI_CONNECT_TIMEOUT_MS", 2000),
+        env_ms("CELLIUM_CNI_RESPONSE_TIMEOUT_MS", cmd->response_timeout_ms), &resp, err, sizeof err);
+    int unavailable = r == HTTP_UNREACHABLE || (r == HTTP_OK && resp.status == 503);
+    if (r == HTTP_OK && resp.status == 503)
+        snprintf(err, sizeof err, "agent at %s answered 503 (not ready)", socket_path);
+    if (unavailable && is_del) {
+        char qerr[1024], both[2100];
+        if (queue_delete(&req, qerr, sizeof qerr) == 0)
+            return 0;
+        snprintf(both, sizeof both, "%s; queueing the DEL failed: %s", err, qerr);
+        fail(ERR_TRY_AGAIN_LATER, "cellium agent unreachable and DEL could not be queued", both);
+    }
+    if (unavailable) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "cellium agent unreachable at %s, try again later", socket_path);
+        fail(ERR_TRY_AGAIN_LATER, msg, err);
+    }
+    if (r != HTTP_OK)
+        fail(ERR_TRY_AGAIN_LATER, "cellium agent did not answer", err);
+    if (resp.status != 200) {
+        snprintf(err, sizeof err, "agent at %s answered HTTP %d: %.300s", socket_path, resp.status,
+                 resp.body.data ? resp.body.data : "");
+        fail(ERR_TRY_AGAIN_LATER, "cellium agent failed the request", err);
+    }
+    if (resp.exit_code < 0) {
+        snprintf(err, sizeof err, "agent at %s answered without X-Cellium-Cni-Exit-Code", socket_path);
+        fail(ERR_TRY_AGAIN_LATER, "cellium agent answered an invalid response", err);
+    }
+    write_all(1, resp.body.data ? resp.body.data : "", resp.body.len);
+    return resp.exit_code;
+}

@@ -1,0 +1,228 @@
+/**
+ * The wire contract between the `cellium-cni` shim (cni-shim/, C) and the agent's CNI server.
+ *
+ * The shim answers VERSION itself. For ADD, DEL, CHECK, STATUS and GC it sends one
+ * `POST /v1/cellium/cni` (HTTP/1.1, `Connection: close`) on the agent's unix socket with a JSON
+ * {@link CniRequest} body. The agent answers `200` with the exact text the shim prints on stdout as
+ * the body, and the shim's exit code in the `X-Cellium-Cni-Exit-Code` header (0–255). Any other
+ * status, a missing header or a broken answer makes the shim print CNI error 11 and exit 1; `503`
+ * counts as "agent not ready", exactly like an unreachable socket (a DEL is then queued).
+ * A DEL the shim could not deliver is stored as a file `<unix-ns>-<pid>-<container id>.json` in the
+ * delete queue directory, holding the same {@link CniRequest} JSON; the agent replays them at start.
+ * docs/cni.md has the whole story.
+ */
+import { request as httpRequest, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import { Ajv } from 'ajv';
+
+/** The HTTP path the shim posts to on the agent's socket. */
+export const CNI_REQUEST_PATH = '/v1/cellium/cni';
+/** The response header carrying the shim's exit code. */
+export const CNI_EXIT_CODE_HEADER = 'X-Cellium-Cni-Exit-Code';
+/** The agent socket used when the netconf has no top-level `socket-path` key. */
+export const DEFAULT_CNI_SOCKET_PATH = '/var/run/cellium/cellium.sock';
+/** Where the shim queues a DEL it could not deliver. */
+export const DEFAULT_DELETE_QUEUE_DIR = '/var/run/cellium/delete-queue';
+/** Environment variable overriding the delete queue directory (used by tests). */
+export const DELETE_QUEUE_ENV = 'CELLIUM_CNI_DELETE_QUEUE';
+/** CNI spec versions the shim accepts, oldest first. */
+export const SUPPORTED_CNI_VERSIONS = ['0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;
+
+/** One of {@link SUPPORTED_CNI_VERSIONS}. */
+export type CniVersion = (typeof SUPPORTED_CNI_VERSIONS)[number];
+/** The commands the shim forwards (VERSION never reaches the agent). */
+export type CniCommand = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC';
+
+/** CNI spec error codes (1–99 are reserved by the spec; 11 means "try again later"). */
+export const CniErrorCode = {
+  IncompatibleVersion: 1,
+  UnsupportedField: 2,
+  UnknownContainer: 3,
+  InvalidConfig: 4,
+  IoFailure: 5,
+  DecodingFailure: 6,
+  InvalidEnv: 7,
+  TryAgainLater: 11,
+  PluginNotAvailable: 50,
+  LimitedConnectivity: 51,
+} as const;
+
+/**
+ * The request body. Every field is a string; an environment variable the runtime did not set is "".
+ * `stdin` is the raw network configuration text as the runtime wrote it (already checked by the shim
+ * to be a JSON object with a supported `cniVersion`, a `name` and a `type`).
+ */
+export interface CniRequest {
+  /** CNI_COMMAND. */
+  command: CniCommand;
+  /** CNI_CONTAINERID ("" for STATUS and GC). */
+  containerId: string;
+  /** CNI_NETNS: a path such as /var/run/netns/x or /proc/PID/ns/net ("" when unset, e.g. on DEL). */
+  netns: string;
+  /** CNI_IFNAME: the interface name inside the container. */
+  ifName: string;
+  /** CNI_ARGS: `K=V;K=V` pairs, see {@link parseCniArgs}. */
+  args: string;
+  /** CNI_PATH: colon-separated plugin directories. */
+  path: string;
+  /** The network configuration JSON text (stdin of the shim). */
+  stdin: string;
+}
+
+/** What the agent answers: `body` is printed on stdout verbatim, the shim exits with `exitCode`. */
+export interface CniResponse {
+  exitCode: number;
+  body: string;
+}
+
+/** The CNI error result printed on stdout when a command fails. */
+export interface CniErrorResult {
+  cniVersion: string;
+  code: number;
+  msg: string;
+  details: string;
+}
+
+/** A request or response that breaks the contract; `cniCode` is the CNI code to report it with. */
+export class CniProtocolError extends Error {
+  /** @param cniCode CNI error code that describes the problem. */
+  constructor(
+    message: string,
+    readonly cniCode: number = CniErrorCode.DecodingFailure,
+  ) {
+    super(message);
+    this.name = 'CniProtocolError';
+  }
+}
+
+const requestSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['command', 'containerId', 'netns', 'ifName', 'args', 'path', 'stdin'],
+  properties: {
+    command: { enum: ['ADD', 'DEL', 'CHECK', 'STATUS', 'GC'] },
+    containerId: { type: 'string' },
+    netns: { type: 'string' },
+    ifName: { type: 'string' },
+    args: { type: 'string' },
+    path: { type: 'string' },
+    stdin: { type: 'string' },
+  },
+} as const;
+
+const validateRequest = new Ajv({ allErrors: true }).compile<CniRequest>(requestSchema);
+
+/** Decodes a request body (or a delete-queue file); throws {@link CniProtocolError} when malformed. */
+export function decodeCniRequest(text: string | Buffer): CniRequest {
+  let value: unknown;
+  try {
+    value = JSON.parse(text.toString());
+  } catch (err) {
+    throw new CniProtocolError(`CNI request is not JSON: ${(err as Error).message}`);
+  }
+  if (!validateRequest(value)) {
+    const why = (validateRequest.errors ?? [])
+      .map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`)
+      .join('; ');
+    throw new CniProtocolError(`CNI request does not match the contract: ${why}`);
+  }
+  return value;
+}
+
+/** Encodes a request body exactly as the shim does (used by tests and benchmarks). */
+export function encodeCniRequest(req: CniRequest): string {
+  const { command, containerId, netns, ifName, args, path, stdin } = req;
+  return JSON.stringify({ command, containerId, netns, ifName, args, path, stdin });
+}
+
+/** The cniVersion to echo in a reply: the requested one when supported, else the newest. */
+export function replyCniVersion(requested: unknown): CniVersion {
+  const found = SUPPORTED_CNI_VERSIONS.find((v) => v === requested);
+  return found ?? SUPPORTED_CNI_VERSIONS[SUPPORTED_CNI_VERSIONS.length - 1];
+}
+
+/** A successful answer printing `result` (a CNI result object) as JSON; exit code 0. */
+export function cniSuccess(result: object): CniResponse {
+  return { exitCode: 0, body: `${JSON.stringify(result)}\n` };
+}
+
+/** A successful answer with no output (DEL, CHECK, STATUS, GC); exit code 0. */
+export function cniEmptySuccess(): CniResponse {
+  return { exitCode: 0, body: '' };
+}
+
+/** A failed answer printing the CNI error result; exit code 1. */
+export function cniError(cniVersion: string, code: number, msg: string, details = ''): CniResponse {
+  const error: CniErrorResult = { cniVersion, code, msg, details };
+  return { exitCode: 1, body: `${JSON.stringify(error)}\n` };
+}
+
+/** Writes a {@link CniResponse} on a node:http (or Express) response: status 200 plus the header. */
+export function writeCniResponse(res: ServerResponse, resp: CniResponse): void {
+  if (!Number.isInteger(resp.exitCode) || resp.exitCode < 0 || resp.exitCode > 255) {
+    throw new CniProtocolError(`exit code ${resp.exitCode} is not an integer in 0..255`);
+  }
+  const body = Buffer.from(resp.body);
+  res.writeHead(200, {
+    'Content-Type': 'application/json',
+    'Content-Length': String(body.length),
+    [CNI_EXIT_CODE_HEADER]: String(resp.exitCode),
+  });
+  res.end(body);
+}
+
+/** Reads the agent's answer as the shim does; throws {@link CniProtocolError} when it is not one. */
+export function decodeCniResponse(status: number, headers: IncomingHttpHeaders, body: string): CniResponse {
+  if (status !== 200) throw new CniProtocolError(`agent answered HTTP ${status}`, CniErrorCode.TryAgainLater);
+  const raw = headers[CNI_EXIT_CODE_HEADER.toLowerCase()];
+  const exitCode = typeof raw === 'string' && /^\d{1,3}$/.test(raw.trim()) ? Number(raw) : NaN;
+  if (!(exitCode >= 0 && exitCode <= 255)) {
+    throw new CniProtocolError(`agent answer lacks a valid ${CNI_EXIT_CODE_HEADER}`, CniErrorCode.TryAgainLater);
+  }
+  return { exitCode, body };
+}
+
+/** Sends one request to an agent socket the way the shim does and returns its decoded answer. */
+export function sendCniRequest(socketPath: string, req: CniRequest, timeoutMs = 300_000): Promise<CniResponse> {
+  const payload = Buffer.from(encodeCniRequest(req));
+  return new Promise((resolve, reject) => {
+    const call = httpRequest(
+      {
+        socketPath,
+        path: CNI_REQUEST_PATH,
+        method: 'POST',
+        timeout: timeoutMs,
+        headers: { 'Content-Type': 'application/json', 'Content-Length': payload.length, Connection: 'close' },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          try {
+            resolve(decodeCniResponse(res.statusCode ?? 0, res.headers, Buffer.concat(chunks).toString()));
+          } catch (err) {
+            reject(err);
+          }
+        });
+      },
+    );
+    call.on('timeout', () => call.destroy(new CniProtocolError(`no answer from ${socketPath} within ${timeoutMs} ms`, CniErrorCode.TryAgainLater)));
+    call.on('error', reject);
+    call.end(payload);
+  });
+}
+
+/**
+ * Parses CNI_ARGS (`K=V;K=V`, e.g. `IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p`) into a
+ * map, keeping the order; throws {@link CniProtocolError} (code 7, invalid env) on a pair without `=`.
+ */
+export function parseCniArgs(args: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const pair of args.split(';')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new CniProtocolError(`CNI_ARGS pair "${pair}" is not KEY=VALUE`, CniErrorCode.InvalidEnv);
+    out.set(pair.slice(0, eq), pair.slice(eq + 1));
+  }
+  return out;
+}
