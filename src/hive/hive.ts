@@ -122,16 +122,21 @@ export class Hive {
       return toError(err);
     }
     const onSignal = (sig: NodeJS.Signals): void => {
-      this.log.info({ signal: sig }, 'signal received, stopping');
+      if (this.shutdownSignal.isRequested) this.log.warn({ signal: sig }, 'signal received while stopping; still stopping');
+      else this.log.info({ signal: sig }, 'signal received, stopping');
       this.shutdownSignal.shutdown();
     };
     for (const s of signals) process.on(s, onSignal);
+    // run() is the program's main loop: stay alive until asked to stop, even with no open handles
+    const keepAlive = setInterval(() => undefined, 1 << 30);
     const reason = await this.shutdownSignal.requestedPromise;
-    for (const s of signals) process.off(s, onSignal);
+    clearInterval(keepAlive);
     try {
       await this.stop();
     } catch (err) {
       return reason ?? (err as StopError);
+    } finally {
+      for (const s of signals) process.off(s, onSignal);
     }
     return reason;
   }
