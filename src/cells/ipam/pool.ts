@@ -1,0 +1,95 @@
+/**
+ * One address pool (a CIDR): the network address and the gateway (first usable address) are never
+ * handed out, nor the IPv4 broadcast address. Allocation is round-robin from the last allocated
+ * address, like Cilium's cluster-pool allocator, so a released address is not reused at once.
+ */
+import { cidrContainsAddr, cidrSize, formatAddr, formatCidr, type Addr, type Cidr } from './addr.js';
+import { exhausted, inUse, outsidePool, reservedAddr } from './errors.js';
+import type { Family } from './types.js';
+
+/** What the pool records per allocated address. */
+export interface PoolEntry {
+  readonly ip: string;
+  readonly owner: string;
+  /** Epoch ms after which an unconfirmed allocation is released. */
+  expiresAt?: number;
+  expirationUUID?: string;
+}
+
+/** An address pool of one family. */
+export class Pool {
+  readonly family: Family;
+  readonly cidrText: string;
+  readonly gatewayText: string;
+  private readonly first: bigint;
+  private readonly last: bigint;
+  private readonly entries = new Map<bigint, PoolEntry>();
+  private cursor: bigint;
+
+  constructor(readonly cidr: Cidr) {
+    this.family = cidr.family;
+    this.cidrText = formatCidr(cidr);
+    const gateway = cidr.network + 1n;
+    this.gatewayText = formatAddr(this.family, gateway);
+    const top = cidr.network + cidrSize(cidr) - 1n;
+    this.first = gateway + 1n;
+    this.last = this.family === 'ipv4' ? top - 1n : top;
+    this.cursor = this.last;
+  }
+
+  /** How many addresses can be allocated (network, gateway and IPv4 broadcast excluded). */
+  get usable(): bigint {
+    return this.last - this.first + 1n;
+  }
+
+  /** How many addresses are allocated. */
+  get allocatedCount(): number {
+    return this.entries.size;
+  }
+
+  /** The entry of an allocated address. */
+  get(addr: Addr): PoolEntry | undefined {
+    return this.entries.get(addr.value);
+  }
+
+  /** Every entry. */
+  list(): IterableIterator<PoolEntry> {
+    return this.entries.values();
+  }
+
+  /** The next free address after the last allocation (wrapping); throws when the pool is exhausted. */
+  next(owner: string): PoolEntry {
+    if (BigInt(this.entries.size) >= this.usable) throw exhausted(this.family, this.cidrText, this.usable);
+    let v = this.cursor;
+    for (;;) {
+      v = v >= this.last ? this.first : v + 1n;
+      if (!this.entries.has(v)) {
+        this.cursor = v;
+        return this.take(v, owner);
+      }
+    }
+  }
+
+  /** Allocates a given address; throws when outside the pool, reserved or taken. */
+  claim(addr: Addr, owner: string): PoolEntry {
+    const ip = formatAddr(addr.family, addr.value);
+    if (!cidrContainsAddr(this.cidr, addr)) throw outsidePool(ip, this.cidrText, this.family);
+    if (addr.value === this.cidr.network) throw reservedAddr(ip, 'network', this.cidrText);
+    if (addr.value === this.first - 1n) throw reservedAddr(ip, 'gateway', this.cidrText);
+    if (addr.value > this.last) throw reservedAddr(ip, 'broadcast', this.cidrText);
+    const held = this.entries.get(addr.value);
+    if (held) throw inUse(ip, held.owner);
+    return this.take(addr.value, owner);
+  }
+
+  /** Frees an address; false when it was not allocated. */
+  free(addr: Addr): boolean {
+    return this.entries.delete(addr.value);
+  }
+
+  private take(v: bigint, owner: string): PoolEntry {
+    const entry: PoolEntry = { ip: formatAddr(this.family, v), owner };
+    this.entries.set(v, entry);
+    return entry;
+  }
+}
