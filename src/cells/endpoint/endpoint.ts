@@ -1,0 +1,404 @@
+/**
+ * The Endpoint: one local workload interface under the agent's management. It owns its state
+ * machine (state.ts), its status log and health, its labels and identity, and a serialized event
+ * queue through which every regeneration runs. The regeneration itself is done by its owner (the
+ * EndpointManager's regenerator), which the manager attaches when it exposes the endpoint.
+ */
+import type { ControllerStatus } from '../../hive/index.js';
+import type { Identity } from '../identity/types.js';
+import type { ResolvedPolicy } from '../policy/types.js';
+import { formatLabel, parseLabel, parseLabels } from '../../lib/labels.js';
+import { EndpointError } from './errors.js';
+import { EventQueue, type RegenerationRequest } from './event-queue.js';
+import type { EndpointHealth, EndpointLogEntry, EndpointModel, EndpointState } from './model.js';
+import { DEFAULT_OPTIONS, cniAttachmentId, podKey, type EndpointSpec } from './spec.js';
+import { NEW, canBuilderTransition, canTransition, isTerminating, type StoredState } from './state.js';
+import type { EndpointView, RegenerationLevel } from './types.js';
+
+/** What runs an endpoint's regenerations and knows its controllers (Cilium's regeneration owner). */
+export interface EndpointOwner {
+  /** Runs one regeneration of `ep`; rejects on failure. */
+  regenerate(ep: Endpoint, req: RegenerationRequest, signal: AbortSignal): Promise<void>;
+  /** Status of the controllers belonging to `ep`. */
+  controllers(ep: Endpoint): readonly ControllerStatus[];
+}
+
+/** The policy an endpoint has in the datapath (or should have), for the model: a resolved policy without its entries. */
+export type EndpointPolicyStatus = Omit<ResolvedPolicy, 'entries'> & { readonly identity: number };
+
+/** What the state directory keeps of an endpoint (everything needed to restore it). */
+export interface EndpointSnapshot {
+  readonly version: 1;
+  readonly id: number;
+  readonly spec: EndpointSpec;
+  readonly labels: { readonly orchestration: readonly string[]; readonly user: readonly string[] };
+  readonly options: Readonly<Record<string, string>>;
+  readonly identity?: number;
+  readonly datapathHash?: string;
+  readonly policyRevision?: number;
+}
+
+/** How many status log entries an endpoint keeps. */
+export const MAX_LOG_ENTRIES = 32;
+
+type HealthStatus = EndpointHealth['bpf'];
+
+const HEALTH_RANK: Record<HealthStatus, number> = { Disabled: 0, OK: 1, Warning: 2, Failure: 3 };
+
+/** An endpoint. */
+export class Endpoint implements EndpointView {
+  private _id = 0;
+  private _state: StoredState | typeof NEW = NEW;
+  private orchestrationLabels: string[];
+  private userLabels: string[] = [];
+  private _identity?: Identity;
+  private _options: Record<string, string>;
+  private readonly entries: EndpointLogEntry[] = [];
+  private bpfHealth: HealthStatus = 'Disabled';
+  private policyHealth: HealthStatus = 'Disabled';
+  private linkPresent = true;
+  private owner?: EndpointOwner;
+  private queue?: EventQueue;
+  private readonly abort = new AbortController();
+  /** The policy last written to the datapath. */
+  realizedPolicy?: EndpointPolicyStatus;
+  /** The policy last computed for the endpoint. */
+  desiredPolicy?: EndpointPolicyStatus;
+  /** Hash of the datapath configuration last loaded (undefined: never loaded in this process). */
+  datapathHash?: string;
+  /** Hash found in the state directory at restore (what the program on the interface was built with). */
+  restoredDatapathHash?: string;
+  /** Successful regenerations so far. */
+  regenerations = 0;
+  /** When the GC first found the host interface gone (undefined while present). */
+  linkGoneSince?: Date;
+
+  constructor(
+    /** The validated attachment and addressing. */
+    readonly spec: EndpointSpec,
+    labels: readonly string[],
+    options: Readonly<Record<string, string>> = {},
+  ) {
+    this.orchestrationLabels = parseLabels(labels).map(formatLabel);
+    this._options = { ...DEFAULT_OPTIONS, ...options };
+  }
+
+  /** The endpoint ID (0 until the manager exposes the endpoint). */
+  get id(): number {
+    return this._id;
+  }
+
+  /** The stored state (`new` before the first transition is reported as waiting-for-identity). */
+  get storedState(): StoredState | typeof NEW {
+    return this._state;
+  }
+
+  /** The state as the API reports it: `not-ready` for a ready endpoint whose health is not OK. */
+  get state(): EndpointState {
+    if (this._state === NEW) return 'waiting-for-identity';
+    if (this._state === 'ready' && this.health().overallHealth !== 'OK') return 'not-ready';
+    return this._state;
+  }
+
+  /** See EndpointView. */
+  get containerId(): string | undefined {
+    return this.spec.containerId;
+  }
+  /** See EndpointView. */
+  get ifName(): string {
+    return this.spec.ifName;
+  }
+  /** See EndpointView. */
+  get containerIfName(): string | undefined {
+    return this.spec.containerIfName;
+  }
+  /** See EndpointView. */
+  get ipv4(): string | undefined {
+    return this.spec.ipv4;
+  }
+  /** See EndpointView. */
+  get ipv6(): string | undefined {
+    return this.spec.ipv6;
+  }
+  /** `ns/name` of the pod. */
+  get podName(): string | undefined {
+    return podKey(this.spec);
+  }
+  /** See EndpointView. */
+  get namespace(): string | undefined {
+    return this.spec.namespace;
+  }
+  /** `<container-id>:<container-ifname>`. */
+  get cniAttachmentId(): string | undefined {
+    return cniAttachmentId(this.spec);
+  }
+  /** The numeric security identity, once resolved. */
+  get identity(): number | undefined {
+    return this._identity?.id;
+  }
+  /** The full identity, once resolved. */
+  get securityIdentity(): Identity | undefined {
+    return this._identity;
+  }
+  /** Every identity-relevant label, sorted (orchestration plus user labels). */
+  get labels(): readonly string[] {
+    return parseLabels([...this.orchestrationLabels, ...this.userLabels]).map(formatLabel);
+  }
+  /** Labels added through the API (label-configuration user labels). */
+  get customLabels(): readonly string[] {
+    return this.userLabels;
+  }
+  /** Labels from the request and the orchestrator. */
+  get originLabels(): readonly string[] {
+    return this.orchestrationLabels;
+  }
+  /** The endpoint options. */
+  get options(): Readonly<Record<string, string>> {
+    return this._options;
+  }
+  /** Aborts when the endpoint is being deleted. */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+  /** Whether the manager has started the endpoint. */
+  get started(): boolean {
+    return this.owner !== undefined;
+  }
+
+  /**
+   * Starts the endpoint under `id` (EndpointManager.expose). Throws when it already has an ID.
+   */
+  start(id: number, owner: EndpointOwner): void {
+    if (this._id !== 0) throw new EndpointError('failed', `endpoint ID is already set to ${this._id}`, '/id');
+    this._id = id;
+    this.owner = owner;
+    this.queue = new EventQueue(`endpoint ${id}`);
+  }
+
+  /** Cilium's setState: applies an allowed transition (logging the reason); returns false otherwise. */
+  setState(to: StoredState, reason: string): boolean {
+    if (!canTransition(this._state, to)) return false;
+    this.applyState(to, reason);
+    return true;
+  }
+
+  /** Cilium's BuilderSetStateLocked: setState plus the regeneration builder's own moves. */
+  builderSetState(to: StoredState, reason: string): boolean {
+    if (!canTransition(this._state, to) && !canBuilderTransition(this._state, to)) return false;
+    this.applyState(to, reason);
+    return true;
+  }
+
+  private applyState(to: StoredState, reason: string): void {
+    this._state = to;
+    this.logStatus('ok', reason);
+  }
+
+  /** Appends a status log entry (Cilium's LogStatus). */
+  logStatus(code: EndpointLogEntry['code'], message: string): void {
+    this.entries.push({ timestamp: new Date().toISOString(), code, message, state: this.state });
+    if (this.entries.length > MAX_LOG_ENTRIES) this.entries.splice(0, this.entries.length - MAX_LOG_ENTRIES);
+  }
+
+  /** See EndpointView. */
+  log(): readonly EndpointLogEntry[] {
+    return [...this.entries];
+  }
+
+  /** Records the outcome of the datapath and policy parts of a regeneration. */
+  setHealth(part: 'bpf' | 'policy', status: HealthStatus): void {
+    if (part === 'bpf') this.bpfHealth = status;
+    else this.policyHealth = status;
+  }
+
+  /** Records whether the host interface exists (GC). */
+  setLinkPresent(present: boolean): void {
+    this.linkPresent = present;
+    this.linkGoneSince = present ? undefined : (this.linkGoneSince ?? new Date());
+  }
+
+  /** See EndpointView. */
+  health(): EndpointHealth {
+    const connected = this.linkPresent && !isTerminating(this._state);
+    const worst = HEALTH_RANK[this.bpfHealth] >= HEALTH_RANK[this.policyHealth] ? this.bpfHealth : this.policyHealth;
+    const overallHealth: HealthStatus = !connected && this._state !== 'disconnected' && HEALTH_RANK[worst] < HEALTH_RANK.Warning ? 'Warning' : worst;
+    return { bpf: this.bpfHealth, policy: this.policyHealth, connected, overallHealth };
+  }
+
+  /** Sets the resolved identity. */
+  setIdentity(identity: Identity | undefined): void {
+    this._identity = identity;
+  }
+
+  /** Whether the identity is missing or was resolved from a different label set than the current one. */
+  identityStale(): boolean {
+    const want = this.identityLabels();
+    const have = this._identity?.labels ?? [];
+    return !this._identity || want.length !== have.length || want.some((l, i) => l !== have[i]);
+  }
+
+  /** The labels the identity is derived from: every label, or `reserved:init` when there are none (Cilium). */
+  identityLabels(): string[] {
+    const ls = [...this.labels];
+    return ls.length ? ls : ['reserved:init'];
+  }
+
+  /** Adds and removes labels (adds become user labels); throws EndpointError naming a label that cannot be deleted. */
+  modifyLabels(add: readonly string[], del: readonly string[]): boolean {
+    const parse = (raw: string, field: string): string => {
+      try {
+        return formatLabel(parseLabel(raw));
+      } catch (err) {
+        throw new EndpointError('invalid', (err as Error).message, field);
+      }
+    };
+    const adds = add.map((l, i) => parse(l, `/add/${i}`));
+    const dels = del.map((l, i) => parse(l, `/delete/${i}`));
+    dels.forEach((l, i) => {
+      if (!this.userLabels.includes(l) && !this.orchestrationLabels.includes(l)) {
+        throw new EndpointError('invalid', `label ${l} is not set on endpoint ${this._id}`, `/delete/${i}`);
+      }
+    });
+    const before = this.labels.join(';');
+    this.userLabels = parseLabels([...this.userLabels.filter((l) => !dels.includes(l)), ...adds]).map(formatLabel);
+    this.orchestrationLabels = this.orchestrationLabels.filter((l) => !dels.includes(l));
+    return this.labels.join(';') !== before;
+  }
+
+  /** Replaces option values; returns whether anything changed. Validation is the caller's. */
+  applyOptions(options: Readonly<Record<string, string>>): boolean {
+    let changed = false;
+    for (const [k, v] of Object.entries(options)) {
+      if (this._options[k] !== v) changed = true;
+      this._options[k] = v;
+    }
+    return changed;
+  }
+
+  /** Restores labels and options from a snapshot (restore path). */
+  restoreFrom(snap: EndpointSnapshot): void {
+    this.orchestrationLabels = [...snap.labels.orchestration];
+    this.userLabels = [...snap.labels.user];
+    this._options = { ...DEFAULT_OPTIONS, ...snap.options };
+    this.restoredDatapathHash = snap.datapathHash;
+  }
+
+  /**
+   * Queues a regeneration; coalesces with one already queued. A ready or regenerating endpoint
+   * moves to waiting-to-regenerate when a new one is queued. Rejects on failure or deletion.
+   */
+  regenerate(reason: string, level: RegenerationLevel = 'no-rebuild'): Promise<void> {
+    const owner = this.owner;
+    const queue = this.queue;
+    if (!owner || !queue) return Promise.reject(new EndpointError('failed', 'endpoint is not started: add it to the EndpointManager first'));
+    if (isTerminating(this._state)) return Promise.reject(new EndpointError('failed', `endpoint ${this._id} is ${this._state}`));
+    return queue.enqueueRegeneration(reason, level, (req) => owner.regenerate(this, req, this.abort.signal), () => {
+      if (this._state === 'ready' || this._state === 'regenerating') {
+        this.setState('waiting-to-regenerate', `Triggering endpoint regeneration due to ${reason}`);
+      }
+    });
+  }
+
+  /** Runs `fn` on the endpoint's event queue (after everything queued before it). */
+  enqueue<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    if (!this.queue) return Promise.reject(new EndpointError('failed', 'endpoint is not started: add it to the EndpointManager first'));
+    return this.queue.enqueue(what, fn);
+  }
+
+  /** Whether a regeneration is queued and not yet running. */
+  get regenerationQueued(): boolean {
+    return this.queue?.regenerationQueued ?? false;
+  }
+
+  /**
+   * Moves to disconnecting, aborts the running regeneration and cancels queued events; resolves
+   * once the queue is idle. Returns false when the endpoint was already disconnecting or gone.
+   */
+  async disconnect(reason: string): Promise<boolean> {
+    if (!this.setState('disconnecting', reason)) return false;
+    this.abort.abort(new EndpointError('failed', `endpoint ${this._id} is being deleted: ${reason}`));
+    await this.queue?.close(`endpoint is being deleted: ${reason}`);
+    return true;
+  }
+
+  /** The persistent form for the state directory. */
+  toSnapshot(): EndpointSnapshot {
+    return {
+      version: 1,
+      id: this._id,
+      spec: this.spec,
+      labels: { orchestration: this.orchestrationLabels, user: this.userLabels },
+      options: { ...this._options },
+      identity: this._identity?.id,
+      datapathHash: this.datapathHash,
+      policyRevision: this.realizedPolicy?.revision,
+    };
+  }
+
+  /** See EndpointView: Cilium's Endpoint model. */
+  toModel(): EndpointModel {
+    const s = this.spec;
+    const identityLabels = this._identity ? [...this._identity.labels] : [];
+    return {
+      id: this._id,
+      spec: { 'label-configuration': { user: [...this.userLabels] }, options: { ...this._options } },
+      status: {
+        state: this.state,
+        identity: this._identity ? { id: this._identity.id, labels: identityLabels } : undefined,
+        labels: {
+          realized: { user: [...this.userLabels] },
+          'security-relevant': identityLabels,
+          derived: [...this.orchestrationLabels],
+          disabled: [],
+        },
+        networking: {
+          addressing: [
+            {
+              ...(s.ipv4 ? { ipv4: s.ipv4 } : {}),
+              ...(s.ipv4PoolName ? { 'ipv4-pool-name': s.ipv4PoolName } : {}),
+              ...(s.ipv6 ? { ipv6: s.ipv6 } : {}),
+              ...(s.ipv6PoolName ? { 'ipv6-pool-name': s.ipv6PoolName } : {}),
+            },
+          ],
+          'interface-name': s.ifName,
+          'interface-index': s.ifIndex,
+          mac: s.mac,
+          'host-mac': s.hostMac,
+          'container-interface-name': s.containerIfName,
+        },
+        policy: {
+          realized: policyModel(this.realizedPolicy),
+          spec: policyModel(this.desiredPolicy),
+          'proxy-statistics': [],
+        },
+        controllers: this.owner ? [...this.owner.controllers(this)] : [],
+        log: this.log(),
+        health: this.health(),
+        'external-identifiers': {
+          'container-id': s.containerId,
+          'container-name': s.containerName,
+          'cni-attachment-id': this.cniAttachmentId,
+          'pod-name': this.podName,
+          'k8s-pod-name': s.podName,
+          'k8s-namespace': s.namespace,
+        },
+        namedPorts: [],
+      },
+    };
+  }
+}
+
+/** Cilium's EndpointPolicy for a policy status. */
+function policyModel(p: EndpointPolicyStatus | undefined): Record<string, unknown> {
+  if (!p) return { 'policy-enabled': 'none', 'allowed-ingress-identities': [], 'allowed-egress-identities': [], 'denied-ingress-identities': [], 'denied-egress-identities': [] };
+  const enabled = p.ingressEnforced && p.egressEnforced ? 'both' : p.ingressEnforced ? 'ingress' : p.egressEnforced ? 'egress' : 'none';
+  return {
+    'policy-revision': p.revision,
+    id: p.identity,
+    'policy-enabled': enabled,
+    'allowed-ingress-identities': [...p.allowedIngressIdentities],
+    'allowed-egress-identities': [...p.allowedEgressIdentities],
+    'denied-ingress-identities': [...p.deniedIngressIdentities],
+    'denied-egress-identities': [...p.deniedEgressIdentities],
+  };
+}

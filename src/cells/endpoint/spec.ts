@@ -1,0 +1,77 @@
+/**
+ * The validated, immutable description of an endpoint (what the creator builds from a change
+ * request and what the state directory stores), plus the endpoint options Cilium lets the API change.
+ */
+
+/** What an endpoint is attached to and addressed with; fixed for the endpoint's life. */
+export interface EndpointSpec {
+  /** An ID the request asked for (kept when free); the manager allocates one otherwise. */
+  readonly requestedId?: number;
+  readonly containerId?: string;
+  readonly containerName?: string;
+  /** Interface name inside the container (eth0). */
+  readonly containerIfName?: string;
+  /** Host-side interface name (lxc…). */
+  readonly ifName: string;
+  /** Host-side interface index. */
+  readonly ifIndex: number;
+  /** Container-side MAC ('' for L3 devices without one). */
+  readonly mac: string;
+  /** Host-side MAC ('' for L3 devices without one). */
+  readonly hostMac: string;
+  readonly ipv4?: string;
+  readonly ipv6?: string;
+  readonly ipv4ExpirationUUID?: string;
+  readonly ipv6ExpirationUUID?: string;
+  readonly ipv4PoolName?: string;
+  readonly ipv6PoolName?: string;
+  readonly podName?: string;
+  readonly namespace?: string;
+  readonly k8sUid?: string;
+  readonly netnsCookie?: string;
+  readonly datapathConfiguration?: Readonly<Record<string, unknown>>;
+  readonly properties?: Readonly<Record<string, unknown>>;
+  readonly disableLegacyIdentifiers?: boolean;
+}
+
+/** Endpoint options the API may change, with their allowed values (Cilium's endpoint mutable options). */
+export const ENDPOINT_OPTIONS: Readonly<Record<string, readonly string[]>> = {
+  Conntrack: ['Enabled', 'Disabled'],
+  ConntrackAccounting: ['Enabled', 'Disabled'],
+  ConntrackLocal: ['Enabled', 'Disabled'],
+  Debug: ['Enabled', 'Disabled'],
+  DebugLB: ['Enabled', 'Disabled'],
+  DebugPolicy: ['Enabled', 'Disabled'],
+  DropNotification: ['Enabled', 'Disabled'],
+  TraceNotification: ['Enabled', 'Disabled'],
+  PolicyVerdictNotification: ['Enabled', 'Disabled'],
+  PolicyAuditMode: ['Enabled', 'Disabled'],
+  SourceIPVerification: ['Enabled', 'Disabled'],
+  MonitorAggregationLevel: ['None', 'Lowest', 'Low', 'Medium', 'Maximum'],
+};
+
+/** Options every endpoint starts with. */
+export const DEFAULT_OPTIONS: Readonly<Record<string, string>> = {
+  Conntrack: 'Enabled',
+  ConntrackAccounting: 'Enabled',
+  ConntrackLocal: 'Disabled',
+  Debug: 'Disabled',
+  DebugLB: 'Disabled',
+  DebugPolicy: 'Disabled',
+  DropNotification: 'Enabled',
+  TraceNotification: 'Enabled',
+  PolicyVerdictNotification: 'Enabled',
+  PolicyAuditMode: 'Disabled',
+  SourceIPVerification: 'Enabled',
+  MonitorAggregationLevel: 'Medium',
+};
+
+/** `ns/name` of the endpoint's pod, when both are known. */
+export function podKey(spec: Pick<EndpointSpec, 'podName' | 'namespace'>): string | undefined {
+  return spec.podName && spec.namespace ? `${spec.namespace}/${spec.podName}` : undefined;
+}
+
+/** `<container-id>:<container-ifname>`, Cilium's CNI attachment ID, when both are known. */
+export function cniAttachmentId(spec: Pick<EndpointSpec, 'containerId' | 'containerIfName'>): string | undefined {
+  return spec.containerId && spec.containerIfName ? `${spec.containerId}:${spec.containerIfName}` : undefined;
+}
