@@ -3,11 +3,12 @@
  * what they need), then starts and stops the lifecycle, the jobs and the controllers.
  */
 import 'reflect-metadata';
+import { Container } from 'inversify';
 import { buildTree, type BuiltTree } from './build.js';
 import type { Cell } from './cell.js';
 import { ConfigRegistry, type ConfigInputs } from './config/index.js';
 import { ControllerManagerToken, Controllers } from './controller/manager.js';
-import { ConstructionError, HiveStateError, StopError, toError } from './errors.js';
+import { ConstructionError, HiveStateError, MissingDependencyError, StopError, toError } from './errors.js';
 import { checkGraph } from './graph.js';
 import { HealthRegistry, HealthToken, HealthTreeToken } from './health.js';
 import { hiveConfigCell, HiveConfigToken, type HiveConfig } from './builtins.js';
@@ -42,16 +43,12 @@ export class Hive {
   private readonly controllers = new Controllers();
   private readonly jobGroups: JobGroup[] = [];
   private readonly constructing: string[] = [];
+  private readonly container = new Container();
   private state: HiveState = 'new';
 
   constructor(cells: readonly Cell[], opts: HiveOptions = {}) {
     this.log = opts.logger ?? defaultLogger();
     this.tree = buildTree(opts.name ?? 'agent', [hiveConfigCell, ...cells], this.config, (s) => this.initScope(s));
-    for (const scope of this.tree.root.walk()) {
-      for (const rec of scope.local.values()) {
-        scope.container.bind(rec.token.id).toDynamicValue(() => this.construct(rec)).inSingletonScope();
-      }
-    }
   }
 
   /** Resolves configuration (flags > env > file > defaults); returns positional arguments. */
@@ -171,8 +168,23 @@ export class Hive {
   }
 
   private resolve(dep: { token: Token<unknown>; scope: Scope }): unknown {
-    if (isGroupToken(dep.token)) return (this.tree.groups.get(dep.token.id) ?? []).map((r) => this.construct(r));
-    return dep.scope.container.get(dep.token.id);
+    if (isGroupToken(dep.token)) return (this.tree.groups.get(dep.token.id) ?? []).map((r) => this.serve(r));
+    const rec = dep.scope.lookup(dep.token);
+    if (!rec) throw new MissingDependencyError(dep.token.name, [dep.scope.id], `provide ${dep.token.name} in module ${dep.scope.module.id} or above`);
+    return this.serve(rec);
+  }
+
+  /**
+   * The value of a record from the hive's inversify container. The scope lookup decides which record
+   * a token means; each record is bound under its own service id on first use (unused providers
+   * cost nothing) and inversify constructs it once.
+   */
+  private serve(rec: ProviderRecord): unknown {
+    if (!rec.serviceId) {
+      rec.serviceId = Symbol(label(rec));
+      this.container.bind(rec.serviceId).toDynamicValue(() => this.construct(rec)).inSingletonScope();
+    }
+    return this.container.get(rec.serviceId);
   }
 
   private construct(rec: ProviderRecord): unknown {

@@ -1,10 +1,9 @@
 /**
- * Scopes and provider records. Every module (and every decorate) is a scope backed by an inversify
- * child container; private providers live in their module's scope, public ones in the root scope.
- * A provider resolves its dependencies from the scope it was declared in, so it sees its module's
- * private providers and any decoration around it.
+ * Scopes and provider records. Every module (and every decorate) is a scope; private providers live
+ * in their module's scope, public ones in the root scope. A provider resolves its dependencies from
+ * the scope it was declared in, so it sees its module's private providers and any decoration around
+ * it. Scopes decide which record a token means; the hive's inversify container holds the records.
  */
-import { Container } from 'inversify';
 import type { Token } from './token.js';
 
 /** A dependency edge: which token, looked up from which scope. */
@@ -30,6 +29,8 @@ export interface ProviderRecord {
   readonly build: (args: readonly unknown[]) => unknown;
   /** Set once constructed. */
   constructed: boolean;
+  /** The record's own service identifier in the hive's inversify container, once bound. */
+  serviceId?: symbol;
   value?: unknown;
 }
 
@@ -37,8 +38,6 @@ export interface ProviderRecord {
 export class Scope {
   /** Records declared locally (private providers, decorations, per-module built-ins). */
   readonly local = new Map<symbol, ProviderRecord>();
-  /** The inversify container holding this scope's bindings. */
-  readonly container: Container;
   /** Child scopes, for introspection. */
   readonly children: Scope[] = [];
 
@@ -50,7 +49,6 @@ export class Scope {
     /** Whether this scope is a module (false for a decorate scope). */
     readonly isModule = true,
   ) {
-    this.container = new Container(parent ? { parent: parent.container } : {});
     parent?.children.push(this);
   }
 
