@@ -1,0 +1,218 @@
+/**
+ * The identity allocator: label sets -> numbers. Reserved identities are fixed; endpoint (global)
+ * identities take numbers 256..65535 recorded in a backend, so the same label set keeps its number
+ * across restarts; CIDR identities are local (1<<24 scope) and live in memory only. Everything but
+ * the reserved identities is reference counted: the last release frees an identity, and `gc`
+ * frees those nobody references (restored from the backend but not re-allocated).
+ */
+import { Subject } from 'rxjs';
+import type { Logger } from '../../hive/logger.js';
+import { formatLabels, labelsKey, parseLabel, sortLabels, type Label } from '../../lib/labels.js';
+import { formatCidr, parseCidr } from '../ipam/addr.js';
+import type { IdentityBackend } from './backend.js';
+import { cidrLabel } from './cidr.js';
+import { backendConflict, invalidLabels, rangeExhausted } from './errors.js';
+import { makeIdentity, reservedFor, reservedIdentities } from './reserved.js';
+import type { Identity, IdentityAllocator, IdentityChange, IdentityRange } from './types.js';
+
+/** Cilium's ranges. */
+export const IDENTITY_RANGE: IdentityRange = Object.freeze({ minGlobal: 256, maxGlobal: 65535, localScope: 1 << 24 });
+const MAX_LOCAL = IDENTITY_RANGE.localScope + 0xffffff;
+const CLAIM_ATTEMPTS = 32;
+
+interface Entry {
+  readonly identity: Identity;
+  readonly key: string;
+  readonly scope: 'global' | 'local';
+  refs: number;
+}
+
+/** Allocates identities; see the module comment. */
+export class LocalIdentityAllocator implements IdentityAllocator {
+  readonly range = IDENTITY_RANGE;
+  private readonly subject = new Subject<IdentityChange>();
+  /** See IdentityAllocator. */
+  readonly changes$ = this.subject.asObservable();
+  private readonly byId = new Map<number, Entry>();
+  private readonly byKey = new Map<string, Entry>();
+  private readonly pending = new Map<string, Promise<Entry>>();
+  /** Numbers offered to the backend and not answered yet. */
+  private readonly claiming = new Set<number>();
+  private nextGlobal = IDENTITY_RANGE.minGlobal;
+  private nextLocal = IDENTITY_RANGE.localScope + 1;
+  private loaded?: Promise<void>;
+
+  constructor(
+    private readonly backend: IdentityBackend,
+    private readonly log?: Logger,
+  ) {}
+
+  /** Loads the backend's identities (once); they start without references until allocated. */
+  load(): Promise<void> {
+    this.loaded ??= this.backend.load().then((stored) => {
+      for (const s of stored) {
+        const ls = sortLabels(s.labels.map(parseLabel));
+        const key = labelsKey(ls);
+        if (this.byKey.has(key) || this.byId.has(s.id) || s.id < IDENTITY_RANGE.minGlobal || s.id > IDENTITY_RANGE.maxGlobal) continue;
+        this.insert({ identity: makeIdentity(s.id, ls, false), key, scope: 'global', refs: 0 });
+      }
+      this.log?.info({ backend: this.backend.name, restored: stored.length }, 'identities restored');
+    });
+    return this.loaded;
+  }
+
+  /** See IdentityAllocator. */
+  async allocate(labels: readonly Label[]): Promise<{ identity: Identity; isNew: boolean }> {
+    const ls = normalize(labels);
+    const reserved = reservedFor(ls);
+    if (reserved) return { identity: reserved, isNew: false };
+    await this.load();
+    return this.acquire(labelsKey(ls), () => this.createGlobal(ls));
+  }
+
+  /** See IdentityAllocator. */
+  async allocateCIDR(cidr: string): Promise<Identity> {
+    let c;
+    try {
+      c = parseCidr(cidr);
+    } catch (err) {
+      throw invalidLabels((err as Error).message);
+    }
+    if (c.prefix === 0) return reservedIdentities.get(2)!;
+    const ls = sortLabels([cidrLabel(c), { source: 'reserved', key: 'world', value: '' }]);
+    const key = labelsKey(ls);
+    const { identity } = await this.acquire(key, async () => this.createLocal(ls, key, formatCidr(c)));
+    return identity;
+  }
+
+  /** See IdentityAllocator. */
+  async release(id: number): Promise<boolean> {
+    const e = this.byId.get(id);
+    if (!e || e.refs <= 0) return false;
+    e.refs--;
+    if (e.refs > 0) return false;
+    await this.free(e);
+    return true;
+  }
+
+  /** See IdentityAllocator. */
+  lookup(id: number): Identity | undefined {
+    return reservedIdentities.get(id) ?? this.byId.get(id)?.identity;
+  }
+
+  /** See IdentityAllocator. */
+  lookupByLabels(labels: readonly Label[]): Identity | undefined {
+    const ls = normalize(labels);
+    return reservedFor(ls) ?? this.byKey.get(labelsKey(ls))?.identity;
+  }
+
+  /** See IdentityAllocator. */
+  list(): Identity[] {
+    return [...reservedIdentities.values(), ...[...this.byId.values()].map((e) => e.identity)].sort((a, b) => a.id - b.id);
+  }
+
+  /** Reference count of an identity (undefined for unknown and reserved ones). */
+  refCount(id: number): number | undefined {
+    return this.byId.get(id)?.refs;
+  }
+
+  /** See IdentityAllocator. */
+  async gc(): Promise<number> {
+    const unused = [...this.byId.values()].filter((e) => e.refs === 0);
+    for (const e of unused) await this.free(e);
+    if (unused.length) this.log?.info({ freed: unused.length }, 'identity GC freed unreferenced identities');
+    return unused.length;
+  }
+
+  /** Waits for pending backend writes. */
+  async close(): Promise<void> {
+    await this.backend.close();
+  }
+
+  private async acquire(key: string, create: () => Promise<Entry>): Promise<{ identity: Identity; isNew: boolean }> {
+    const have = this.byKey.get(key);
+    if (have) {
+      have.refs++;
+      return { identity: have.identity, isNew: false };
+    }
+    let p = this.pending.get(key);
+    const creator = !p;
+    if (!p) {
+      p = create();
+      this.pending.set(key, p);
+      const done = (): void => void this.pending.delete(key);
+      p.then(done, done);
+    }
+    const e = await p;
+    e.refs++;
+    return { identity: e.identity, isNew: creator };
+  }
+
+  private async createGlobal(ls: Label[]): Promise<Entry> {
+    const key = labelsKey(ls);
+    const labels = formatLabels(ls);
+    for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+      const id = this.freeNumber('global');
+      this.claiming.add(id); // hold the number while the backend records it
+      let stored: number | undefined;
+      try {
+        stored = await this.backend.claim(key, labels, id);
+      } finally {
+        this.claiming.delete(id);
+      }
+      if (stored === undefined) continue;
+      const e: Entry = { identity: makeIdentity(stored, ls, false), key, scope: 'global', refs: 0 };
+      this.insert(e);
+      this.log?.debug({ id: stored, labels }, 'identity allocated');
+      return e;
+    }
+    throw backendConflict(key, CLAIM_ATTEMPTS);
+  }
+
+  private async createLocal(ls: Label[], key: string, cidr: string): Promise<Entry> {
+    const e: Entry = { identity: makeIdentity(this.freeNumber('local'), ls, false), key, scope: 'local', refs: 0 };
+    this.insert(e);
+    this.log?.debug({ id: e.identity.id, cidr }, 'CIDR identity allocated');
+    return e;
+  }
+
+  private freeNumber(scope: 'global' | 'local'): number {
+    const [min, max] = scope === 'global' ? [IDENTITY_RANGE.minGlobal, IDENTITY_RANGE.maxGlobal] : [IDENTITY_RANGE.localScope + 1, MAX_LOCAL];
+    let n = scope === 'global' ? this.nextGlobal : this.nextLocal;
+    for (let i = 0; i <= max - min; i++, n = n >= max ? min : n + 1) {
+      if (!this.byId.has(n) && !this.claiming.has(n)) {
+        const next = n >= max ? min : n + 1;
+        if (scope === 'global') this.nextGlobal = next;
+        else this.nextLocal = next;
+        return n;
+      }
+    }
+    throw rangeExhausted(scope, min, max);
+  }
+
+  private insert(e: Entry): void {
+    this.byId.set(e.identity.id, e);
+    this.byKey.set(e.key, e);
+    this.subject.next({ kind: 'add', identity: e.identity });
+  }
+
+  private async free(e: Entry): Promise<void> {
+    if (this.byId.get(e.identity.id) !== e) return;
+    this.byId.delete(e.identity.id);
+    this.byKey.delete(e.key);
+    this.subject.next({ kind: 'delete', identity: e.identity });
+    this.log?.debug({ id: e.identity.id }, 'identity freed');
+    if (e.scope === 'global') await this.backend.remove(e.key);
+  }
+}
+
+/** Sorts and de-duplicates labels; rejects labels the label syntax cannot express. */
+function normalize(labels: readonly Label[]): Label[] {
+  if (!Array.isArray(labels)) throw invalidLabels('expected an array of labels');
+  const byKey = new Map<string, Label>();
+  for (const l of labels) {
+    if (!l || typeof l.key !== 'string' || l.key === '' || typeof l.source !== 'string') throw invalidLabels(`bad label ${JSON.stringify(l)}: expected {source, key, value}`);
+    byKey.set(`${l.source}:${l.key}`, { source: l.source, key: l.key, value: l.value ?? '' });
+  }
+  return sortLabels([...byKey.values()]);
+}

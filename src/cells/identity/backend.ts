@@ -1,0 +1,33 @@
+/**
+ * Where global identities (label set -> number) are stored. The allocator decides numbers and
+ * asks the backend to record them; a cluster-wide backend (etcd, like Cilium's kvstore allocator)
+ * can refuse a number another node took, or answer with the number the label set already has.
+ */
+import { token } from '../../hive/token.js';
+
+/** One stored identity. */
+export interface StoredIdentity {
+  readonly id: number;
+  /** Sorted `source:key=value` labels. */
+  readonly labels: readonly string[];
+}
+
+/** A store of global identities. */
+export interface IdentityBackend {
+  /** Name for logs and status (`embedded`, `etcd`). */
+  readonly name: string;
+  /** Every stored identity. */
+  load(): Promise<readonly StoredIdentity[]>;
+  /**
+   * Records `key` (the canonical label string) -> `id`. Returns the number stored for the key:
+   * `id`, or the number the key already had; `undefined` when `id` belongs to another key.
+   */
+  claim(key: string, labels: readonly string[], id: number): Promise<number | undefined>;
+  /** Forgets a key (its last reference on this node was released). */
+  remove(key: string): Promise<void>;
+  /** Waits for pending writes. */
+  close(): Promise<void>;
+}
+
+/** Token for the identity backend (the embedded one by default). */
+export const IdentityBackendToken = token<IdentityBackend>('IdentityBackend');

@@ -1,0 +1,35 @@
+/** Errors of the identity cell, each naming what was wrong and the fix. */
+
+/** What went wrong. */
+export type IdentityErrorCode = 'invalid' | 'exhausted' | 'state-file' | 'backend';
+
+/** An identity error. */
+export class IdentityError extends Error {
+  override readonly name = 'IdentityError';
+  constructor(
+    readonly code: IdentityErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A label set that cannot become an identity. */
+export function invalidLabels(why: string): IdentityError {
+  return new IdentityError('invalid', `invalid identity labels: ${why}`);
+}
+
+/** Every number of a range is in use. */
+export function rangeExhausted(scope: string, min: number, max: number): IdentityError {
+  return new IdentityError('exhausted', `no free ${scope} identity in ${min}..${max}: release identities (endpoints, CIDR policies) or run identity GC`);
+}
+
+/** The state file exists but cannot be read. */
+export function badStateFile(file: string, why: string): IdentityError {
+  return new IdentityError('state-file', `identity state file ${file} is unreadable (${why}): fix or delete it; identities are then re-allocated and endpoints regenerated`);
+}
+
+/** The backend kept refusing the numbers offered for a label set. */
+export function backendConflict(key: string, attempts: number): IdentityError {
+  return new IdentityError('backend', `identity backend refused ${attempts} numbers for labels "${key}": another allocator holds them; retry later`);
+}
