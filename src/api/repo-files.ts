@@ -1,0 +1,22 @@
+/** Finds files shipped beside the code (api/openapi.yaml, ../shared/reference/...) from src/ or dist/src/. */
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/**
+ * The repository root: the nearest ancestor of this module holding `api/openapi.yaml`
+ * (src/api/ under ts-node, dist/src/api/ when built). Undefined when none does.
+ */
+export function repoRoot(): string | undefined {
+  for (let dir = here; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'api', 'openapi.yaml'))) return dir;
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
+/** A path relative to the repository root (or to this module's grandparent when no root is found). */
+export function repoPath(...parts: string[]): string {
+  return resolve(repoRoot() ?? join(here, '..', '..'), ...parts);
+}

@@ -1,0 +1,150 @@
+/**
+ * HTTP/1.1 to the agent over its unix socket (node:http with socketPath) or over TCP
+ * (--api-listen-address). JSON in and out; errors become ApiError / AgentUnreachableError.
+ */
+import { Agent, request as httpRequest, STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
+import { AgentUnreachableError, ApiError, ProtocolError } from './errors.js';
+import { API_BASE_PATH } from './spec-document.js';
+import { startAgentHint } from './socket-path.js';
+
+/** Where the agent listens: a unix socket path, or a base URL such as `http://127.0.0.1:9234`. */
+export type ApiTarget = { readonly socketPath: string } | { readonly baseUrl: string };
+
+/** A query value: repeated keys for arrays; undefined values are left out. */
+export type QueryValue = string | number | boolean | readonly (string | number)[] | undefined;
+
+/** Options of one request. */
+export interface RequestOptions {
+  readonly query?: Readonly<Record<string, QueryValue>>;
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Sent as JSON (`application/json`) unless `contentType` says otherwise and it is a string. */
+  readonly body?: unknown;
+  readonly contentType?: string;
+  readonly signal?: AbortSignal;
+  /** Gives up after this long (default: the transport's, 60 s). */
+  readonly timeoutMs?: number;
+}
+
+/** An answer: status, headers and the body (parsed JSON, text, or undefined when empty). */
+export interface ApiResponse<T = unknown> {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: T;
+}
+
+/** Options of a transport. */
+export interface TransportOptions {
+  readonly timeoutMs?: number;
+}
+
+/** Sends requests to one agent; reuses connections until close(). */
+export class Transport {
+  private readonly agent: Agent;
+  private readonly timeoutMs: number;
+
+  constructor(
+    readonly target: ApiTarget,
+    opts: TransportOptions = {},
+  ) {
+    this.agent = new Agent({ keepAlive: true, maxSockets: 16 });
+    this.timeoutMs = opts.timeoutMs ?? 60_000;
+  }
+
+  /** `unix socket /path` or the base URL, for messages. */
+  describe(): string {
+    return 'socketPath' in this.target ? `unix socket ${this.target.socketPath}` : this.target.baseUrl;
+  }
+
+  /**
+   * Sends `method` to `path` (relative to /v1, e.g. `/endpoint/12`; path parameters must already be
+   * percent-encoded). Resolves with any status; rejects with AgentUnreachableError when the agent
+   * cannot be reached and ProtocolError when a JSON answer does not parse.
+   */
+  request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
+    const url = API_BASE_PATH + path + queryString(opts.query);
+    let payload: string | undefined;
+    const headers: Record<string, string> = { accept: 'application/json', ...opts.headers };
+    if (opts.body !== undefined) {
+      const type = opts.contentType ?? 'application/json';
+      payload = type === 'application/json' || typeof opts.body !== 'string' ? JSON.stringify(opts.body) : opts.body;
+      headers['content-type'] = type;
+      headers['content-length'] = String(Buffer.byteLength(payload));
+    }
+    const where =
+      'socketPath' in this.target
+        ? { socketPath: this.target.socketPath }
+        : (() => {
+            const u = new URL(this.target.baseUrl);
+            return { host: u.hostname, port: Number(u.port || 80) };
+          })();
+    return new Promise((resolve, reject) => {
+      const req = httpRequest(
+        { ...where, method: method.toUpperCase(), path: url, headers, agent: this.agent, signal: opts.signal },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', reject);
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            const isJson = /^application\/(.+\+)?json/.test(res.headers['content-type'] ?? '');
+            if (!isJson || text === '') return resolve({ status: res.statusCode ?? 0, headers: res.headers, body: (text === '' ? undefined : text) as T });
+            try {
+              resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(text) as T });
+            } catch {
+              reject(new ProtocolError(`${method.toUpperCase()} ${url}: the agent answered ${res.statusCode} with broken JSON`));
+            }
+          });
+        },
+      );
+      req.setTimeout(opts.timeoutMs ?? this.timeoutMs, () => req.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.name === 'AbortError') return reject(err);
+        const code = err.code ?? 'EIO';
+        if (['ENOENT', 'ECONNREFUSED', 'EACCES', 'EPERM', 'ENOTSOCK', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET'].includes(code)) {
+          return reject(new AgentUnreachableError(this.describe(), code, this.hint()));
+        }
+        reject(err);
+      });
+      req.end(payload);
+    });
+  }
+
+  /** Closes idle connections. */
+  close(): void {
+    this.agent.destroy();
+  }
+
+  private hint(): string {
+    if ('socketPath' in this.target) return startAgentHint(this.target.socketPath);
+    const u = new URL(this.target.baseUrl);
+    return `start the agent with \`cellium-agent --api-listen-address ${u.host}\``;
+  }
+}
+
+/** The ApiError for an error answer: the server's message (a JSON string, or a ValidationError). */
+export function errorFromResponse(res: ApiResponse, what: string): ApiError {
+  const retry = Number(res.headers['retry-after']);
+  const retryAfter = Number.isFinite(retry) ? retry : undefined;
+  const b = res.body;
+  if (typeof b === 'string' && b.trim() !== '') return new ApiError(res.status, b.trim(), undefined, undefined, retryAfter);
+  if (typeof b === 'object' && b !== null && 'error' in b) {
+    const e = (b as { error: unknown }).error;
+    if (typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string') {
+      const v = e as { message: string; field?: string; expected?: string };
+      return new ApiError(res.status, v.message, v.field, v.expected, retryAfter);
+    }
+    if (typeof e === 'string') return new ApiError(res.status, e, undefined, undefined, retryAfter);
+  }
+  return new ApiError(res.status, `${what}: ${res.status} ${STATUS_CODES[res.status] ?? 'error'}`, undefined, undefined, retryAfter);
+}
+
+function queryString(query: RequestOptions['query']): string {
+  if (!query) return '';
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) {
+    if (v === undefined) continue;
+    for (const item of Array.isArray(v) ? v : [v]) q.append(k, String(item));
+  }
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
