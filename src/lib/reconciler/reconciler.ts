@@ -1,0 +1,178 @@
+/**
+ * A reconciler in the manner of cilium/statedb's: applies a DesiredTable's changes to a target
+ * incrementally and in batches as they come, retries failures with exponential backoff, and
+ * periodically prunes what the target holds but nobody desires (and rewrites what drifted), so a map
+ * edited by hand or left behind by a crash converges.
+ */
+import { errorMessage } from '../../hive/errors.js';
+import type { DesiredTable } from './table.js';
+
+/** How to write to the target. Batch methods return the keys that failed with their errors. */
+export interface ReconcileOps<V> {
+  update(batch: readonly (readonly [string, V])[]): Promise<ReadonlyMap<string, Error>>;
+  delete(keys: readonly string[]): Promise<ReadonlyMap<string, Error>>;
+  /** What the target holds now (for pruning and drift repair). */
+  list(): Promise<ReadonlyMap<string, V>>;
+}
+
+/** Reconciler settings. */
+export interface ReconcilerOptions {
+  readonly batchSize?: number;
+  readonly retryMinMs?: number;
+  readonly retryMaxMs?: number;
+  /** Prune/full-sync interval (0 = never). */
+  readonly pruneIntervalMs?: number;
+  readonly onError?: (key: string, err: Error) => void;
+}
+
+/** Reconciler counters, for the status API. */
+export interface ReconcilerStats {
+  readonly rounds: number;
+  readonly writes: number;
+  readonly deletes: number;
+  readonly failures: number;
+  readonly prunes: number;
+  readonly pruned: number;
+  readonly repaired: number;
+  readonly lastPruneAt?: string;
+}
+
+/** Writes a desired-state table to its target. */
+export class Reconciler<V> {
+  private running?: Promise<void>;
+  private again = false;
+  private retryTimer?: NodeJS.Timeout;
+  private pruneTimer?: NodeJS.Timeout;
+  private stopped = true;
+  private readonly waiters: (() => void)[] = [];
+  private s = { rounds: 0, writes: 0, deletes: 0, failures: 0, prunes: 0, pruned: 0, repaired: 0, lastPruneAt: undefined as string | undefined };
+  private sub?: { unsubscribe(): void };
+
+  constructor(
+    readonly table: DesiredTable<V>,
+    private readonly ops: ReconcileOps<V>,
+    private readonly opts: ReconcilerOptions = {},
+  ) {}
+
+  /** Starts reacting to changes (and the prune timer). */
+  start(): void {
+    this.stopped = false;
+    this.sub = this.table.changes$.subscribe(() => this.kick());
+    const every = this.opts.pruneIntervalMs ?? 0;
+    if (every > 0) {
+      const tick = (): void => {
+        this.pruneTimer = setTimeout(() => {
+          void this.prune().finally(() => !this.stopped && tick());
+        }, every);
+      };
+      tick();
+    }
+    this.kick();
+  }
+
+  /** Stops; waits for the round in progress. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.sub?.unsubscribe();
+    clearTimeout(this.retryTimer);
+    clearTimeout(this.pruneTimer);
+    await this.running;
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  /** Resolves once nothing is pending (failures waiting for a retry do not hold it up). */
+  async flush(): Promise<void> {
+    if (this.stopped) return this.roundOnce();
+    this.kick();
+    while (this.running) await this.running;
+  }
+
+  /** Counters. */
+  stats(): ReconcilerStats {
+    return { ...this.s };
+  }
+
+  /**
+   * Compares the target with the desired state: deletes what is not desired, marks what is missing
+   * or different as pending (then writes it). Returns how many entries were pruned and repaired.
+   */
+  async prune(): Promise<{ pruned: number; repaired: number }> {
+    const actual = await this.ops.list();
+    const extra = [...actual.keys()].filter((k) => !this.table.get(k));
+    let repaired = 0;
+    for (const o of this.table.all()) {
+      const have = actual.get(o.key);
+      if (o.state === 'done' && (have === undefined || JSON.stringify(have) !== JSON.stringify(o.value))) {
+        this.table.markPending(o.key);
+        repaired++;
+      }
+    }
+    if (extra.length) {
+      const failed = await this.ops.delete(extra);
+      for (const [k, e] of failed) this.opts.onError?.(k, e);
+    }
+    this.s.prunes++;
+    this.s.pruned += extra.length;
+    this.s.repaired += repaired;
+    this.s.lastPruneAt = new Date().toISOString();
+    await this.flush();
+    return { pruned: extra.length, repaired };
+  }
+
+  private kick(): void {
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        await this.roundOnce();
+      } while (this.again && !this.stopped);
+      this.running = undefined;
+      this.scheduleRetry();
+    })();
+  }
+
+  private scheduleRetry(): void {
+    clearTimeout(this.retryTimer);
+    if (this.stopped) return;
+    const next = Math.min(...this.table.all().filter((o) => o.state === 'error').map((o) => o.retryAt));
+    if (Number.isFinite(next)) this.retryTimer = setTimeout(() => this.kick(), Math.max(0, next - Date.now()));
+  }
+
+  private async roundOnce(): Promise<void> {
+    this.s.rounds++;
+    const size = this.opts.batchSize ?? 256;
+    const dels = this.table.deletions();
+    for (let i = 0; i < dels.length; i += size) {
+      const batch = dels.slice(i, i + size);
+      const failed = await this.ops.delete(batch).catch((e: unknown) => new Map(batch.map((k) => [k, e as Error])));
+      for (const k of batch) {
+        const e = failed.get(k);
+        if (e) this.opts.onError?.(k, e);
+        else this.s.deletes++;
+        // a failed delete of something that is gone is not retried; prune catches leftovers
+        this.table.deleted(k);
+      }
+    }
+    const due = this.table.due();
+    for (let i = 0; i < due.length; i += size) {
+      const batch = due.slice(i, i + size).map((o) => [o.key, o.value] as const);
+      const failed = await this.ops.update(batch).catch((e: unknown) => new Map(batch.map(([k]) => [k, e as Error])));
+      for (const [k, v] of batch) {
+        const e = failed.get(k);
+        if (!e) {
+          this.table.markDone(k, v);
+          this.s.writes++;
+          continue;
+        }
+        const o = this.table.get(k);
+        const delay = Math.min(this.opts.retryMaxMs ?? 60_000, (this.opts.retryMinMs ?? 50) * 2 ** (o?.failures ?? 0));
+        this.table.markError(k, errorMessage(e), Date.now() + delay);
+        this.s.failures++;
+        this.opts.onError?.(k, e);
+      }
+    }
+  }
+}
