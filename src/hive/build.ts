@@ -113,6 +113,8 @@ export function buildTree(name: string, cells: readonly Cell[], registry: Config
   };
   walk(cells, root);
   for (const rep of replacements.values()) {
+    // a replacement wins everywhere, including over the per-module built-ins (Jobs, Health, …)
+    for (const sc of root.walk()) if (sc.local.get(rep.token.id)?.kind === 'builtin') sc.local.delete(rep.token.id);
     root.local.delete(rep.token.id);
     addRecord(root, record('replace', rep.token, `replace(${ctorName(rep.ctor)})`, root, rep.inject, ctorBuild(rep.ctor)));
   }
