@@ -1,0 +1,111 @@
+/** Loads the netlink-native addon (built by scripts/build.d/25-netlink.sh) and types its raw API. */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { AddressInfo } from './types.js';
+
+/** A link as the addon returns it. */
+export interface RawLink {
+  index: number;
+  name: string;
+  mac: string;
+  mtu: number;
+  flags: number;
+  operstate: number;
+  kind: string;
+  parent: number;
+  master: number;
+  linkNetnsId: number;
+}
+
+/** An address as the addon returns it: already the public shape. */
+export type RawAddress = AddressInfo;
+
+/** A route as the addon returns it ("" for an absent gateway or source). */
+export interface RawRoute {
+  family: 4 | 6;
+  dst: string;
+  gateway: string;
+  src: string;
+  oif: number;
+  scope: number;
+  protocol: number;
+  type: number;
+  table: number;
+  flags: number;
+  priority: number;
+}
+
+/** A neighbour as the addon returns it. */
+export interface RawNeighbor {
+  family: 4 | 6;
+  index: number;
+  address: string;
+  mac: string;
+  state: number;
+}
+
+/** A route description as the addon takes it. */
+export interface RawRouteSpec {
+  dst: string;
+  gateway?: string;
+  dev?: string;
+  src?: string;
+  scope?: number;
+  onlink?: boolean;
+  table?: number;
+  priority?: number;
+  mtu?: number;
+}
+
+/** The addon's handle: every method runs on a libuv worker thread. */
+export interface RawHandle {
+  createVeth(name: string, peer: string, mtu: number, peerNetns: string, mac: string, peerMac: string): Promise<void>;
+  setLink(name: string, change: { up?: boolean; mtu?: number; mac?: string; name?: string; netns?: string }): Promise<void>;
+  getLink(name: string): Promise<RawLink | null>;
+  listLinks(): Promise<RawLink[]>;
+  deleteLink(name: string): Promise<boolean>;
+  addAddress(dev: string, cidr: string, nodad: boolean): Promise<void>;
+  deleteAddress(dev: string, cidr: string): Promise<boolean>;
+  listAddresses(dev: string): Promise<RawAddress[]>;
+  addRoute(route: RawRouteSpec): Promise<void>;
+  deleteRoute(route: RawRouteSpec): Promise<boolean>;
+  listRoutes(family: 0 | 4 | 6, table: number): Promise<RawRoute[]>;
+  addNeighbor(dev: string, ip: string, mac: string, state: number): Promise<void>;
+  listNeighbors(dev: string): Promise<RawNeighbor[]>;
+  writeSysctl(path: string, value: string): Promise<void>;
+  readSysctl(path: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** The addon's exports. */
+export interface NetlinkAddon {
+  NetlinkHandle: new (netnsPath?: string) => RawHandle;
+  nud: { permanent: number; reachable: number; noarp: number };
+}
+
+const ADDON = join('netlink-native', 'build', 'Release', 'cellium_netlink.node');
+let loaded: NetlinkAddon | undefined;
+
+/** The addon path: the nearest directory above this file holding netlink-native/ (src or dist). */
+export function addonPath(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (existsSync(join(dir, 'netlink-native', 'binding.gyp'))) return join(dir, ADDON);
+    const up = dirname(dir);
+    if (up === dir) return join(process.cwd(), ADDON);
+    dir = up;
+  }
+}
+
+/** Loads the addon once; throws a clear Error when it has not been built. */
+export function loadAddon(): NetlinkAddon {
+  if (loaded) return loaded;
+  const path = addonPath();
+  if (!existsSync(path)) {
+    throw new Error(`netlink-native addon not built (${path} missing): run npm run build`);
+  }
+  loaded = createRequire(import.meta.url)(path) as NetlinkAddon;
+  return loaded;
+}
