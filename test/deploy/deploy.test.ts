@@ -1,0 +1,73 @@
+import t from 'tap';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { isolatedFlags } from '../cmd/agent.test.js';
+
+const root = join(import.meta.dirname, '../..');
+const agentBin = join(root, 'bin/cellium-agent.js');
+const unit = readFileSync(join(root, 'deploy/cellium-agent.service'), 'utf8');
+const built = existsSync(join(root, 'dist/src/cmd/agent.js'));
+const agentFlags = built
+  ? new Set([...spawnSync(process.execPath, [agentBin, '--help'], { encoding: 'utf8' }).stdout.matchAll(/^ {2}--([a-z0-9-]+)=/gm)].map((m) => m[1]!))
+  : new Set<string>();
+
+/** The unit with ExecStart pointing at this checkout's agent. */
+function localUnit(): string {
+  return unit.replaceAll('/usr/local/bin/cellium-agent', agentBin);
+}
+
+t.test('systemd unit', async (t) => {
+  t.match(unit, /^ExecStart=\/usr\/local\/bin\/cellium-agent \$CELLIUM_AGENT_ARGS$/m);
+  t.match(unit, /^KillSignal=SIGTERM$/m);
+  t.match(unit, /^Restart=on-failure$/m);
+  const hasAnalyze = spawnSync('systemd-analyze', ['--version']).status === 0;
+  t.test('systemd-analyze verify', { skip: hasAnalyze ? false : 'systemd-analyze not installed' }, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'cellium-unit-'));
+    const file = join(dir, 'cellium-agent.service');
+    writeFileSync(file, localUnit());
+    const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8' });
+    t.equal(r.status, 0, r.stderr);
+    t.equal(r.stderr.trim(), '', 'no warnings');
+  });
+  t.test('ExecStart runs the agent, which stops cleanly on the unit\'s KillSignal', { skip: built ? false : 'dist/ not built' }, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'cellium-unit-'));
+    const exec = /^ExecStart=(\S+) \$CELLIUM_AGENT_ARGS$/m.exec(localUnit())![1]!;
+    const p = spawn(exec, isolatedFlags(dir), { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, CELLIUM_LOG_LEVEL: 'info' } });
+    let err = '';
+    let sent = false;
+    p.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+      if (!sent && err.includes('"hive started"')) {
+        sent = true;
+        p.kill('SIGTERM');
+      }
+    });
+    const code = await new Promise<number | null>((r) => p.on('exit', (c) => r(c)));
+    t.equal(code, 0, err);
+  });
+});
+
+t.test('DaemonSet', async (t) => {
+  const docs = parseAllDocuments(readFileSync(join(root, 'deploy/daemonset.yaml'), 'utf8')).map((d) => d.toJS() as Record<string, any>); // eslint-disable-line @typescript-eslint/no-explicit-any
+  const ds = docs.find((d) => d.kind === 'DaemonSet')!;
+  t.ok(ds, 'has a DaemonSet');
+  const spec = ds.spec.template.spec;
+  t.equal(spec.hostNetwork, true);
+  const agent = spec.containers.find((c: { name: string }) => c.name === 'cellium-agent');
+  t.equal(agent.securityContext.privileged, true);
+  const mounts = new Map(agent.volumeMounts.map((m: { name: string; mountPath: string }) => [m.mountPath, m.name]));
+  for (const p of ['/sys/fs/bpf', '/var/run/cellium', '/opt/cni/bin', '/etc/cni/net.d']) t.ok(mounts.has(p), `mounts ${p}`);
+  const volumes = new Map(spec.volumes.map((v: { name: string; hostPath: { path: string } }) => [v.name, v.hostPath.path]));
+  t.equal(volumes.get(mounts.get('/sys/fs/bpf')), '/sys/fs/bpf', 'bpffs from the host');
+  const init = spec.initContainers[0];
+  t.same(init.command.slice(0, 2), ['cellium', 'install-cni']);
+  t.test('every agent flag in the DaemonSet is a real flag', { skip: built ? false : 'dist/ not built' }, async (t) => {
+    for (const a of agent.args as string[]) {
+      const flag = /^--([a-z0-9-]+)=/.exec(a)?.[1];
+      t.ok(flag && agentFlags.has(flag), `${a} is a flag of cellium-agent`);
+    }
+  });
+});
