@@ -1,0 +1,47 @@
+/** Parsers of CLI arguments; each throws UsageError with what was expected. */
+import type { TraceProtocol } from '../api/models.js';
+import { UsageError } from './errors.js';
+
+const PROTOCOLS: readonly TraceProtocol[] = ['TCP', 'UDP', 'SCTP', 'ICMP', 'ICMPV6', 'ANY'];
+
+/** `80`, `80/TCP`, `53/udp`: a port (0-65535) and a protocol (TCP when not given). */
+export function parsePortProtocol(raw: string): { port: number; protocol: TraceProtocol } {
+  const m = /^(\d{1,5})(?:\/([A-Za-z0-9]+))?$/.exec(raw.trim());
+  const port = m ? Number(m[1]) : NaN;
+  if (!m || port > 65535) throw new UsageError(`invalid port "${raw}": expected PORT or PORT/PROTOCOL, e.g. 80/TCP (port 0-65535)`);
+  const protocol = (m[2] ?? 'TCP').toUpperCase() as TraceProtocol;
+  if (!PROTOCOLS.includes(protocol)) throw new UsageError(`invalid protocol "${m[2]}" in "${raw}": expected one of ${PROTOCOLS.join(', ')}`);
+  return { port, protocol };
+}
+
+/** `KEY=VALUE` pairs into an object; a later key wins. */
+export function parseKeyValues(pairs: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of pairs) {
+    const i = p.indexOf('=');
+    if (i <= 0) throw new UsageError(`invalid setting "${p}": expected KEY=VALUE`);
+    out[p.slice(0, i).trim()] = p.slice(i + 1).trim();
+  }
+  return out;
+}
+
+/** A trace side: one numeric identity, or labels (`k8s:app=web`; no source means `any:`). */
+export function parseTraceSubject(values: readonly string[], flag: string): { identity: number } | { labels: string[] } {
+  if (values.length === 0) throw new UsageError(`${flag} is required: labels (e.g. ${flag} k8s:app=web) or a numeric identity`);
+  if (values.length === 1 && /^\d+$/.test(values[0]!)) return { identity: Number(values[0]) };
+  if (values.some((v) => /^\d+$/.test(v))) throw new UsageError(`${flag}: give either one numeric identity or labels, not both`);
+  return { labels: values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean) };
+}
+
+/** Commander collector for repeatable options. */
+export function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+/** A duration in seconds (`30`, `30s`, `2m`) for --wait-timeout. */
+export function parseSeconds(raw: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(raw.trim());
+  if (!m) throw new UsageError(`invalid duration "${raw}": expected e.g. 30s, 2m or 500ms`);
+  const n = Number(m[1]);
+  return m[2] === 'ms' ? n / 1000 : m[2] === 'm' ? n * 60 : n;
+}

@@ -1,0 +1,49 @@
+/** `--wait`: polls the agent until endpoints regenerated, reporting progress on stderr. */
+import type { Endpoint } from '../api/models.js';
+import type { CliContext } from './context.js';
+import { CliFailure } from './errors.js';
+
+/** How long and how often to poll. */
+export interface WaitOptions {
+  readonly timeoutSeconds: number;
+  readonly intervalMs?: number;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Waits until endpoint `id` finished a regeneration that started at or after `since`: a `ready`
+ * entry in its log newer than `since` (a `failed` one fails the wait). Prints the state as it moves.
+ */
+export async function waitForRegeneration(ctx: CliContext, id: string, since: Date, opts: WaitOptions): Promise<Endpoint> {
+  const deadline = Date.now() + opts.timeoutSeconds * 1000;
+  let last = '';
+  for (;;) {
+    const ep = await ctx.client.getEndpoint(id);
+    const state = ep.status.state;
+    const recent = (ep.status.log ?? []).filter((e) => Date.parse(e.timestamp) >= since.getTime() - 1);
+    const failed = recent.find((e) => e.code === 'failed');
+    if (failed) throw new CliFailure(`endpoint ${id} failed to regenerate: ${failed.message}`);
+    if (state === 'ready' && (recent.some((e) => e.state === 'ready') || ep.status.log === undefined)) return ep;
+    if (state !== last) ctx.progress(`waiting for endpoint ${id} to regenerate: ${state}`);
+    last = state;
+    if (Date.now() > deadline) throw new CliFailure(`endpoint ${id} did not regenerate within ${opts.timeoutSeconds}s (state ${state})`);
+    await sleep(opts.intervalMs ?? 200);
+  }
+}
+
+/** Waits until every endpoint realized policy revision `revision` or newer, showing how many have. */
+export async function waitForPolicyRevision(ctx: CliContext, revision: number, opts: WaitOptions): Promise<void> {
+  const deadline = Date.now() + opts.timeoutSeconds * 1000;
+  let last = '';
+  for (;;) {
+    const eps = await ctx.client.listEndpoints();
+    const done = eps.filter((e) => (e.status.policy?.realized?.['policy-revision'] ?? 0) >= revision).length;
+    const line = `waiting for policy revision ${revision}: ${done}/${eps.length} endpoints`;
+    if (line !== last) ctx.progress(line);
+    last = line;
+    if (done === eps.length) return;
+    if (Date.now() > deadline) throw new CliFailure(`only ${done} of ${eps.length} endpoints reached policy revision ${revision} within ${opts.timeoutSeconds}s`);
+    await sleep(opts.intervalMs ?? 200);
+  }
+}
