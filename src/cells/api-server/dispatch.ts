@@ -1,0 +1,222 @@
+/**
+ * The request pipeline: match the path against api/openapi.yaml (404 / 405 in JSON otherwise), read
+ * and parse the body, validate path, query, headers and body with ajv (400 naming the field as a
+ * JSON pointer), wait on the operation's rate limiter (429 with Retry-After), call the handler and
+ * write its answer. One express middleware, no router: the spec is the routing table.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import express, { type Express } from 'express';
+import { Subject, type Observable } from 'rxjs';
+import type { Logger } from '../../hive/logger.js';
+import { validationErrorBody, type FieldError, type SpecValidator } from '../../api/spec.js';
+import { HttpError, RateLimitedError, RouteConflictError } from './errors.js';
+import type { ApiLimiterSet } from './ratelimit/set.js';
+import type { ApiRequest, ApiRoute, ApiRouteGroup } from './types.js';
+
+/** One answered request, for the API metrics. */
+export interface RequestRecord {
+  /** The operationId, or `-` when the path matched none. */
+  readonly operationId: string;
+  readonly method: string;
+  /** The path template (`/v1/endpoint/{id}`), or `-`. */
+  readonly path: string;
+  readonly status: number;
+  readonly seconds: number;
+}
+
+/** What the pipeline needs. */
+export interface DispatchOptions {
+  readonly validator: SpecValidator;
+  readonly groups: readonly ApiRouteGroup[];
+  readonly limiters: ApiLimiterSet;
+  readonly log: Logger;
+  readonly maxBodyBytes: number;
+}
+
+/** The express application and what it exposes. */
+export interface Dispatcher {
+  readonly app: Express;
+  /** operationIds with a handler, sorted. */
+  readonly served: readonly string[];
+  /** Every answered request. */
+  readonly requests$: Observable<RequestRecord>;
+  /** Aborts every request in flight (server stop). */
+  abortAll(reason: Error): void;
+}
+
+const JSON_TYPE = 'application/json';
+
+/** Indexes the routes by operationId; throws RouteConflictError on an unknown or doubly served operation. */
+export function indexRoutes(validator: SpecValidator, groups: readonly ApiRouteGroup[]): Map<string, ApiRoute> {
+  const byOp = new Map<string, ApiRoute>();
+  const owner = new Map<string, string>();
+  for (const g of groups) {
+    for (const r of g.routes) {
+      if (!validator.spec.operations.some((o) => o.operationId === r.operationId)) {
+        throw new RouteConflictError(`route group "${g.name}" serves ${r.operationId}, which api/openapi.yaml does not define`);
+      }
+      const prev = owner.get(r.operationId);
+      if (prev) throw new RouteConflictError(`${r.operationId} is served twice: by route group "${prev}" and by "${g.name}"`);
+      owner.set(r.operationId, g.name);
+      byOp.set(r.operationId, r);
+    }
+  }
+  return byOp;
+}
+
+/** Builds the pipeline. */
+export function createDispatcher(opts: DispatchOptions): Dispatcher {
+  const { validator, limiters, log, maxBodyBytes } = opts;
+  const routes = indexRoutes(validator, opts.groups);
+  const spec = validator.spec;
+  const requests = new Subject<RequestRecord>();
+  const inFlight = new Set<AbortController>();
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.set('query parser', false);
+
+  const finish = (res: ServerResponse, rec: Omit<RequestRecord, 'status' | 'seconds'>, began: number): void => {
+    requests.next({ ...rec, status: res.statusCode, seconds: (performance.now() - began) / 1000 });
+  };
+
+  app.use((req: IncomingMessage, res: ServerResponse) => {
+    const began = performance.now();
+    const url = req.url ?? '/';
+    const method = (req.method ?? 'GET').toUpperCase();
+    const match = spec.match(method, url);
+    if (!match) {
+      send(res, 404, `no API at ${method} ${url.split('?')[0]}: see api/openapi.yaml for the paths under /v1`);
+      return finish(res, { operationId: '-', method, path: '-' }, began);
+    }
+    const op = match.operation;
+    if (!op) {
+      const allowed = match.allowed.map((m) => m.toUpperCase());
+      send(res, 405, `method ${method} is not allowed on ${url.split('?')[0]} (allowed: ${allowed.join(', ')})`, { allow: allowed.join(', ') });
+      return finish(res, { operationId: '-', method, path: '-' }, began);
+    }
+    const rec = { operationId: op.operationId, method, path: op.fullPath };
+    const route = routes.get(op.operationId);
+    const ac = new AbortController();
+    inFlight.add(ac);
+    res.once('close', () => {
+      inFlight.delete(ac);
+      if (!res.writableFinished) ac.abort(new Error('the client closed the connection'));
+    });
+    void handle(req, res, route, op.operationId, match.pathParams, ac.signal)
+      .catch((err: unknown) => {
+        log.error({ err, operationId: op.operationId }, 'API handler failed');
+        if (!res.headersSent) send(res, 500, `${op.operationId} failed: ${(err as Error)?.message ?? String(err)}`);
+        else res.destroy();
+      })
+      .finally(() => finish(res, rec, began));
+  });
+
+  async function handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: ApiRoute | undefined,
+    operationId: string,
+    pathParams: Readonly<Record<string, string>>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const raw = await readBody(req, maxBodyBytes);
+    if (raw === 'too-large') return send(res, 413, `the request body exceeds ${maxBodyBytes} bytes (--api-max-body-bytes)`, { connection: 'close' });
+    const contentType = (req.headers['content-type'] ?? JSON_TYPE).split(';')[0]!.trim().toLowerCase();
+    let body: unknown;
+    if (raw !== undefined) {
+      if (contentType === JSON_TYPE || contentType.endsWith('+json')) {
+        try {
+          body = JSON.parse(raw);
+        } catch (err) {
+          return sendValidation(res, { field: '/body', message: `/body is not valid JSON: ${(err as Error).message}`, expected: 'a JSON document' });
+        }
+      } else {
+        body = raw;
+      }
+    }
+    const v = validator.request(operationId, { path: pathParams, query: parseQuery(req.url ?? ''), headers: req.headers, body, contentType });
+    if (!v.ok) return sendValidation(res, v.error);
+    if (!route) return send(res, 501, `${operationId} is not served by this agent: the cell that handles it is not running`);
+    const apiReq: ApiRequest = { operationId, path: v.path, query: v.query, headers: v.headers, body: v.body, contentType: v.contentType, signal, raw: req };
+    let limited;
+    if (route.limiter) {
+      try {
+        limited = await limiters.wait(route.limiter, signal);
+      } catch (err) {
+        if (err instanceof RateLimitedError) return send(res, 429, err.message, { 'retry-after': String(err.retryAfterSec) });
+        if (signal.aborted) return;
+        throw err;
+      }
+    }
+    try {
+      const result = await route.handle(apiReq);
+      send(res, result.status, result.body, result.headers);
+    } catch (err) {
+      if (err instanceof HttpError) send(res, err.status, err.message, err.headers);
+      else if (err instanceof RateLimitedError) send(res, 429, err.message, { 'retry-after': String(err.retryAfterSec) });
+      else throw err;
+    } finally {
+      limited?.done(res.statusCode);
+    }
+  }
+
+  return {
+    app,
+    served: [...routes.keys()].sort(),
+    requests$: requests.asObservable(),
+    abortAll(reason) {
+      for (const ac of inFlight) ac.abort(reason);
+    },
+  };
+}
+
+/** Writes a JSON answer (nothing when body is undefined). */
+export function send(res: ServerResponse, status: number, body: unknown, headers: Readonly<Record<string, string>> = {}): void {
+  if (res.headersSent || res.destroyed) return;
+  if (body === undefined) {
+    res.writeHead(status, { ...headers, 'content-length': '0' });
+    res.end();
+    return;
+  }
+  const payload = JSON.stringify(body);
+  res.writeHead(status, { ...headers, 'content-type': JSON_TYPE, 'content-length': String(Buffer.byteLength(payload)) });
+  res.end(payload);
+}
+
+function sendValidation(res: ServerResponse, e: FieldError): void {
+  send(res, 400, validationErrorBody(e));
+}
+
+/** The query string as a record; repeated keys become arrays. */
+export function parseQuery(url: string): Record<string, string | string[]> {
+  const q = url.indexOf('?');
+  const out: Record<string, string | string[]> = {};
+  if (q < 0) return out;
+  for (const [k, v] of new URLSearchParams(url.slice(q + 1))) {
+    const prev = out[k];
+    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+  }
+  return out;
+}
+
+/** Reads the body as UTF-8 text; undefined when there is none, 'too-large' past the limit. */
+function readBody(req: IncomingMessage, max: number): Promise<string | undefined | 'too-large'> {
+  const declared = Number(req.headers['content-length'] ?? (req.headers['transfer-encoding'] ? NaN : 0));
+  if (declared === 0) return Promise.resolve(undefined);
+  if (declared > max) return Promise.resolve('too-large');
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > max) {
+        req.removeAllListeners('data');
+        req.resume();
+        resolve('too-large');
+      } else chunks.push(c);
+    });
+    req.on('end', () => resolve(size === 0 ? undefined : Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}

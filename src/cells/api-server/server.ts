@@ -1,0 +1,108 @@
+/**
+ * The API server: serves the dispatcher on the unix socket (always) and on TCP when
+ * --api-listen-address is set. Started and stopped by the hive's lifecycle.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Observable } from 'rxjs';
+import type { Lifecycle } from '../../hive/lifecycle.js';
+import type { Logger } from '../../hive/logger.js';
+import { createSpecValidator, type SpecValidator } from '../../api/spec.js';
+import { parseListenAddress, type ApiServerConfig } from './config.js';
+import { createDispatcher, type Dispatcher, type RequestRecord } from './dispatch.js';
+import type { ApiLimiterSet } from './ratelimit/set.js';
+import { prepareSocket, removeSocket, restrictSocket } from './socket.js';
+import type { ApiRouteGroup, ApiServer } from './types.js';
+
+/** The spec validator is compiled once per process and shared by every server. */
+let sharedValidator: SpecValidator | undefined;
+
+/** The API server of the agent. */
+export class ApiServerImpl implements ApiServer {
+  private readonly dispatcher: Dispatcher;
+  private readonly servers: Server[] = [];
+  private tcp?: AddressInfo;
+
+  constructor(
+    private readonly cfg: ApiServerConfig,
+    groups: readonly ApiRouteGroup[],
+    limiters: ApiLimiterSet,
+    private readonly log: Logger,
+    lc: Lifecycle,
+  ) {
+    sharedValidator ??= createSpecValidator();
+    this.dispatcher = createDispatcher({ validator: sharedValidator, groups, limiters, log, maxBodyBytes: cfg.apiMaxBodyBytes });
+    lc.append({ name: 'api-server', onStart: () => this.start(), onStop: () => this.stop() });
+  }
+
+  /** See ApiServer. */
+  get socketPath(): string {
+    return this.cfg.socketPath;
+  }
+
+  /** See ApiServer. */
+  tcpAddress(): string | undefined {
+    return this.tcp ? `${this.tcp.family === 'IPv6' ? `[${this.tcp.address}]` : this.tcp.address}:${this.tcp.port}` : undefined;
+  }
+
+  /** See ApiServer. */
+  served(): string[] {
+    return [...this.dispatcher.served];
+  }
+
+  /** Every answered request (for the API metrics). */
+  get requests$(): Observable<RequestRecord> {
+    return this.dispatcher.requests$;
+  }
+
+  private async start(): Promise<void> {
+    const path = this.cfg.socketPath;
+    if (await prepareSocket(path)) this.log.info({ socketPath: path }, 'removed a stale API socket left by an agent that is gone');
+    const unix = this.newServer();
+    await listen(unix, { path });
+    restrictSocket(path);
+    this.log.info({ socketPath: path, operations: this.dispatcher.served.length }, 'API server listening on unix socket');
+    if (this.cfg.apiListenAddress) {
+      const { host, port } = parseListenAddress('api-listen-address', this.cfg.apiListenAddress);
+      const tcp = this.newServer();
+      await listen(tcp, { host: host || undefined, port });
+      this.tcp = tcp.address() as AddressInfo;
+      this.log.info({ address: this.tcpAddress() }, 'API server listening on TCP');
+    }
+  }
+
+  private newServer(): Server {
+    const s = createServer({ keepAliveTimeout: 30_000 }, this.dispatcher.app);
+    this.servers.push(s);
+    return s;
+  }
+
+  private async stop(): Promise<void> {
+    this.dispatcher.abortAll(new Error('the agent is shutting down'));
+    await Promise.all(
+      this.servers.map(
+        (s) =>
+          new Promise<void>((resolve) => {
+            if (!s.listening) return resolve();
+            s.close(() => resolve());
+            s.closeIdleConnections();
+            setTimeout(() => s.closeAllConnections(), 1000).unref();
+          }),
+      ),
+    );
+    this.servers.length = 0;
+    this.tcp = undefined;
+    removeSocket(this.cfg.socketPath);
+  }
+}
+
+function listen(server: Server, where: { path: string } | { host?: string; port: number }): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error): void => reject(err);
+    server.once('error', onError);
+    server.listen(where, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,56 @@
+/**
+ * The API's unix socket: parent directory created, a stale socket left by a dead agent replaced
+ * (nobody answers a connect), a live one refused with SocketInUseError, mode 0660 once listening.
+ */
+import { chmodSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
+import { connect } from 'node:net';
+import { dirname } from 'node:path';
+import { NotASocketError, SocketInUseError } from './errors.js';
+
+/** Whether a process accepts connections on the socket. */
+export function socketIsLive(path: string, timeoutMs = 1000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ path });
+    const done = (live: boolean): void => {
+      clearTimeout(timer);
+      s.destroy();
+      resolve(live);
+    };
+    const timer = setTimeout(() => done(true), timeoutMs);
+    s.once('connect', () => done(true));
+    s.once('error', () => done(false));
+  });
+}
+
+/**
+ * Makes `path` ready to listen on: creates its directory, and removes a stale socket. Returns true
+ * when a stale socket was removed. Throws SocketInUseError when an agent answers there.
+ */
+export async function prepareSocket(path: string): Promise<boolean> {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
+  let st;
+  try {
+    st = lstatSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
+  if (!st.isSocket()) throw new NotASocketError(path);
+  if (await socketIsLive(path)) throw new SocketInUseError(path);
+  unlinkSync(path);
+  return true;
+}
+
+/** Sets the socket's mode (0660: owner and group may connect). */
+export function restrictSocket(path: string, mode = 0o660): void {
+  chmodSync(path, mode);
+}
+
+/** Removes the socket if it is still there. */
+export function removeSocket(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+}
