@@ -6,7 +6,8 @@
  * null, vendor extensions and `example` are dropped, and formats become what Cilium's Go client
  * (go-swagger strfmt) really enforces when it decodes: `date-time` stays, `duration` becomes a Go
  * duration pattern, `uint16`/`uint32`/`uint64` become ranges, the rest (`uuid`, `int64`, `binary`)
- * are not checked on decode and are dropped.
+ * are not checked on decode and are dropped. A bare `type: object` (no properties) accepts any value,
+ * as Go's interface{} it becomes does.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
@@ -105,6 +106,8 @@ export function swaggerToJsonSchema(schema: unknown): unknown {
       out.minimum = 0;
       break;
   }
+  // go-swagger turns a bare `type: object` (no properties) into Go's interface{}: any value decodes.
+  if (out.type === 'object' && Object.keys(out).every((k) => k === 'type' || k === 'description')) delete out.type;
   if (schema['x-nullable'] === true) {
     if (typeof out.type === 'string') out.type = [out.type, 'null'];
     else if (out.$ref) return { anyOf: [{ $ref: out.$ref }, { type: 'null' }] };
