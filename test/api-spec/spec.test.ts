@@ -4,7 +4,7 @@ import t from 'tap';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { validate } from '@readme/openapi-parser';
+import { compileErrors, validate } from '@readme/openapi-parser';
 import { parse, stringify } from 'yaml';
 import { createSpecValidator, defaultSpecPath, indexSpec, loadApiSpec } from '../../src/api/spec.js';
 import { SpecError } from '../../src/api/errors.js';
@@ -15,8 +15,8 @@ t.test('the spec is valid OpenAPI 3.1', async (t) => {
   const doc = parse(readFileSync(defaultSpecPath(), 'utf8')) as Record<string, unknown>;
   t.equal(doc.openapi, '3.1.0');
   const result = await validate(defaultSpecPath());
-  t.same(result.errors ?? [], [], 'no errors');
-  t.equal(result.valid, true);
+  t.equal(result.valid, true, result.valid ? 'valid' : compileErrors(result));
+  t.same(result.warnings, [], 'no warnings');
 });
 
 t.test('the OpenAPI validator does reject a broken copy', async (t) => {
