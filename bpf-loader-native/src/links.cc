@@ -1,0 +1,186 @@
+// Attaching sched_cls programs to an interface: tcx links (BPF_LINK_CREATE with BPF_TCX_INGRESS /
+// BPF_TCX_EGRESS, kernel >= 6.6) that can be pinned and updated atomically (bpf_link_update), and
+// the legacy clsact qdisc + direct-action filter (bpf_tc_attach, BPF_TC_F_REPLACE for an atomic
+// replace). Plus program/link info and tcx queries, for checks and inspection.
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util.h"
+
+namespace cellium_bpf {
+namespace {
+
+// Attach types of tcx (linux/bpf.h since 6.6; the build headers may be older).
+constexpr uint32_t kTcxIngress = 46;
+constexpr uint32_t kTcxEgress = 47;
+
+uint32_t tcxType(bool ingress) { return ingress ? kTcxIngress : kTcxEgress; }
+
+// tcxAttach(progFd, ifindex, ingress) -> link fd (appended after existing tcx programs).
+Napi::Value TcxAttach(const Napi::CallbackInfo &info) {
+  int prog = argInt(info, 0, "progFd");
+  uint32_t ifindex = argU32(info, 1, "ifindex");
+  bool ingress = argBool(info, 2, true);
+  union bpf_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.link_create.prog_fd = prog;
+  attr.link_create.target_ifindex = ifindex;
+  attr.link_create.attach_type = tcxType(ingress);
+  int fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof attr);
+  if (fd < 0) throwSys(info.Env(), errno, "bpf_link_create", "", std::string("tcx ") + (ingress ? "ingress" : "egress") + " ifindex " + std::to_string(ifindex));
+  return Napi::Number::New(info.Env(), fd);
+}
+
+// tcxQuery(ifindex, ingress) -> program ids attached with tcx, in order.
+Napi::Value TcxQuery(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  uint32_t ifindex = argU32(info, 0, "ifindex");
+  bool ingress = argBool(info, 1, true);
+  __u32 ids[64];
+  __u32 cnt = 64;
+  __u32 attachFlags = 0;
+  if (bpf_prog_query((int)ifindex, (enum bpf_attach_type)tcxType(ingress), 0, &attachFlags, ids, &cnt) < 0) {
+    throwSys(env, errno, "bpf_prog_query", "", "tcx ifindex " + std::to_string(ifindex));
+  }
+  Napi::Array out = Napi::Array::New(env, cnt);
+  for (__u32 i = 0; i < cnt; i++) out.Set(i, ids[i]);
+  return out;
+}
+
+// linkUpdate(linkFd, progFd): atomically swaps the link's program.
+Napi::Value LinkUpdate(const Napi::CallbackInfo &info) {
+  int link = argInt(info, 0, "linkFd");
+  int prog = argInt(info, 1, "progFd");
+  if (bpf_link_update(link, prog, nullptr) < 0) throwSys(info.Env(), errno, "bpf_link_update");
+  return info.Env().Undefined();
+}
+
+// linkDetach(linkFd): detaches the link's program (the link object lives on until closed).
+Napi::Value LinkDetach(const Napi::CallbackInfo &info) {
+  int link = argInt(info, 0, "linkFd");
+  if (bpf_link_detach(link) < 0) throwSys(info.Env(), errno, "bpf_link_detach");
+  return info.Env().Undefined();
+}
+
+Napi::Value LinkInfo(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  int fd = argInt(info, 0, "fd");
+  struct bpf_link_info li;
+  memset(&li, 0, sizeof li);
+  __u32 len = sizeof li;
+  if (bpf_obj_get_info_by_fd(fd, &li, &len) < 0) throwSys(env, errno, "bpf_obj_get_info_by_fd");
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("id", li.id);
+  o.Set("type", li.type);
+  o.Set("progId", li.prog_id);
+  // tcx links report {ifindex, attach_type} where xdp links report {ifindex}.
+  const __u32 *u = reinterpret_cast<const __u32 *>(&li.xdp);
+  o.Set("ifindex", u[0]);
+  o.Set("attachType", u[1]);
+  return o;
+}
+
+Napi::Value ProgInfo(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  int fd = argInt(info, 0, "fd");
+  struct bpf_prog_info pi;
+  memset(&pi, 0, sizeof pi);
+  __u32 len = sizeof pi;
+  if (bpf_obj_get_info_by_fd(fd, &pi, &len) < 0) throwSys(env, errno, "bpf_obj_get_info_by_fd");
+  char tag[2 * BPF_TAG_SIZE + 1];
+  for (int i = 0; i < BPF_TAG_SIZE; i++) snprintf(tag + 2 * i, 3, "%02x", pi.tag[i]);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("id", pi.id);
+  o.Set("type", pi.type);
+  o.Set("name", std::string(pi.name, strnlen(pi.name, sizeof pi.name)));
+  o.Set("tag", std::string(tag));
+  return o;
+}
+
+// progGetFdById(id) -> fd of the loaded program with that id.
+Napi::Value ProgGetFdById(const Napi::CallbackInfo &info) {
+  uint32_t id = argU32(info, 0, "id");
+  int fd = bpf_prog_get_fd_by_id(id);
+  if (fd < 0) throwSys(info.Env(), errno, "bpf_prog_get_fd_by_id", "", "id " + std::to_string(id));
+  return Napi::Number::New(info.Env(), fd);
+}
+
+struct bpf_tc_hook hookFor(uint32_t ifindex, bool ingress) {
+  struct bpf_tc_hook h;
+  memset(&h, 0, sizeof h);
+  h.sz = sizeof h;
+  h.ifindex = (int)ifindex;
+  h.attach_point = ingress ? BPF_TC_INGRESS : BPF_TC_EGRESS;
+  return h;
+}
+
+// tcAttach(progFd, ifindex, ingress, handle, priority, replace) -> program id. Creates the clsact
+// qdisc when missing; with replace, swaps the program of an existing filter atomically.
+Napi::Value TcAttach(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  int prog = argInt(info, 0, "progFd");
+  uint32_t ifindex = argU32(info, 1, "ifindex");
+  bool ingress = argBool(info, 2, true);
+  struct bpf_tc_hook hook = hookFor(ifindex, ingress);
+  int err = bpf_tc_hook_create(&hook);
+  if (err && err != -EEXIST) throwSys(env, err, "bpf_tc_hook_create", "", "clsact on ifindex " + std::to_string(ifindex));
+  struct bpf_tc_opts opts;
+  memset(&opts, 0, sizeof opts);
+  opts.sz = sizeof opts;
+  opts.prog_fd = prog;
+  opts.handle = argU32(info, 3, "handle");
+  opts.priority = argU32(info, 4, "priority");
+  opts.flags = argBool(info, 5, false) ? BPF_TC_F_REPLACE : 0;
+  err = bpf_tc_attach(&hook, &opts);
+  if (err) throwSys(env, err, "bpf_tc_attach", "", std::string(ingress ? "ingress" : "egress") + " ifindex " + std::to_string(ifindex));
+  return Napi::Number::New(env, opts.prog_id);
+}
+
+// tcQuery(ifindex, ingress, handle, priority) -> program id of that filter, 0 when absent.
+Napi::Value TcQuery(const Napi::CallbackInfo &info) {
+  struct bpf_tc_hook hook = hookFor(argU32(info, 0, "ifindex"), argBool(info, 1, true));
+  struct bpf_tc_opts opts;
+  memset(&opts, 0, sizeof opts);
+  opts.sz = sizeof opts;
+  opts.handle = argU32(info, 2, "handle");
+  opts.priority = argU32(info, 3, "priority");
+  int err = bpf_tc_query(&hook, &opts);
+  if (err == -ENOENT || err == -EINVAL) return Napi::Number::New(info.Env(), 0);
+  if (err) throwSys(info.Env(), err, "bpf_tc_query");
+  return Napi::Number::New(info.Env(), opts.prog_id);
+}
+
+// tcDetach(ifindex, ingress, handle, priority) -> true when a filter was removed.
+Napi::Value TcDetach(const Napi::CallbackInfo &info) {
+  struct bpf_tc_hook hook = hookFor(argU32(info, 0, "ifindex"), argBool(info, 1, true));
+  struct bpf_tc_opts opts;
+  memset(&opts, 0, sizeof opts);
+  opts.sz = sizeof opts;
+  opts.handle = argU32(info, 2, "handle");
+  opts.priority = argU32(info, 3, "priority");
+  int err = bpf_tc_detach(&hook, &opts);
+  if (err == -ENOENT || err == -EINVAL) return Napi::Boolean::New(info.Env(), false);
+  if (err) throwSys(info.Env(), err, "bpf_tc_detach");
+  return Napi::Boolean::New(info.Env(), true);
+}
+
+}  // namespace
+
+void registerLinks(Napi::Env env, Napi::Object exports) {
+  exports.Set("tcxAttach", Napi::Function::New(env, TcxAttach, "tcxAttach"));
+  exports.Set("tcxQuery", Napi::Function::New(env, TcxQuery, "tcxQuery"));
+  exports.Set("linkUpdate", Napi::Function::New(env, LinkUpdate, "linkUpdate"));
+  exports.Set("linkDetach", Napi::Function::New(env, LinkDetach, "linkDetach"));
+  exports.Set("linkInfo", Napi::Function::New(env, LinkInfo, "linkInfo"));
+  exports.Set("progInfo", Napi::Function::New(env, ProgInfo, "progInfo"));
+  exports.Set("progGetFdById", Napi::Function::New(env, ProgGetFdById, "progGetFdById"));
+  exports.Set("tcAttach", Napi::Function::New(env, TcAttach, "tcAttach"));
+  exports.Set("tcQuery", Napi::Function::New(env, TcQuery, "tcQuery"));
+  exports.Set("tcDetach", Napi::Function::New(env, TcDetach, "tcDetach"));
+}
+
+}  // namespace cellium_bpf

@@ -1,0 +1,185 @@
+// Map operations on file descriptors: create, open pinned, pin, info, lookup/update/delete,
+// key iteration and the BPF_MAP_*_BATCH commands. Keys and values are Buffers the caller sizes
+// (the TypeScript layer checks them against the map's key and value sizes). All calls are
+// synchronous: each is one bpf() syscall.
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+namespace cellium_bpf {
+namespace {
+
+Napi::Value MapCreate(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  uint32_t type = argU32(info, 0, "type");
+  std::string name = argString(info, 1, "name");
+  uint32_t keySize = argU32(info, 2, "keySize");
+  uint32_t valueSize = argU32(info, 3, "valueSize");
+  uint32_t maxEntries = argU32(info, 4, "maxEntries");
+  uint32_t flags = info.Length() > 5 ? argU32(info, 5, "flags") : 0;
+  LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = flags);
+  std::string kname = name.substr(0, 15);
+  int fd = bpf_map_create((enum bpf_map_type)type, kname.c_str(), keySize, valueSize, maxEntries, &opts);
+  if (fd < 0) throwSys(env, errno, "bpf_map_create", "", name);
+  return Napi::Number::New(env, fd);
+}
+
+Napi::Value ObjGet(const Napi::CallbackInfo &info) {
+  std::string path = argString(info, 0, "path");
+  int fd = bpf_obj_get(path.c_str());
+  if (fd < 0) throwSys(info.Env(), errno, "bpf_obj_get", path);
+  return Napi::Number::New(info.Env(), fd);
+}
+
+Napi::Value ObjPin(const Napi::CallbackInfo &info) {
+  int fd = argInt(info, 0, "fd");
+  std::string path = argString(info, 1, "path");
+  if (bpf_obj_pin(fd, path.c_str()) < 0) throwSys(info.Env(), errno, "bpf_obj_pin", path);
+  return info.Env().Undefined();
+}
+
+Napi::Value Close(const Napi::CallbackInfo &info) {
+  int fd = argInt(info, 0, "fd");
+  if (fd >= 0) close(fd);
+  return info.Env().Undefined();
+}
+
+Napi::Value MapInfo(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  int fd = argInt(info, 0, "fd");
+  struct bpf_map_info mi;
+  memset(&mi, 0, sizeof mi);
+  __u32 len = sizeof mi;
+  if (bpf_obj_get_info_by_fd(fd, &mi, &len) < 0) throwSys(env, errno, "bpf_obj_get_info_by_fd");
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("type", mi.type);
+  o.Set("id", mi.id);
+  o.Set("keySize", mi.key_size);
+  o.Set("valueSize", mi.value_size);
+  o.Set("maxEntries", mi.max_entries);
+  o.Set("flags", mi.map_flags);
+  o.Set("name", std::string(mi.name, strnlen(mi.name, sizeof mi.name)));
+  return o;
+}
+
+// lookup(fd, key, valueOut) -> true when found (valueOut filled), false when absent.
+Napi::Value MapLookup(const Napi::CallbackInfo &info) {
+  int fd = argInt(info, 0, "fd");
+  Bytes key = argBytes(info, 1, "key");
+  Bytes value = argBytes(info, 2, "value");
+  if (bpf_map_lookup_elem(fd, key.data, value.data) < 0) {
+    if (errno == ENOENT) return Napi::Boolean::New(info.Env(), false);
+    throwSys(info.Env(), errno, "bpf_map_lookup_elem");
+  }
+  return Napi::Boolean::New(info.Env(), true);
+}
+
+Napi::Value MapUpdate(const Napi::CallbackInfo &info) {
+  int fd = argInt(info, 0, "fd");
+  Bytes key = argBytes(info, 1, "key");
+  Bytes value = argBytes(info, 2, "value");
+  uint32_t flags = info.Length() > 3 ? argU32(info, 3, "flags") : 0;
+  if (bpf_map_update_elem(fd, key.data, value.data, flags) < 0) throwSys(info.Env(), errno, "bpf_map_update_elem");
+  return info.Env().Undefined();
+}
+
+// delete(fd, key) -> true when deleted, false when absent.
+Napi::Value MapDelete(const Napi::CallbackInfo &info) {
+  int fd = argInt(info, 0, "fd");
+  Bytes key = argBytes(info, 1, "key");
+  if (bpf_map_delete_elem(fd, key.data) < 0) {
+    if (errno == ENOENT) return Napi::Boolean::New(info.Env(), false);
+    throwSys(info.Env(), errno, "bpf_map_delete_elem");
+  }
+  return Napi::Boolean::New(info.Env(), true);
+}
+
+// nextKey(fd, key|null, nextOut) -> true when nextOut holds the next key, false at the end.
+Napi::Value MapNextKey(const Napi::CallbackInfo &info) {
+  int fd = argInt(info, 0, "fd");
+  Bytes key = argBytesOrNull(info, 1, "key");
+  Bytes next = argBytes(info, 2, "next");
+  if (bpf_map_get_next_key(fd, key.data, next.data) < 0) {
+    if (errno == ENOENT) return Napi::Boolean::New(info.Env(), false);
+    throwSys(info.Env(), errno, "bpf_map_get_next_key");
+  }
+  return Napi::Boolean::New(info.Env(), true);
+}
+
+// lookupBatch(fd, inBatch|null, outBatch, keys, values, count) -> [n, more]: n entries were
+// written to keys/values; when more is true, call again with inBatch = outBatch.
+Napi::Value MapLookupBatch(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  int fd = argInt(info, 0, "fd");
+  Bytes in = argBytesOrNull(info, 1, "inBatch");
+  Bytes out = argBytes(info, 2, "outBatch");
+  Bytes keys = argBytes(info, 3, "keys");
+  Bytes values = argBytes(info, 4, "values");
+  __u32 count = argU32(info, 5, "count");
+  LIBBPF_OPTS(bpf_map_batch_opts, opts);
+  bool more = true;
+  if (bpf_map_lookup_batch(fd, in.data, out.data, keys.data, values.data, &count, &opts) < 0) {
+    if (errno != ENOENT) throwSys(env, errno, "bpf_map_lookup_batch");
+    more = false;
+  }
+  Napi::Array r = Napi::Array::New(env, 2);
+  r.Set(0u, Napi::Number::New(env, count));
+  r.Set(1u, Napi::Boolean::New(env, more));
+  return r;
+}
+
+// updateBatch(fd, keys, values, count, elemFlags) -> count written.
+Napi::Value MapUpdateBatch(const Napi::CallbackInfo &info) {
+  int fd = argInt(info, 0, "fd");
+  Bytes keys = argBytes(info, 1, "keys");
+  Bytes values = argBytes(info, 2, "values");
+  __u32 count = argU32(info, 3, "count");
+  uint64_t flags = info.Length() > 4 ? argU32(info, 4, "flags") : 0;
+  LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = flags);
+  if (bpf_map_update_batch(fd, keys.data, values.data, &count, &opts) < 0) {
+    throwSys(info.Env(), errno, "bpf_map_update_batch", "", std::to_string(count) + " written before the failure");
+  }
+  return Napi::Number::New(info.Env(), count);
+}
+
+// deleteBatch(fd, keys, count) -> count deleted (stops at the first absent key: ENOENT).
+Napi::Value MapDeleteBatch(const Napi::CallbackInfo &info) {
+  int fd = argInt(info, 0, "fd");
+  Bytes keys = argBytes(info, 1, "keys");
+  __u32 count = argU32(info, 2, "count");
+  LIBBPF_OPTS(bpf_map_batch_opts, opts);
+  if (bpf_map_delete_batch(fd, keys.data, &count, &opts) < 0) {
+    throwSys(info.Env(), errno, "bpf_map_delete_batch", "", std::to_string(count) + " deleted before the failure");
+  }
+  return Napi::Number::New(info.Env(), count);
+}
+
+Napi::Value NumPossibleCpus(const Napi::CallbackInfo &info) {
+  int n = libbpf_num_possible_cpus();
+  if (n < 0) throwSys(info.Env(), -n, "libbpf_num_possible_cpus");
+  return Napi::Number::New(info.Env(), n);
+}
+
+}  // namespace
+
+void registerMaps(Napi::Env env, Napi::Object exports) {
+  exports.Set("mapCreate", Napi::Function::New(env, MapCreate, "mapCreate"));
+  exports.Set("objGet", Napi::Function::New(env, ObjGet, "objGet"));
+  exports.Set("objPin", Napi::Function::New(env, ObjPin, "objPin"));
+  exports.Set("close", Napi::Function::New(env, Close, "close"));
+  exports.Set("mapInfo", Napi::Function::New(env, MapInfo, "mapInfo"));
+  exports.Set("mapLookup", Napi::Function::New(env, MapLookup, "mapLookup"));
+  exports.Set("mapUpdate", Napi::Function::New(env, MapUpdate, "mapUpdate"));
+  exports.Set("mapDelete", Napi::Function::New(env, MapDelete, "mapDelete"));
+  exports.Set("mapNextKey", Napi::Function::New(env, MapNextKey, "mapNextKey"));
+  exports.Set("mapLookupBatch", Napi::Function::New(env, MapLookupBatch, "mapLookupBatch"));
+  exports.Set("mapUpdateBatch", Napi::Function::New(env, MapUpdateBatch, "mapUpdateBatch"));
+  exports.Set("mapDeleteBatch", Napi::Function::New(env, MapDeleteBatch, "mapDeleteBatch"));
+  exports.Set("numPossibleCpus", Napi::Function::New(env, NumPossibleCpus, "numPossibleCpus"));
+}
+
+}  // namespace cellium_bpf

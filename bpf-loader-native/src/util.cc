@@ -1,0 +1,106 @@
+// Errors, argument readers and libbpf log capture (see util.h).
+#include "util.h"
+
+#include <bpf/libbpf.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+namespace cellium_bpf {
+
+std::string errnoName(int err) {
+  const char *name = strerrorname_np(err);
+  return name ? name : "E" + std::to_string(err);
+}
+
+void throwSys(Napi::Env env, int err, const std::string &syscall, const std::string &path, const std::string &detail) {
+  if (err < 0) err = -err;
+  std::string msg = syscall + ": " + errnoName(err) + " (" + strerror(err) + ")";
+  if (!path.empty()) msg += ": " + path;
+  if (!detail.empty()) msg += ": " + detail;
+  Napi::Error e = Napi::Error::New(env, msg);
+  Napi::Object o = e.Value();
+  o.Set("syscall", syscall);
+  o.Set("errno", err);
+  o.Set("code", errnoName(err));
+  o.Set("path", path);
+  o.Set("detail", detail);
+  throw e;
+}
+
+void throwArg(Napi::Env env, const std::string &what) { throw Napi::TypeError::New(env, what); }
+
+int argInt(const Napi::CallbackInfo &info, size_t i, const char *name) {
+  if (i >= info.Length() || !info[i].IsNumber()) throwArg(info.Env(), std::string(name) + " must be a number");
+  return info[i].As<Napi::Number>().Int32Value();
+}
+
+uint32_t argU32(const Napi::CallbackInfo &info, size_t i, const char *name) {
+  if (i >= info.Length() || !info[i].IsNumber()) throwArg(info.Env(), std::string(name) + " must be a number");
+  return info[i].As<Napi::Number>().Uint32Value();
+}
+
+std::string argString(const Napi::CallbackInfo &info, size_t i, const char *name) {
+  if (i >= info.Length() || !info[i].IsString()) throwArg(info.Env(), std::string(name) + " must be a string");
+  return info[i].As<Napi::String>().Utf8Value();
+}
+
+bool argBool(const Napi::CallbackInfo &info, size_t i, bool dflt) {
+  if (i >= info.Length() || info[i].IsUndefined() || info[i].IsNull()) return dflt;
+  return info[i].ToBoolean().Value();
+}
+
+Bytes argBytes(const Napi::CallbackInfo &info, size_t i, const char *name) {
+  if (i >= info.Length() || !info[i].IsTypedArray()) throwArg(info.Env(), std::string(name) + " must be a Buffer");
+  Napi::TypedArray ta = info[i].As<Napi::TypedArray>();
+  if (ta.TypedArrayType() != napi_uint8_array) throwArg(info.Env(), std::string(name) + " must be a Buffer");
+  Napi::Uint8Array u = ta.As<Napi::Uint8Array>();
+  return Bytes{u.Data(), u.ByteLength()};
+}
+
+Bytes argBytesOrNull(const Napi::CallbackInfo &info, size_t i, const char *name) {
+  if (i >= info.Length() || info[i].IsNull() || info[i].IsUndefined()) return Bytes{nullptr, 0};
+  return argBytes(info, i, name);
+}
+
+Bytes argBytesSized(const Napi::CallbackInfo &info, size_t i, const char *name, size_t want) {
+  Bytes b = argBytes(info, i, name);
+  if (b.len != want) {
+    throwArg(info.Env(), std::string(name) + " must be " + std::to_string(want) + " bytes, got " + std::to_string(b.len));
+  }
+  return b;
+}
+
+namespace {
+thread_local bool capturing = false;
+thread_local std::string captured;
+
+int printFn(enum libbpf_print_level level, const char *fmt, va_list args) {
+  if (!capturing || level == LIBBPF_DEBUG) return 0;
+  char buf[4096];
+  int n = vsnprintf(buf, sizeof buf, fmt, args);
+  if (n > 0) captured.append(buf, n < (int)sizeof buf ? n : (int)sizeof buf - 1);
+  if (captured.size() > 16384) captured.erase(0, captured.size() - 8192);
+  return n;
+}
+}  // namespace
+
+void logCaptureStart() {
+  static bool installed = false;
+  if (!installed) {
+    libbpf_set_print(printFn);
+    installed = true;
+  }
+  captured.clear();
+  capturing = true;
+}
+
+std::string logCaptureTake() {
+  capturing = false;
+  std::string out;
+  out.swap(captured);
+  if (out.size() > 8192) out.erase(0, out.size() - 8192);
+  return out;
+}
+
+}  // namespace cellium_bpf
