@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * bpf_lxc: the per-endpoint program, attached to the host side of the endpoint's veth.
+ *   from_container (tc ingress of the host veth): packets leaving the endpoint, the endpoint's
+ *     egress policy against the destination's identity;
+ *   to_container (tc egress of the host veth): packets towards the endpoint, its ingress policy
+ *     against the source's identity.
+ * Per-endpoint constants live in .rodata and are set by the loader before load (no recompile).
+ * Drops are counted per reason in cellium_metrics and reported on cellium_events.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#include "lib/common.h"
+#include "lib/maps.h"
+#include "lib/parse.h"
+#include "lib/policy.h"
+
+/* Endpoint constants (Cilium's ep_config.h values); written by the loader, frozen at load. */
+const volatile __u16 endpoint_id = 0;
+const volatile __u32 endpoint_identity = 0;
+const volatile __u8 endpoint_ipv4[4] = {};
+const volatile __u8 endpoint_ipv6[16] = {};
+const volatile __u32 endpoint_ifindex = 0;
+const volatile __u8 endpoint_mac[6] = {};
+const volatile __u8 host_mac[6] = {};
+
+static __always_inline void count_drop(struct __sk_buff *skb, enum drop_reason reason)
+{
+	__u32 idx = reason;
+	struct metrics_value *m = bpf_map_lookup_elem(&cellium_metrics, &idx);
+
+	if (m) {
+		m->packets++;
+		m->bytes += skb->len;
+	}
+}
+
+static __always_inline int drop(struct __sk_buff *skb, enum drop_reason reason, __u8 egress,
+				const struct pkt *p, __u32 peer_identity)
+{
+	struct drop_event *ev;
+
+	count_drop(skb, reason);
+	ev = bpf_ringbuf_reserve(&cellium_events, sizeof(*ev), 0);
+	if (!ev)
+		return TC_ACT_SHOT;
+	__builtin_memset(ev, 0, sizeof(*ev));
+	ev->type = EVENT_DROP;
+	ev->reason = reason;
+	ev->egress = egress;
+	ev->endpoint_id = endpoint_id;
+	ev->ifindex = endpoint_ifindex ? endpoint_ifindex : skb->ifindex;
+	ev->src_identity = egress ? endpoint_identity : peer_identity;
+	ev->dst_identity = egress ? peer_identity : endpoint_identity;
+	if (p) {
+		ev->protocol = p->protocol;
+		ev->dport = p->dport;
+		ev->family = p->family;
+		ev->icmp_type = p->icmp_type;
+		__builtin_memcpy(ev->src, p->src, 16);
+		__builtin_memcpy(ev->dst, p->dst, 16);
+	}
+	bpf_ringbuf_submit(ev, 0);
+	return TC_ACT_SHOT;
+}
+
+static __always_inline int handle(struct __sk_buff *skb, __u8 egress)
+{
+	struct pkt p = {};
+	enum drop_reason reason;
+	__u32 identity;
+	int err;
+
+	switch (skb->protocol) {
+	case bpf_htons(ETH_P_ARP):
+		return TC_ACT_OK;
+	case bpf_htons(ETH_P_IP):
+		err = parse_ipv4(skb, &p);
+		break;
+	case bpf_htons(ETH_P_IPV6):
+		err = parse_ipv6(skb, &p);
+		break;
+	default:
+		return drop(skb, DROP_UNSUPPORTED_L3, egress, 0, 0);
+	}
+	if (err < 0)
+		return drop(skb, DROP_INVALID, egress, 0, 0);
+	identity = resolve_identity(p.family, egress ? p.dst : p.src);
+	reason = policy_verdict(egress, identity, &p);
+	if (reason != DROP_NONE)
+		return drop(skb, reason, egress, &p, identity);
+	return TC_ACT_OK;
+}
+
+SEC("tc")
+int from_container(struct __sk_buff *skb)
+{
+	return handle(skb, 1);
+}
+
+SEC("tc")
+int to_container(struct __sk_buff *skb)
+{
+	return handle(skb, 0);
+}
+
+char _license[] SEC("license") = "Dual BSD/GPL";

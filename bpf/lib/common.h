@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Shared definitions of the Cellium datapath: the layouts of every map key and value (mirrored
+ * byte for byte by src/bpf/layout.ts; docs/datapath.md draws them), reserved identities, drop
+ * reasons and address families. All multi-byte fields are host byte order unless typed __be.
+ */
+#ifndef CELLIUM_COMMON_H
+#define CELLIUM_COMMON_H
+
+#include <linux/types.h>
+
+/* Reserved identities (Cilium's numbers). */
+#define IDENTITY_ANY 0
+#define IDENTITY_HOST 1
+#define IDENTITY_WORLD 2
+
+/* Address families in map keys. */
+#define FAMILY_IPV4 4
+#define FAMILY_IPV6 6
+
+/* Drop reasons: the index into cellium_metrics and drop_event.reason. */
+enum drop_reason {
+	DROP_NONE = 0,
+	DROP_POLICY = 1,	/* no policy entry matched */
+	DROP_POLICY_DENY = 2,	/* a deny entry matched */
+	DROP_INVALID = 3,	/* truncated or malformed packet */
+	DROP_UNSUPPORTED_L3 = 4, /* neither IPv4, IPv6 nor ARP */
+	DROP_REASON_MAX = 8,
+};
+
+/*
+ * cellium_policy_<id> (LPM trie). The data after prefixlen is 8 bytes; the prefix covers, in
+ * order: egress (8 bits), identity (32), protocol (8), dport (16, network order) = 64.
+ *   L3 only (protocol 0): prefixlen 40; protocol, any port: 48; exact port: 64;
+ *   a port range expands to aligned power-of-two blocks: 48 + (16 - log2(block size)).
+ * identity is host byte order: it is always fully covered (prefixlen >= 40), so its byte
+ * order never meets a prefix boundary.
+ */
+struct policy_key {
+	__u32 prefixlen;
+	__u8 egress;		/* 1: egress (from the endpoint), 0: ingress (to the endpoint) */
+	__u32 identity;		/* peer identity, 0 = any */
+	__u8 protocol;		/* IP protocol, 0 = any */
+	__be16 dport;		/* destination port, network order */
+} __attribute__((packed));
+
+#define POLICY_PREFIX_FULL 64
+
+struct policy_value {
+	__u8 deny;		/* 1: drop on match */
+	__u8 pad[3];
+};
+
+/*
+ * cellium_ipcache (LPM trie): {prefixlen, family, pad[3], addr[16]}. The first 32 data bits
+ * (family + pad) are always covered: prefixlen = 32 + the CIDR's prefix length. IPv4 addresses
+ * sit in addr[0..3] with addr[4..15] zero.
+ */
+struct ipcache_key {
+	__u32 prefixlen;
+	__u8 family;
+	__u8 pad[3];
+	__u8 addr[16];
+};
+
+#define IPCACHE_STATIC_PREFIX 32
+
+struct ipcache_value {
+	__u32 identity;
+	__u32 flags;
+};
+
+/* cellium_lxc (hash): local endpoint address -> endpoint. */
+struct lxc_key {
+	__u8 addr[16];
+	__u8 family;
+	__u8 pad[3];
+};
+
+struct lxc_value {
+	__u32 ifindex;
+	__u32 identity;
+	__u16 endpoint_id;
+	__u8 mac[6];
+};
+
+/* cellium_metrics (per-CPU array indexed by drop reason). */
+struct metrics_value {
+	__u64 packets;
+	__u64 bytes;
+};
+
+/* cellium_events (ring buffer) record types. */
+#define EVENT_DROP 1
+
+struct drop_event {
+	__u8 type;		/* EVENT_DROP */
+	__u8 reason;		/* enum drop_reason */
+	__u8 egress;
+	__u8 protocol;
+	__u16 endpoint_id;
+	__be16 dport;
+	__u32 src_identity;
+	__u32 dst_identity;
+	__u32 ifindex;
+	__u8 family;
+	__u8 icmp_type;
+	__u8 pad[2];
+	__u8 src[16];
+	__u8 dst[16];
+};
+
+#endif

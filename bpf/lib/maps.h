@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The datapath maps. Shared maps are pinned by name under the object's pin root (the agent's
+ * --bpf-root, default /sys/fs/bpf/cellium), so every endpoint's program and the agent use the same
+ * ones. cellium_policy is per endpoint: the loader binds it to the pinned cellium_policy_<id> at
+ * load (bpf_map__set_pin_path / bpf_map__reuse_fd). Sizes here are mirrored in src/bpf/layout.ts.
+ */
+#ifndef CELLIUM_MAPS_H
+#define CELLIUM_MAPS_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "common.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__type(key, struct policy_key);
+	__type(value, struct policy_value);
+	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} cellium_policy SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__type(key, struct ipcache_key);
+	__type(value, struct ipcache_value);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_ipcache SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct lxc_key);
+	__type(value, struct lxc_value);
+	__uint(max_entries, 65536);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_lxc SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct metrics_value);
+	__uint(max_entries, DROP_REASON_MAX);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_metrics SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_events SEC(".maps");
+
+#endif
