@@ -7,15 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# package -> why Cellium needs it
-declare -A WHY=(
-  [clang]="compiles the BPF datapath programs in bpf/ (clang -target bpf)"
-  [llvm]="provides llvm-strip/llvm-objdump used with the BPF objects"
-  [libbpf-dev]="headers for the bpf-loader-native addon and the BPF programs (libbpf1 is the runtime)"
-  [bpftool]="lets the tests and operators inspect loaded programs and pinned maps"
-  [iproute2]="ip and tc: network namespaces and veths for the privileged tests"
-  [iputils-ping]="ping for the connectivity checks in the privileged tests and the demo"
-)
+# Packages come from scripts/packages.d/*.txt: "<package> <why>" per line, # for comments.
+declare -A WHY=()
+while read -r pkg why; do
+  [ -n "$pkg" ] && [ "${pkg:0:1}" != "#" ] && WHY[$pkg]="$why"
+done < <(cat scripts/packages.d/*.txt)
 missing=()
 for pkg in "${!WHY[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
