@@ -15,7 +15,12 @@ export interface PolicyChange {
   readonly revision: number;
   /** Identities whose endpoints must be regenerated ('all' when unknown). */
   readonly affected: ReadonlySet<number> | 'all';
+  /** Rules in the repository after the change. */
   readonly rules: number;
+  /** Rules added by the change (import). */
+  readonly added?: number;
+  /** Rules removed by the change (delete, or replaced by an import). */
+  readonly deleted?: number;
 }
 
 /** What `resolve` returns for one endpoint identity. */

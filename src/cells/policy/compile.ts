@@ -1,0 +1,177 @@
+/**
+ * Compiles validated rule specs: selectors (with the namespace of a CiliumNetworkPolicy added to
+ * its endpointSelector and to peer selectors that name no namespace), Cilium's derived rule labels,
+ * ports expanded to protocol/port keys, CIDRs checked. Errors name the field and the fix.
+ */
+import { Proto, type Direction } from '../datapath/types.js';
+import { formatCidr, parseCidr } from '../ipam/addr.js';
+import { formatLabel, parseLabel, sortLabels, type Label } from '../../lib/labels.js';
+import { ENTITIES } from './entities.js';
+import { invalidField } from './errors.js';
+import type { RuleInput, RuleSource } from './parse.js';
+import type { CompiledRule, PortProto, Section } from './rule.js';
+import { cidrSelector, hasRequirementOn, labelSelector, requirement, WILDCARD, type Operator, type Requirement, type Selector } from './selector.js';
+
+/** The namespace label of pods (Cilium's `k8s:io.kubernetes.pod.namespace`). */
+export const POD_NAMESPACE_KEY = 'io.kubernetes.pod.namespace';
+
+interface RawSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: { key: string; operator: Operator; values?: string[] }[];
+}
+
+interface RawPeerRule {
+  fromEndpoints?: RawSelector[];
+  toEndpoints?: RawSelector[];
+  fromEntities?: string[];
+  toEntities?: string[];
+  fromCIDR?: string[];
+  toCIDR?: string[];
+  toPorts?: { ports?: { port: string | number; endPort?: number; protocol?: string }[] }[];
+}
+
+const PROTO_NUMBER: Record<string, number> = { TCP: Proto.TCP, UDP: Proto.UDP, SCTP: Proto.SCTP, ICMP: Proto.ICMP, ANY: Proto.ANY };
+
+/** Cilium's derived labels of a policy resource (pkg/policy/utils GetPolicyLabels). */
+export function resourceLabels(src: RuleSource): Label[] {
+  const k8s = (key: string, value: string): Label => ({ source: 'k8s', key: `io.cilium.k8s.policy.${key}`, value });
+  return [
+    k8s('derived-from', src.kind),
+    k8s('name', src.name),
+    ...(src.namespace ? [k8s('namespace', src.namespace)] : []),
+    ...(src.uid ? [k8s('uid', src.uid)] : []),
+  ];
+}
+
+function ruleLabels(input: RuleInput): string[] {
+  const raw = (input.spec.labels as (string | { key: string; value?: string; source?: string })[] | undefined) ?? [];
+  const own = raw.map((l, i) => {
+    if (typeof l !== 'string') return { source: l.source || 'unspec', key: l.key, value: l.value ?? '' };
+    try {
+      return parseLabel(l);
+    } catch (err) {
+      throw invalidField(`${input.pointer}/labels/${i}`, (err as Error).message, 'write labels as source:key=value (e.g. k8s:team=a)');
+    }
+  });
+  const all = [...(input.resource ? resourceLabels(input.resource) : []), ...own];
+  const byKey = new Map(all.map((l) => [`${l.source}:${l.key}`, l]));
+  return sortLabels([...byKey.values()]).map(formatLabel);
+}
+
+function selectorRequirements(raw: RawSelector, pointer: string): Requirement[] {
+  const reqs = Object.entries(raw.matchLabels ?? {}).map(([k, v]) => requirement(k, 'In', [v]));
+  (raw.matchExpressions ?? []).forEach((e, i) => {
+    const at = `${pointer}/matchExpressions/${i}`;
+    const values = e.values ?? [];
+    if ((e.operator === 'In' || e.operator === 'NotIn') && values.length === 0) {
+      throw invalidField(`${at}/values`, `operator ${e.operator} needs at least one value`, 'add values, or use Exists/DoesNotExist');
+    }
+    if ((e.operator === 'Exists' || e.operator === 'DoesNotExist') && values.length > 0) {
+      throw invalidField(`${at}/values`, `operator ${e.operator} takes no values`, 'remove values, or use In/NotIn');
+    }
+    reqs.push(requirement(e.key, e.operator, values));
+  });
+  return reqs;
+}
+
+function namespaceReq(ns: string): Requirement {
+  return requirement(`k8s:${POD_NAMESPACE_KEY}`, 'In', [ns]);
+}
+
+function subjectSelector(input: RuleInput): Selector {
+  const reqs = selectorRequirements(input.spec.endpointSelector as RawSelector, `${input.pointer}/endpointSelector`);
+  const ns = input.resource?.namespace;
+  return labelSelector(ns ? [...reqs, namespaceReq(ns)] : reqs);
+}
+
+function peerEndpointSelector(raw: RawSelector, pointer: string, ns: string | undefined): Selector {
+  const reqs = selectorRequirements(raw, pointer);
+  const scoped = ns && !hasRequirementOn(reqs, POD_NAMESPACE_KEY) && !reqs.some((r) => r.source === 'reserved');
+  return labelSelector(scoped ? [...reqs, namespaceReq(ns)] : reqs);
+}
+
+function parsePorts(raw: RawPeerRule['toPorts'], pointer: string): PortProto[] {
+  const out: PortProto[] = [];
+  (raw ?? []).forEach((pr, i) => {
+    if (!pr.ports || pr.ports.length === 0) {
+      throw invalidField(`${pointer}/toPorts/${i}/ports`, 'a toPorts entry without ports', 'list ports ([{port: "80", protocol: TCP}]) or drop toPorts to allow every port');
+    }
+    pr.ports.forEach((pp, j) => {
+      const at = `${pointer}/toPorts/${i}/ports/${j}`;
+      const port = Number(pp.port);
+      if (!(port >= 0 && port <= 65535)) throw invalidField(`${at}/port`, `${JSON.stringify(pp.port)} is not a port number`, 'give 0-65535');
+      const protoName = pp.protocol ?? 'ANY';
+      const protocol = PROTO_NUMBER[protoName]!;
+      const endPort = pp.endPort;
+      if (endPort !== undefined && endPort !== 0 && endPort < port) {
+        throw invalidField(`${at}/endPort`, `endPort ${endPort} is below port ${port}`, `set endPort >= ${port}, or drop it for a single port`);
+      }
+      if (endPort !== undefined && endPort > port && port === 0) {
+        throw invalidField(`${at}/port`, 'a port range needs a start port above 0', 'set port to the first port of the range');
+      }
+      if (protocol === Proto.ICMP && port !== 0) {
+        throw invalidField(`${at}/port`, 'ICMP has no ports', 'use port "0" with protocol ICMP');
+      }
+      const range = endPort !== undefined && endPort > port ? { endPort } : {};
+      if (protocol === Proto.ANY && port !== 0) {
+        for (const p of [Proto.TCP, Proto.UDP, Proto.SCTP]) out.push({ protocol: p, port, ...range });
+      } else {
+        out.push({ protocol, port: protocol === Proto.ANY ? 0 : port, ...(protocol === Proto.ANY ? {} : range) });
+      }
+    });
+  });
+  return out;
+}
+
+function compileSection(raw: RawPeerRule, pointer: string, direction: Direction, deny: boolean, ns: string | undefined, cidrs: Set<string>): Section {
+  const dir = direction === 'ingress' ? 'from' : 'to';
+  const endpoints = raw[`${dir}Endpoints`];
+  const entities = raw[`${dir}Entities`];
+  const cidrList = raw[`${dir}CIDR`];
+  const peers: Selector[] = [];
+  endpoints?.forEach((s, i) => peers.push(peerEndpointSelector(s, `${pointer}/${dir}Endpoints/${i}`, ns)));
+  entities?.forEach((e) => peers.push(ENTITIES[e]!));
+  cidrList?.forEach((c, i) => {
+    let text: string;
+    try {
+      text = formatCidr(parseCidr(c));
+    } catch (err) {
+      throw invalidField(`${pointer}/${dir}CIDR/${i}`, (err as Error).message, 'write a CIDR such as 10.0.0.0/8 or 2001:db8::/32');
+    }
+    if (!text.endsWith('/0')) cidrs.add(text);
+    peers.push(cidrSelector(text));
+  });
+  const ports = parsePorts(raw.toPorts, pointer);
+  const noL3 = endpoints === undefined && entities === undefined && cidrList === undefined;
+  // An entry with ports but no peer field allows those ports from/to everyone (an L4-only rule).
+  if (noL3 && ports.length > 0) peers.push(WILDCARD);
+  return { direction, deny, peers: dedupe(peers), ports, pointer };
+}
+
+function dedupe(sels: Selector[]): Selector[] {
+  return [...new Map(sels.map((s) => [s.key, s])).values()];
+}
+
+/** Compiles one validated input into a rule with sequence number `seq`. */
+export function compileRule(input: RuleInput, seq: number): CompiledRule {
+  const spec = input.spec as Record<string, unknown>;
+  const ns = input.resource?.namespace;
+  const cidrs = new Set<string>();
+  const sections: Section[] = [];
+  const parts: [keyof typeof spec, Direction, boolean][] = [['ingress', 'ingress', false], ['ingressDeny', 'ingress', true], ['egress', 'egress', false], ['egressDeny', 'egress', true]];
+  for (const [field, direction, deny] of parts) {
+    ((spec[field] as RawPeerRule[] | undefined) ?? []).forEach((r, i) => sections.push(compileSection(r, `${input.pointer}/${String(field)}/${i}`, direction, deny, ns, cidrs)));
+  }
+  const dd = (spec.enableDefaultDeny as { ingress?: boolean; egress?: boolean } | undefined) ?? {};
+  const has = (f: string) => ((spec[f] as unknown[] | undefined)?.length ?? 0) > 0;
+  const labels = ruleLabels(input);
+  return {
+    seq,
+    labels,
+    subject: subjectSelector(input),
+    sections,
+    defaultDeny: { ingress: dd.ingress ?? (has('ingress') || has('ingressDeny')), egress: dd.egress ?? (has('egress') || has('egressDeny')) },
+    cidrs: [...cidrs],
+    raw: Object.freeze({ ...spec, labels }),
+  };
+}

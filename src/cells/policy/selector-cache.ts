@@ -1,0 +1,122 @@
+/**
+ * The SelectorCache: every selector the rules use, with the identities it selects, kept up to date
+ * incrementally from IdentityAllocator.changes$ (a new identity is matched against the cached
+ * selectors only; a new selector against the known identities only). It also keeps the reverse
+ * index identity -> selectors, so finding the rules of an endpoint costs what matches, not what
+ * exists.
+ */
+import type { Subscription } from 'rxjs';
+import type { Identity, IdentityAllocator, IdentityChange } from '../identity/types.js';
+import type { Selector } from './selector.js';
+import type { CachedSelector } from './types.js';
+
+interface Entry {
+  readonly selector: Selector;
+  readonly ids: Set<number>;
+  users: number;
+}
+
+/** Called after an identity change with the keys of the selectors whose selection changed. */
+export type SelectionListener = (changedKeys: readonly string[], change: IdentityChange) => void;
+
+/** See the module comment. */
+export class SelectorCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly selectedBy = new Map<number, Set<string>>();
+  private readonly identities = new Map<number, Identity>();
+  private readonly sub: Subscription;
+  private listener?: SelectionListener;
+
+  constructor(allocator: IdentityAllocator) {
+    for (const id of allocator.list()) this.identities.set(id.id, id);
+    this.sub = allocator.changes$.subscribe((c) => this.onIdentity(c));
+  }
+
+  /** Sets the function told about selection changes (the repository). */
+  onSelectionChange(listener: SelectionListener): void {
+    this.listener = listener;
+  }
+
+  /** Adds a user of a selector; a new selector is matched against every known identity. */
+  add(selector: Selector): void {
+    const have = this.entries.get(selector.key);
+    if (have) {
+      have.users++;
+      return;
+    }
+    const e: Entry = { selector, ids: new Set(), users: 1 };
+    this.entries.set(selector.key, e);
+    for (const id of this.identities.values()) if (selector.matches(id)) this.select(e, id.id);
+  }
+
+  /** Drops a user of a selector; the last one removes it. */
+  remove(selector: Selector): void {
+    const e = this.entries.get(selector.key);
+    if (!e || --e.users > 0) return;
+    this.entries.delete(selector.key);
+    for (const id of e.ids) {
+      const keys = this.selectedBy.get(id);
+      keys?.delete(selector.key);
+      if (keys?.size === 0) this.selectedBy.delete(id);
+    }
+  }
+
+  /** Identities a cached selector selects (empty for an unknown selector). */
+  identitiesOf(key: string): ReadonlySet<number> {
+    return this.entries.get(key)?.ids ?? EMPTY;
+  }
+
+  /** Keys of the cached selectors that select an identity. */
+  selectorsOf(id: number): ReadonlySet<string> {
+    return this.selectedBy.get(id) ?? EMPTY_KEYS;
+  }
+
+  /** The identity the cache knows under a number. */
+  identity(id: number): Identity | undefined {
+    return this.identities.get(id);
+  }
+
+  /** Every cached selector. */
+  list(): CachedSelector[] {
+    return [...this.entries.values()]
+      .map((e) => ({ selector: e.selector.key, identities: [...e.ids].sort((a, b) => a - b), users: e.users }))
+      .sort((a, b) => a.selector.localeCompare(b.selector));
+  }
+
+  /** Stops following identity changes. */
+  close(): void {
+    this.sub.unsubscribe();
+  }
+
+  private select(e: Entry, id: number): void {
+    e.ids.add(id);
+    let keys = this.selectedBy.get(id);
+    if (!keys) this.selectedBy.set(id, (keys = new Set()));
+    keys.add(e.selector.key);
+  }
+
+  private onIdentity(c: IdentityChange): void {
+    const id = c.identity;
+    const changed: string[] = [];
+    if (c.kind === 'add') {
+      this.identities.set(id.id, id);
+      for (const e of this.entries.values()) {
+        if (e.selector.matches(id)) {
+          this.select(e, id.id);
+          changed.push(e.selector.key);
+        }
+      }
+    } else {
+      this.identities.delete(id.id);
+      for (const key of this.selectedBy.get(id.id) ?? []) {
+        this.entries.get(key)?.ids.delete(id.id);
+        changed.push(key);
+      }
+      this.selectedBy.delete(id.id);
+    }
+    this.listener?.(changed, c);
+  }
+}
+
+const EMPTY: ReadonlySet<number> = new Set();
+const EMPTY_KEYS: ReadonlySet<string> = new Set();

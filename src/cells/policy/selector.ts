@@ -1,0 +1,101 @@
+/**
+ * Selectors of the policy language, compiled: label selectors (matchLabels, matchExpressions with
+ * In, NotIn, Exists, DoesNotExist), entities, CIDRs and the wildcard. Each has a canonical key
+ * (equal selectors share a SelectorCache entry) and a match function over an identity's labels.
+ */
+import { cidrContains, formatCidr, parseCidr, type Cidr } from '../ipam/addr.js';
+import { cidrOfLabel } from '../identity/cidr.js';
+import type { Identity } from '../identity/types.js';
+import { splitSelectorKey, type Label } from '../../lib/labels.js';
+import { isWorldIdentity } from './world.js';
+
+/** Label selector operators. */
+export type Operator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+
+/** One requirement of a label selector. */
+export interface Requirement {
+  readonly source: string;
+  readonly key: string;
+  readonly op: Operator;
+  readonly values: readonly string[];
+}
+
+/** A compiled selector. */
+export interface Selector {
+  readonly kind: 'labels' | 'entity' | 'cidr' | 'wildcard';
+  /** Canonical text, e.g. `any:app=web,k8s:io.kubernetes.pod.namespace=prod`, `entity:world`, `cidr:10.0.0.0/8`, `*`. */
+  readonly key: string;
+  matches(identity: Identity): boolean;
+}
+
+/** The selector of every identity (policy key identity 0). */
+export const WILDCARD: Selector = Object.freeze({ kind: 'wildcard', key: '*', matches: () => true });
+
+function reqText(r: Requirement): string {
+  const k = `${r.source}:${r.key}`;
+  switch (r.op) {
+    case 'In':
+      return r.values.length === 1 ? `${k}=${r.values[0]}` : `${k} in (${r.values.join(',')})`;
+    case 'NotIn':
+      return `${k} notin (${r.values.join(',')})`;
+    case 'Exists':
+      return k;
+    case 'DoesNotExist':
+      return `!${k}`;
+  }
+}
+
+function labelMatches(l: Label, r: Requirement): boolean {
+  return l.key === r.key && (r.source === 'any' || l.source === r.source);
+}
+
+function requirementHolds(ls: readonly Label[], r: Requirement): boolean {
+  const hits = ls.filter((l) => labelMatches(l, r));
+  switch (r.op) {
+    case 'In':
+      return hits.some((l) => r.values.includes(l.value));
+    case 'NotIn':
+      return !hits.some((l) => r.values.includes(l.value));
+    case 'Exists':
+      return hits.length > 0;
+    case 'DoesNotExist':
+      return hits.length === 0;
+  }
+}
+
+/** A requirement from a selector key (`app`, `k8s:app`, `any:app`), an operator and values. */
+export function requirement(selectorKey: string, op: Operator, values: readonly string[] = []): Requirement {
+  const { source, key } = splitSelectorKey(selectorKey);
+  return { source, key, op, values: [...new Set(values)].sort() };
+}
+
+/** A label selector from requirements; no requirement at all selects everything. */
+export function labelSelector(reqs: readonly Requirement[]): Selector {
+  const texts = [...new Set(reqs.map(reqText))].sort();
+  if (texts.length === 0) return WILDCARD;
+  const all = [...reqs];
+  return Object.freeze({
+    kind: 'labels' as const,
+    key: texts.join('&'),
+    matches: (id: Identity) => all.every((r) => requirementHolds(id.labelSet, r)),
+  });
+}
+
+/** Whether a selector has a requirement on a key (any source). */
+export function hasRequirementOn(reqs: readonly Requirement[], key: string): boolean {
+  return reqs.some((r) => r.key === key);
+}
+
+/** A CIDR selector: CIDR identities inside the prefix; `0.0.0.0/0` and `::/0` also select world. */
+export function cidrSelector(text: string): Selector {
+  const c = parseCidr(text);
+  return Object.freeze({
+    kind: 'cidr' as const,
+    key: `cidr:${formatCidr(c)}`,
+    matches: (id: Identity) => (c.prefix === 0 && isWorldIdentity(id) && !id.labelSet.some((l) => l.source === 'cidr')) || id.labelSet.some((l) => inside(c, cidrOfLabel(l))),
+  });
+}
+
+function inside(outer: Cidr, inner: Cidr | undefined): boolean {
+  return inner !== undefined && cidrContains(outer, inner);
+}

@@ -1,0 +1,114 @@
+/** Test helpers for the policy cell: a mock IdentityAllocator, a reference LPM evaluator, a hive. */
+import { Subject } from 'rxjs';
+import { testHive, type TestLike } from '../../src/hive/index.js';
+import { policyCell, PolicyRepositoryToken, type Repository } from '../../src/cells/policy/index.js';
+import { IdentityAllocatorToken, makeIdentity, reservedIdentities, reservedFor, cidrLabel, type Identity, type IdentityAllocator, type IdentityChange } from '../../src/cells/identity/index.js';
+import type { Direction, PolicyEntry } from '../../src/cells/datapath/types.js';
+import { labelsKey, parseLabels, sortLabels, type Label } from '../../src/lib/labels.js';
+
+/** An in-memory allocator standing in for the identity cell. */
+export class MockAllocator implements IdentityAllocator {
+  readonly range = { minGlobal: 256, maxGlobal: 65535, localScope: 1 << 24 };
+  private readonly subject = new Subject<IdentityChange>();
+  readonly changes$ = this.subject.asObservable();
+  private readonly byKey = new Map<string, Identity>();
+  private readonly byId = new Map<number, Identity>(reservedIdentities);
+  private next = 256;
+  private nextLocal = (1 << 24) + 1;
+  readonly released: number[] = [];
+
+  async allocate(labels: readonly Label[]) {
+    return this.allocateSync(labels);
+  }
+  /** Synchronous allocate for test setup. */
+  allocateSync(labels: readonly Label[]) {
+    const r = reservedFor(sortLabels(labels));
+    if (r) return { identity: r, isNew: false };
+    const key = labelsKey(labels);
+    const have = this.byKey.get(key);
+    if (have) return { identity: have, isNew: false };
+    return { identity: this.add(key, makeIdentity(this.next++, sortLabels(labels), false)), isNew: true };
+  }
+  /** Allocates from label strings. */
+  id(...labels: string[]): Identity {
+    return this.allocateSync(parseLabels(labels)).identity;
+  }
+  async allocateCIDR(cidr: string) {
+    const ls = sortLabels([cidrLabel(cidr), { source: 'reserved', key: 'world', value: '' }]);
+    const key = labelsKey(ls);
+    return this.byKey.get(key) ?? this.add(key, makeIdentity(this.nextLocal++, ls, false));
+  }
+  async release(id: number) {
+    this.released.push(id);
+    const i = this.byId.get(id);
+    if (!i || i.reserved) return false;
+    this.byId.delete(id);
+    this.byKey.delete(labelsKey(i.labelSet));
+    this.subject.next({ kind: 'delete', identity: i });
+    return true;
+  }
+  lookup(id: number) { return this.byId.get(id); }
+  lookupByLabels(labels: readonly Label[]) { return reservedFor(sortLabels(labels)) ?? this.byKey.get(labelsKey(labels)); }
+  list() { return [...this.byId.values()].sort((a, b) => a.id - b.id); }
+  async gc() { return 0; }
+  private add(key: string, i: Identity): Identity {
+    this.byKey.set(key, i);
+    this.byId.set(i.id, i);
+    this.subject.next({ kind: 'add', identity: i });
+    return i;
+  }
+}
+
+/** A started policy cell over a mock allocator. */
+export async function policyHive(t: TestLike, alloc = new MockAllocator()) {
+  const h = await testHive(t, [policyCell], { replace: [[IdentityAllocatorToken, alloc]] });
+  return { alloc, repo: h.get(PolicyRepositoryToken) as Repository };
+}
+
+/** The LPM prefixes (start, length over 16 bits) of a port range, like the datapath expands them. */
+export function portPrefixes(lo: number, hi: number): { start: number; len: number }[] {
+  const out: { start: number; len: number }[] = [];
+  let p = lo;
+  while (p <= hi) {
+    let size = 1;
+    while (p % (size * 2) === 0 && p + size * 2 - 1 <= hi) size *= 2;
+    out.push({ start: p, len: 16 - Math.log2(size) });
+    p += size;
+  }
+  return out;
+}
+
+/** How specifically an entry matches proto/port (-1: no match), as the LPM trie ranks it. */
+function specificity(e: PolicyEntry, proto: number, port: number): number {
+  if (e.protocol === 0) return 0;
+  if (e.protocol !== proto) return -1;
+  if (e.port === 0) return 8;
+  const hi = e.endPort && e.endPort > e.port ? e.endPort : e.port;
+  const hit = portPrefixes(e.port, hi).find((p) => port >= p.start && port < p.start + 2 ** (16 - p.len));
+  return hit ? 8 + hit.len : -1;
+}
+
+/** The most specific entry for one identity; throws when an allow and a deny tie (a map-state conflict). */
+function lookup(entries: readonly PolicyEntry[], dir: Direction, identity: number, proto: number, port: number): PolicyEntry | undefined {
+  let best: PolicyEntry | undefined;
+  let bestLen = -1;
+  let tie = false;
+  for (const e of entries) {
+    if (e.direction !== dir || e.identity !== identity) continue;
+    const s = specificity(e, proto, port);
+    if (s > bestLen) { best = e; bestLen = s; tie = false; } else if (s === bestLen && s >= 0 && e.deny !== best?.deny) tie = true;
+  }
+  if (tie) throw new Error(`two entries of identity ${identity} match ${proto}/${port} equally: the map state has a conflict`);
+  return best;
+}
+
+/** The datapath's verdict per datapath/types.ts PolicyEntry: peer and identity-0 lookups, deny from either drops. */
+export function lpmVerdict(entries: readonly PolicyEntry[], dir: Direction, peer: number, proto: number, port: number): 'allowed' | 'denied' {
+  const a = lookup(entries, dir, peer, proto, port);
+  const b = lookup(entries, dir, 0, proto, port);
+  if (a?.deny || b?.deny) return 'denied';
+  return a || b ? 'allowed' : 'denied';
+}
+
+/** A CiliumClusterwideNetworkPolicy-free bare rule list as JSON. */
+export const rules = (...rs: object[]) => JSON.stringify(rs);
