@@ -3,7 +3,7 @@ import { silentLogger } from '../../src/hive/index.js';
 import { Endpoint } from '../../src/cells/endpoint/endpoint.js';
 import { EndpointManagerImpl, type EndpointRuntime } from '../../src/cells/endpoint/manager.js';
 import { EndpointIdAllocator, MAX_ENDPOINT_ID } from '../../src/cells/endpoint/id-allocator.js';
-import { parseEndpointId, canonicalIP } from '../../src/cells/endpoint/endpoint-id.js';
+import { parseEndpointId } from '../../src/cells/endpoint/endpoint-id.js';
 import type { EndpointSpec } from '../../src/cells/endpoint/spec.js';
 import type { EndpointView } from '../../src/cells/endpoint/types.js';
 
@@ -60,8 +60,6 @@ t.test('endpoint ids: prefixes, canonical IPs, errors', async (t) => {
   t.throws(() => parseEndpointId('ipv4:fd00::1'), { code: 'invalid' });
   t.throws(() => parseEndpointId('pod-name:nopod'), { code: 'invalid', message: /namespace\/name/ });
   t.throws(() => parseEndpointId('container-id:'), { code: 'invalid', message: /empty/ });
-  t.equal(canonicalIP('10.0.0.1'), '10.0.0.1');
-  t.equal(canonicalIP('nope'), undefined);
 });
 
 t.test('addEndpoint: allocates, starts, indexes every way, emits created', async (t) => {

@@ -49,6 +49,8 @@ export interface EndpointDatapathConfig {
   readonly mac: string;
   /** The host-side MAC (lxc… on the host). */
   readonly hostMac: string;
+  /** Endpoint options (Cilium's per-endpoint option defines, e.g. `{ Debug: 'Enabled' }`); absent = defaults. */
+  readonly options?: Readonly<Record<string, string>>;
 }
 
 /** An entry of the shared endpoints map (`cellium_lxc`): IP -> local endpoint. */

@@ -3,7 +3,7 @@
  * `container-id:`, `container-name:`, `pod-name:ns/name`, `cni-attachment-id:<container-id>:<ifname>`,
  * `ipv4:`, `ipv6:` (pkg/endpoint/id).
  */
-import { isIP } from 'node:net';
+import { canonicalAddr } from '../ipam/addr.js';
 import { EndpointError } from './errors.js';
 import { MAX_ENDPOINT_ID } from './id-allocator.js';
 
@@ -39,8 +39,8 @@ export function parseEndpointId(raw: string): ParsedEndpointId {
       return { prefix: p, value: String(Number(value)) };
     case 'ipv4':
     case 'ipv6': {
-      const ip = canonicalIP(value);
-      if (!ip || (p === 'ipv4') !== (isIP(ip) === 4)) throw new EndpointError('invalid', `invalid ${p} address "${value}"`);
+      const ip = canonicalAddr(value);
+      if (!ip || (p === 'ipv4') !== !ip.includes(':')) throw new EndpointError('invalid', `invalid ${p} address "${value}"`);
       return { prefix: p, value: ip };
     }
     case 'pod-name':
@@ -49,15 +49,4 @@ export function parseEndpointId(raw: string): ParsedEndpointId {
     default:
       return { prefix: p, value };
   }
-}
-
-/** The canonical text of an IP address (IPv6 compressed, lowercase), or undefined when it is not one. */
-export function canonicalIP(ip: string): string | undefined {
-  const v = isIP(ip);
-  if (v === 4) return ip.split('.').map(Number).join('.');
-  if (v === 6) {
-    if (ip.includes('%')) return undefined;
-    return new URL(`http://[${ip}]/`).hostname.slice(1, -1);
-  }
-  return undefined;
 }

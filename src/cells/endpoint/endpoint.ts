@@ -74,13 +74,30 @@ export class Endpoint implements EndpointView {
   linkGoneSince?: Date;
 
   constructor(
-    /** The validated attachment and addressing. */
-    readonly spec: EndpointSpec,
+    private _spec: EndpointSpec,
     labels: readonly string[],
     options: Readonly<Record<string, string>> = {},
   ) {
     this.orchestrationLabels = parseLabels(labels).map(formatLabel);
     this._options = { ...DEFAULT_OPTIONS, ...options };
+  }
+
+  /** The validated attachment and addressing. */
+  get spec(): EndpointSpec {
+    return this._spec;
+  }
+
+  /**
+   * Replaces the spec's mutable parts (interface index and name, MACs, container name, k8s UID,
+   * netns cookie, datapath configuration, properties); what the manager indexes must stay equal.
+   */
+  updateSpec(next: EndpointSpec): boolean {
+    const fixed = ['containerId', 'containerIfName', 'ipv4', 'ipv6', 'podName', 'namespace'] as const;
+    const moved = fixed.find((k) => next[k] !== this._spec[k]);
+    if (moved) throw new EndpointError('failed', `updateSpec may not change ${moved} of endpoint ${this._id}`);
+    const changed = JSON.stringify(next) !== JSON.stringify(this._spec);
+    this._spec = { ...next, requestedId: this._spec.requestedId };
+    return changed;
   }
 
   /** The endpoint ID (0 until the manager exposes the endpoint). */
@@ -265,6 +282,19 @@ export class Endpoint implements EndpointView {
     return this.labels.join(';') !== before;
   }
 
+  /** Adds orchestration labels (the namespace label, pod labels); later ones win per source:key. */
+  mergeLabels(labels: readonly string[]): void {
+    this.orchestrationLabels = parseLabels([...this.orchestrationLabels, ...labels]).map(formatLabel);
+  }
+
+  /** Replaces the orchestration labels (PATCH /endpoint/{id} with labels); returns whether they changed. */
+  replaceOriginLabels(labels: readonly string[]): boolean {
+    const next = parseLabels(labels).map(formatLabel);
+    const changed = next.join(';') !== this.orchestrationLabels.join(';');
+    this.orchestrationLabels = next;
+    return changed;
+  }
+
   /** Replaces option values; returns whether anything changed. Validation is the caller's. */
   applyOptions(options: Readonly<Record<string, string>>): boolean {
     let changed = false;
@@ -319,6 +349,11 @@ export class Endpoint implements EndpointView {
     this.abort.abort(new EndpointError('failed', `endpoint ${this._id} is being deleted: ${reason}`));
     await this.queue?.close(`endpoint is being deleted: ${reason}`);
     return true;
+  }
+
+  /** Closes the event queue without a state change (agent stop): queued events are cancelled, the running one finishes. */
+  async shutdown(reason: string): Promise<void> {
+    await this.queue?.close(reason);
   }
 
   /** The persistent form for the state directory. */

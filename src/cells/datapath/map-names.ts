@@ -1,0 +1,20 @@
+/**
+ * Names of the datapath maps, shared by both datapaths, the endpoint cell (ep_config.h) and the
+ * map API (`GET /map/{name}`).
+ */
+
+/** The endpoints map: IP -> local endpoint. */
+export const LXC_MAP = 'cellium_lxc';
+/** The ipcache: CIDR -> identity. */
+export const IPCACHE_MAP = 'cellium_ipcache';
+
+/** An endpoint's policy map: `cellium_policy_00042`. */
+export function policyMapName(endpointId: number): string {
+  return `cellium_policy_${String(endpointId).padStart(5, '0')}`;
+}
+
+/** The endpoint ID of a policy map name, or undefined when `name` is not one. */
+export function endpointOfPolicyMap(name: string): number | undefined {
+  const m = /^cellium_policy_(\d{5})$/.exec(name);
+  return m ? Number(m[1]) : undefined;
+}

@@ -1,0 +1,166 @@
+/**
+ * The EndpointAPIManager (Cilium's pkg/endpoint/api endpointAPIManager): the API's entry point.
+ * createEndpoint: creator -> refuse a duplicate ID, CNI attachment or IP (409 naming which) ->
+ * merge labels (+ `k8s:io.kubernetes.pod.namespace=<ns>`) -> EndpointManager.addEndpoint -> first
+ * regeneration, awaited with sync-build-endpoint (on failure the endpoint is removed and the
+ * error returned). Also delete, patch, patch labels and patch config.
+ */
+import type { Logger } from '../../hive/index.js';
+import { canonicalAddr } from '../ipam/addr.js';
+import type { IPAM } from '../ipam/types.js';
+import type { Endpoint } from './endpoint.js';
+import { labelsFromChangeRequest, specFromChangeRequest, type EndpointCreator } from './creator.js';
+import { EndpointError } from './errors.js';
+import type { EndpointManagerImpl } from './manager.js';
+import type { EndpointChangeRequest } from './model.js';
+import { ENDPOINT_OPTIONS, type EndpointSpec } from './spec.js';
+import type { CallContext, EndpointAPIManager, EndpointView } from './types.js';
+
+/** The label Cilium gives every pod endpoint for its namespace. */
+export const NAMESPACE_LABEL = 'k8s:io.kubernetes.pod.namespace';
+
+/** The change request describing an existing spec (the base a PATCH is applied to). */
+export function requestFromSpec(s: EndpointSpec): EndpointChangeRequest {
+  return {
+    'container-id': s.containerId,
+    'container-name': s.containerName,
+    'container-interface-name': s.containerIfName,
+    'interface-name': s.ifName,
+    'interface-index': s.ifIndex,
+    ...(s.mac ? { mac: s.mac } : {}),
+    ...(s.hostMac ? { 'host-mac': s.hostMac } : {}),
+    addressing: { ipv4: s.ipv4, ipv6: s.ipv6, 'ipv4-pool-name': s.ipv4PoolName, 'ipv6-pool-name': s.ipv6PoolName },
+    'k8s-pod-name': s.podName,
+    'k8s-namespace': s.namespace,
+    'k8s-uid': s.k8sUid,
+    'netns-cookie': s.netnsCookie,
+    'datapath-configuration': s.datapathConfiguration,
+    properties: s.properties,
+  };
+}
+
+/** The EndpointAPIManager implementation. */
+export class EndpointAPIManagerImpl implements EndpointAPIManager {
+  constructor(
+    private readonly creator: EndpointCreator,
+    private readonly manager: EndpointManagerImpl,
+    private readonly ipam: IPAM,
+    private readonly log: Logger,
+  ) {}
+
+  /** See EndpointAPIManager. */
+  async createEndpoint(ctx: CallContext, req: EndpointChangeRequest): Promise<EndpointView> {
+    const ep = await this.creator.newEndpointFromChangeModel(ctx, req);
+    this.manager.checkConflicts(ep);
+    if (ep.namespace) ep.mergeLabels([`${NAMESPACE_LABEL}=${ep.namespace}`]);
+    ctx.signal?.throwIfAborted();
+    await this.manager.addEndpoint(ep);
+    this.confirmIPs(ep);
+    const first = ep.regenerate('Initial build on endpoint creation', 'rewrite+load');
+    if (!req['sync-build-endpoint']) {
+      first.catch((err: Error) => this.log.warn({ endpointID: ep.id, err: err.message }, 'initial endpoint build failed; retrying'));
+      this.log.info({ endpointID: ep.id, containerID: ep.containerId, ipv4: ep.ipv4, ipv6: ep.ipv6 }, 'Successful endpoint creation');
+      return ep;
+    }
+    try {
+      await first;
+    } catch (err) {
+      await this.manager.removeEndpoint(ep, 'initial build failed', { noIPRelease: true }).catch(() => undefined);
+      throw new EndpointError('failed', `endpoint ${ep.id} was removed: its first regeneration failed: ${(err as Error).message}`);
+    }
+    this.log.info({ endpointID: ep.id, containerID: ep.containerId, ipv4: ep.ipv4, ipv6: ep.ipv6 }, 'Successful endpoint creation');
+    return ep;
+  }
+
+  /** IPs allocated with an expiration are confirmed once their endpoint exists (Cilium stops the timer). */
+  private confirmIPs(ep: Endpoint): void {
+    const pairs: Array<[string | undefined, string | undefined]> = [[ep.ipv4, ep.spec.ipv4ExpirationUUID], [ep.ipv6, ep.spec.ipv6ExpirationUUID]];
+    for (const [ip, uuid] of pairs) {
+      if (!ip || !uuid) continue;
+      try {
+        this.ipam.confirm(ip);
+      } catch (err) {
+        this.log.warn({ endpointID: ep.id, ip, err: (err as Error).message }, 'could not confirm the IP allocation of a new endpoint');
+      }
+    }
+  }
+
+  /** The endpoint behind an API id; throws 400 on a malformed id and 404 when there is none. */
+  private mustLookup(id: string): Endpoint {
+    const ep = this.manager.lookup(id);
+    if (!ep) throw new EndpointError('not-found', `endpoint ${id} not found`);
+    return ep;
+  }
+
+  /**
+   * See EndpointAPIManager. Identity and addressing (id, container-id, container-interface-name,
+   * addresses, pod) cannot change; interface, MACs, labels and the rest can. `state` and
+   * `sync-build-endpoint` are not applied by a patch.
+   */
+  async patchEndpoint(ctx: CallContext, id: string, req: EndpointChangeRequest): Promise<EndpointView> {
+    ctx.signal?.throwIfAborted();
+    const ep = this.mustLookup(id);
+    const cur = ep.spec;
+    const fixed: Array<[string, unknown, unknown]> = [
+      ['/id', req.id || undefined, req.id ? ep.id : undefined],
+      ['/container-id', req['container-id'], cur.containerId],
+      ['/container-interface-name', req['container-interface-name'], cur.containerIfName],
+      ['/addressing/ipv4', req.addressing?.ipv4 && (canonicalAddr(req.addressing.ipv4) ?? req.addressing.ipv4), cur.ipv4],
+      ['/addressing/ipv6', req.addressing?.ipv6 && (canonicalAddr(req.addressing.ipv6) ?? req.addressing.ipv6), cur.ipv6],
+      ['/k8s-pod-name', req['k8s-pod-name'], cur.podName],
+      ['/k8s-namespace', req['k8s-namespace'], cur.namespace],
+    ];
+    for (const [field, want, have] of fixed) {
+      if (want !== undefined && want !== have) {
+        throw new EndpointError('invalid', `${field} of endpoint ${ep.id} cannot be changed (it is ${JSON.stringify(have ?? null)})`, field);
+      }
+    }
+    const base = requestFromSpec(cur);
+    const next = specFromChangeRequest({ ...base, ...req, addressing: base.addressing });
+    let changed = ep.updateSpec(next);
+    if (req.labels) {
+      const labels = labelsFromChangeRequest(req);
+      changed = ep.replaceOriginLabels(ep.namespace ? [...labels, `${NAMESPACE_LABEL}=${ep.namespace}`] : labels) || changed;
+    }
+    if (changed) await ep.regenerate('endpoint patched via the API');
+    return ep;
+  }
+
+  /** See EndpointAPIManager. */
+  async deleteEndpoint(ctx: CallContext, id: string): Promise<void> {
+    ctx.signal?.throwIfAborted();
+    await this.manager.removeEndpoint(this.mustLookup(id), 'deleted via the API');
+  }
+
+  /** See EndpointAPIManager. */
+  async deleteEndpointsByContainerID(ctx: CallContext, containerId: string): Promise<number> {
+    ctx.signal?.throwIfAborted();
+    if (!containerId) throw new EndpointError('invalid', 'container-id must not be empty', '/container-id');
+    const eps = this.manager.lookupContainer(containerId);
+    await Promise.all(eps.map((ep) => this.manager.removeEndpoint(ep, `container ${containerId} deleted via the API`)));
+    return eps.length;
+  }
+
+  /** See EndpointAPIManager. Waits for the regeneration that resolves the new identity. */
+  async patchLabels(ctx: CallContext, id: string, add: readonly string[], del: readonly string[]): Promise<EndpointView> {
+    ctx.signal?.throwIfAborted();
+    const ep = this.mustLookup(id);
+    if (ep.modifyLabels(add, del)) await ep.regenerate('endpoint labels changed');
+    return ep;
+  }
+
+  /** See EndpointAPIManager. Unknown options and values are refused naming `/options/<name>`. */
+  async patchConfig(ctx: CallContext, id: string, options: Readonly<Record<string, string>>): Promise<EndpointView> {
+    ctx.signal?.throwIfAborted();
+    const ep = this.mustLookup(id);
+    for (const [k, v] of Object.entries(options ?? {})) {
+      const allowed = ENDPOINT_OPTIONS[k];
+      if (!allowed) {
+        throw new EndpointError('invalid', `unknown endpoint option ${JSON.stringify(k)}: expected one of ${Object.keys(ENDPOINT_OPTIONS).join(', ')}`, `/options/${k}`);
+      }
+      if (!allowed.includes(v)) throw new EndpointError('invalid', `option ${k}: expected one of ${allowed.join(', ')}, got ${JSON.stringify(v)}`, `/options/${k}`);
+    }
+    if (ep.applyOptions(options)) await ep.regenerate('endpoint configuration changed');
+    return ep;
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * The endpoint cell (module `endpoint`): EndpointCreator, EndpointManager and EndpointAPIManager,
+ * endpoint regeneration, the state directory with restore at start, the GC timer
+ * (`--endpoint-gc-interval`), periodic regeneration (`--endpoint-regen-interval`) and policy-change
+ * regeneration of the affected endpoints. Needs: statedir, identity, policy, IPAM and datapath cells
+ * (StateDirConfigToken, IdentityAllocatorToken, PolicyRepositoryToken, IPAMToken, DatapathToken,
+ * LinkCheckerToken).
+ */
+import { config, invoke, module, provide, providePrivate } from '../../hive/cell.js';
+import { ControllerManagerToken, type ControllerManager } from '../../hive/controller/manager.js';
+import { JobsToken, type Jobs } from '../../hive/jobs.js';
+import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
+import { LoggerToken, type Logger } from '../../hive/logger.js';
+import { token } from '../../hive/token.js';
+import { LinkCheckerToken, type LinkChecker } from '../datapath/select.js';
+import { DatapathToken, type Datapath } from '../datapath/types.js';
+import { IdentityAllocatorToken, type IdentityAllocator } from '../identity/types.js';
+import { IPAMToken, type IPAM } from '../ipam/types.js';
+import { PolicyRepositoryToken, type PolicyRepository } from '../policy/types.js';
+import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
+import { EndpointAPIManagerImpl } from './api-manager.js';
+import { EndpointConfigToken, endpointConfigSchema, type EndpointConfig } from './config.js';
+import { DefaultEndpointCreator, EndpointCreatorToken, type EndpointCreator } from './creator.js';
+import { gcRound } from './gc.js';
+import { EndpointManagerImpl } from './manager.js';
+import { Regenerator } from './regeneration.js';
+import { EndpointRestorer } from './restore.js';
+import { EndpointStateStore } from './state-store.js';
+import { EndpointAPIManagerToken, EndpointManagerToken } from './types.js';
+
+export * from './types.js';
+export * from './model.js';
+export { EndpointError, type EndpointErrorCode } from './errors.js';
+export { Endpoint, type EndpointOwner, type EndpointSnapshot, type EndpointPolicyStatus } from './endpoint.js';
+export { EndpointCreatorToken, DefaultEndpointCreator, type EndpointCreator, changeRequestSchema } from './creator.js';
+export { EndpointManagerImpl, type EndpointRuntime, type RemoveOptions } from './manager.js';
+export { EndpointAPIManagerImpl, NAMESPACE_LABEL } from './api-manager.js';
+export { EndpointConfigToken, endpointConfigSchema, type EndpointConfig } from './config.js';
+export { EndpointStateStore, EP_CONFIG_JSON, EP_CONFIG_H, type StoredEndpoint } from './state-store.js';
+export { EndpointRestorer, type RestoreSummary } from './restore.js';
+export { Regenerator, datapathConfigOf, configHash, RECOVERY_REASON } from './regeneration.js';
+export { gcRound, type GCResult } from './gc.js';
+export { parseEndpointId, type EndpointIdPrefix } from './endpoint-id.js';
+export { MIN_ENDPOINT_ID, MAX_ENDPOINT_ID } from './id-allocator.js';
+export { ENDPOINT_OPTIONS, DEFAULT_OPTIONS, type EndpointSpec } from './spec.js';
+export { STORED_STATES, TRANSITIONS, BUILDER_TRANSITIONS, canTransition, canBuilderTransition, type StoredState } from './state.js';
+
+/** Token for the EndpointManager implementation (lookups by container, restore, conflict checks). */
+export const EndpointManagerImplToken = token<EndpointManagerImpl>('EndpointManagerImpl');
+/** Token for the endpoint state directory. */
+export const EndpointStateStoreToken = token<EndpointStateStore>('EndpointStateStore');
+/** Token for the restorer (`done` settles once restored endpoints were regenerated). */
+export const EndpointRestorerToken = token<EndpointRestorer>('EndpointRestorer');
+const RegeneratorToken = token<Regenerator>('EndpointRegenerator');
+
+/** Everything the manager's lifecycle and jobs need. */
+interface ManagerDeps {
+  readonly regenerator: Regenerator;
+  readonly cfg: EndpointConfig;
+  readonly policy: PolicyRepository;
+  readonly linkExists: LinkChecker;
+  readonly lc: Lifecycle;
+  readonly jobs: Jobs;
+  readonly log: Logger;
+}
+
+/** Builds the manager with its stop hook and its GC, periodic and policy-change jobs. */
+function newManager(d: ManagerDeps): EndpointManagerImpl {
+  const m = new EndpointManagerImpl(d.regenerator, d.log);
+  d.lc.append({
+    name: 'endpoint-manager',
+    onStop: async () => {
+      await Promise.all(m.list().map((ep) => ep.shutdown('agent stopping')));
+      m.close();
+    },
+  });
+  d.jobs.timer('endpoint-gc', async () => {
+    await gcRound(m, d.linkExists, d.log);
+  }, d.cfg.endpointGcInterval);
+  d.jobs.timer('endpoint-periodic-regeneration', () => m.regenerateAll('periodic endpoint regeneration'), d.cfg.endpointRegenInterval);
+  d.jobs.observer('endpoint-policy-updates', d.policy.changes$, (change) => {
+    for (const ep of m.withIdentities(change.affected)) {
+      ep.regenerate(`policy change (revision ${change.revision})`, 'no-rebuild').catch((err: Error) => {
+        if (!ep.signal.aborted) d.log.warn({ endpointID: ep.id, err: err.message }, 'regeneration after a policy change failed');
+      });
+    }
+  });
+  return m;
+}
+
+/** Builds the restorer and restores endpoints at start (after identities and IPAM started). */
+function newRestorer(store: EndpointStateStore, m: EndpointManagerImpl, ipam: IPAM, linkExists: LinkChecker, lc: Lifecycle, log: Logger): EndpointRestorer {
+  const r = new EndpointRestorer(store, m, ipam, linkExists, log);
+  lc.append({
+    name: 'endpoint-restore',
+    onStart: async () => {
+      await r.restore();
+    },
+  });
+  return r;
+}
+
+/** The endpoint cell. */
+export const endpointCell = module(
+  'endpoint',
+  'Endpoints: creation, management, regeneration, restore',
+  config(EndpointConfigToken, endpointConfigSchema),
+  provide(EndpointStateStoreToken, (sd: StateDirConfig) => new EndpointStateStore(sd.stateDir), StateDirConfigToken),
+  providePrivate(
+    RegeneratorToken,
+    (identities: IdentityAllocator, policy: PolicyRepository, datapath: Datapath, ipam: IPAM, store: EndpointStateStore, controllers: ControllerManager, log: Logger) =>
+      new Regenerator({ identities, policy, datapath, ipam, store, controllers, log }),
+    IdentityAllocatorToken, PolicyRepositoryToken, DatapathToken, IPAMToken, EndpointStateStoreToken, ControllerManagerToken, LoggerToken,
+  ),
+  provide(
+    EndpointManagerImplToken,
+    (regenerator: Regenerator, cfg: EndpointConfig, policy: PolicyRepository, linkExists: LinkChecker, lc: Lifecycle, jobs: Jobs, log: Logger) =>
+      newManager({ regenerator, cfg, policy, linkExists, lc, jobs, log }),
+    RegeneratorToken, EndpointConfigToken, PolicyRepositoryToken, LinkCheckerToken, LifecycleToken, JobsToken, LoggerToken,
+  ),
+  provide(EndpointRestorerToken, newRestorer, EndpointStateStoreToken, EndpointManagerImplToken, IPAMToken, LinkCheckerToken, LifecycleToken, LoggerToken),
+  provide(EndpointManagerToken, (m: EndpointManagerImpl) => m, EndpointManagerImplToken),
+  provide(EndpointCreatorToken, DefaultEndpointCreator),
+  provide(
+    EndpointAPIManagerToken,
+    (creator: EndpointCreator, m: EndpointManagerImpl, ipam: IPAM, log: Logger) => new EndpointAPIManagerImpl(creator, m, ipam, log),
+    EndpointCreatorToken, EndpointManagerImplToken, IPAMToken, LoggerToken,
+  ),
+  invoke('endpoint-restore', (_r: EndpointRestorer) => undefined, EndpointRestorerToken),
+);

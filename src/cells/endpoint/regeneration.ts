@@ -1,0 +1,200 @@
+/**
+ * Endpoint regeneration (Cilium's regenerateBPF): identity from labels, policy distilled for that
+ * identity into the endpoint's policy map, lxc and ipcache entries, the program reloaded when the
+ * level is rewrite+load (a request is promoted when the hash of the datapath configuration
+ * changed), a flush, then `<id>_next` swapped in as the state directory and the endpoint made
+ * ready. A failure removes `<id>_next`, marks the endpoint's health and schedules a retry
+ * controller (`endpoint-<id>-regeneration-recovery`), as Cilium does.
+ */
+import { createHash } from 'node:crypto';
+import type { ControllerManager, ControllerStatus, Logger } from '../../hive/index.js';
+import { parseLabels } from '../../lib/labels.js';
+import type { Datapath, EndpointDatapathConfig, LxcEntry } from '../datapath/types.js';
+import type { IdentityAllocator } from '../identity/types.js';
+import type { IPAM } from '../ipam/types.js';
+import type { PolicyRepository } from '../policy/types.js';
+import { canonicalJSON } from './canonical-json.js';
+import type { Endpoint } from './endpoint.js';
+import { EndpointError } from './errors.js';
+import type { RegenerationRequest } from './event-queue.js';
+import type { EndpointRuntime, RemoveOptions } from './manager.js';
+import type { EndpointStateStore } from './state-store.js';
+
+/** The reason the recovery controller regenerates with. */
+export const RECOVERY_REASON = 'retry after failed regeneration';
+
+/** What regeneration works with. */
+export interface RegeneratorDeps {
+  readonly identities: IdentityAllocator;
+  readonly policy: PolicyRepository;
+  readonly datapath: Datapath;
+  readonly ipam: IPAM;
+  readonly store: EndpointStateStore;
+  readonly controllers: ControllerManager;
+  readonly log: Logger;
+  /** Base of the recovery controller's retry backoff (default 1 s). */
+  readonly retryBaseMs?: number;
+}
+
+/** The datapath configuration of an endpoint (what its program is built with). */
+export function datapathConfigOf(ep: Endpoint): EndpointDatapathConfig {
+  const s = ep.spec;
+  return {
+    id: ep.id,
+    identity: ep.identity ?? 0,
+    ...(s.ipv4 ? { ipv4: s.ipv4 } : {}),
+    ...(s.ipv6 ? { ipv6: s.ipv6 } : {}),
+    ifName: s.ifName,
+    ifIndex: s.ifIndex,
+    mac: s.mac,
+    hostMac: s.hostMac,
+    options: { ...ep.options },
+  };
+}
+
+/** A stable hash of a datapath configuration. */
+export function configHash(cfg: EndpointDatapathConfig): string {
+  return createHash('sha256').update(canonicalJSON(cfg)).digest('hex').slice(0, 16);
+}
+
+/** The host CIDR of an IP (`/32` or `/128`). */
+export function hostCidr(ip: string): string {
+  return `${ip}/${ip.includes(':') ? 128 : 32}`;
+}
+
+/** Runs regenerations and teardowns of endpoints. */
+export class Regenerator implements EndpointRuntime {
+  private readonly recovering = new Set<number>();
+
+  constructor(private readonly d: RegeneratorDeps) {}
+
+  /** See EndpointOwner. */
+  controllers(ep: Endpoint): readonly ControllerStatus[] {
+    const prefix = `endpoint-${ep.id}-`;
+    return this.d.controllers.statuses().filter((c) => c.name.startsWith(prefix));
+  }
+
+  /** See EndpointOwner. */
+  async regenerate(ep: Endpoint, req: RegenerationRequest, signal: AbortSignal): Promise<void> {
+    const reasons = req.reasons.join(', ');
+    const began = performance.now();
+    try {
+      signal.throwIfAborted();
+      if (ep.identityStale()) await this.resolveIdentity(ep, signal);
+      if (ep.storedState === 'ready') ep.setState('waiting-to-regenerate', `Triggering endpoint regeneration due to ${reasons}`);
+      if (!ep.builderSetState('regenerating', `Regenerating endpoint: ${reasons}`)) {
+        throw new EndpointError('failed', `endpoint ${ep.id} cannot be regenerated in state ${ep.storedState}`);
+      }
+      const level = await this.build(ep, req, signal);
+      ep.setHealth('bpf', 'OK');
+      ep.setHealth('policy', 'OK');
+      ep.regenerations++;
+      ep.builderSetState('ready', 'Completed endpoint regeneration with no pending regeneration requests');
+      ep.logStatus('ok', `Successfully regenerated endpoint program (${level}) due to ${reasons}`);
+      this.d.log.debug({ endpointID: ep.id, level, reasons, durationMs: Math.round(performance.now() - began) }, 'endpoint regenerated');
+    } catch (err) {
+      if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : err;
+      const msg = (err as Error).message;
+      ep.setHealth('bpf', 'Failure');
+      ep.logStatus('failed', `Error regenerating endpoint: ${msg}`);
+      if (ep.storedState === 'regenerating') ep.setState('waiting-to-regenerate', 'Regeneration failed; a retry is scheduled');
+      this.d.log.warn({ endpointID: ep.id, reasons, err: msg }, 'endpoint regeneration failed');
+      this.scheduleRecovery(ep, req);
+      throw err instanceof EndpointError ? err : new EndpointError('failed', `regeneration of endpoint ${ep.id} failed: ${msg}`);
+    }
+  }
+
+  /** Identity from labels: allocate the new one, then release the old one. */
+  private async resolveIdentity(ep: Endpoint, signal: AbortSignal): Promise<void> {
+    if (ep.storedState === 'ready') ep.setState('waiting-for-identity', 'Triggering identity resolution due to updated identity labels');
+    const { identity } = await this.d.identities.allocate(parseLabels(ep.identityLabels()));
+    if (signal.aborted) {
+      await this.d.identities.release(identity.id);
+      signal.throwIfAborted();
+    }
+    const old = ep.securityIdentity;
+    ep.setIdentity(identity);
+    if (old) await this.d.identities.release(old.id);
+    if (old?.id !== identity.id) ep.logStatus('ok', `Identity of endpoint is ${identity.id} (was ${old?.id ?? 'none'})`);
+    if (ep.storedState === 'waiting-for-identity') ep.setState('ready', 'Set identity for this endpoint');
+  }
+
+  /** Policy, maps, program, flush, state directory; returns the level actually used. */
+  private async build(ep: Endpoint, req: RegenerationRequest, signal: AbortSignal): Promise<string> {
+    const { maps, loader } = this.d.datapath;
+    const identity = ep.securityIdentity!;
+    const resolved = this.d.policy.resolve(identity);
+    const { entries, ...summary } = resolved;
+    ep.desiredPolicy = { ...summary, identity: identity.id };
+    const cfg = datapathConfigOf(ep);
+    const hash = configHash(cfg);
+    let loadedHash = ep.datapathHash;
+    if (loadedHash === undefined && ep.restoredDatapathHash === hash && (await loader.isLoaded(cfg))) loadedHash = hash;
+    const level = req.level === 'rewrite+load' || loadedHash !== hash ? 'rewrite+load' : 'no-rebuild';
+    await this.d.store.prepare(ep, cfg);
+    try {
+      maps.setPolicy(ep.id, entries);
+      const lxc: LxcEntry[] = [ep.ipv4, ep.ipv6].filter((ip): ip is string => !!ip).map((ip) => ({
+        ip, endpointId: ep.id, ifIndex: ep.spec.ifIndex, identity: identity.id, mac: ep.spec.mac,
+      }));
+      maps.setEndpoint(ep.id, lxc);
+      for (const e of lxc) maps.upsertIPCache({ cidr: hostCidr(e.ip), identity: identity.id });
+      if (level === 'rewrite+load') await loader.reloadEndpoint(cfg, signal);
+      const failures = await maps.flush(signal);
+      if (failures.length) throw new EndpointError('failed', `datapath map writes failed: ${failures.join('; ')}`);
+      signal.throwIfAborted();
+      ep.datapathHash = hash;
+      ep.realizedPolicy = ep.desiredPolicy;
+      await this.d.store.commit(ep.id);
+    } catch (err) {
+      await this.d.store.discard(ep.id).catch(() => undefined);
+      throw err;
+    }
+    return level;
+  }
+
+  private scheduleRecovery(ep: Endpoint, req: RegenerationRequest): void {
+    const name = `endpoint-${ep.id}-regeneration-recovery`;
+    if (this.recovering.has(ep.id)) {
+      if (!req.reasons.includes(RECOVERY_REASON)) this.d.controllers.triggerController(name);
+      return;
+    }
+    this.recovering.add(ep.id);
+    this.d.controllers.updateController(name, {
+      doFunc: () => ep.regenerate(RECOVERY_REASON, req.level),
+      errorRetryBaseMs: this.d.retryBaseMs ?? 1000,
+    });
+  }
+
+  /** See EndpointRuntime: datapath state, controllers, identity, state directory, IPs. */
+  async cleanup(ep: Endpoint, opts: RemoveOptions): Promise<void> {
+    const errors: string[] = [];
+    const step = async (what: string, fn: () => Promise<unknown> | unknown): Promise<void> => {
+      try {
+        await fn();
+      } catch (err) {
+        errors.push(`${what}: ${(err as Error).message}`);
+      }
+    };
+    if (this.recovering.delete(ep.id)) await step('controllers', () => this.d.controllers.removeController(`endpoint-${ep.id}-regeneration-recovery`));
+    const { maps, loader } = this.d.datapath;
+    await step('program', () => loader.unloadEndpoint(ep.id, ep.spec.ifName));
+    await step('maps', async () => {
+      maps.deletePolicy(ep.id);
+      maps.deleteEndpoint(ep.id);
+      for (const ip of [ep.ipv4, ep.ipv6]) if (ip) maps.deleteIPCache(hostCidr(ip));
+      const failures = await maps.flush();
+      if (failures.length) throw new Error(failures.join('; '));
+    });
+    const identity = ep.securityIdentity;
+    if (identity) {
+      ep.setIdentity(undefined);
+      await step('identity', () => this.d.identities.release(identity.id));
+    }
+    await step('state directory', () => this.d.store.remove(ep.id));
+    if (!opts.noIPRelease) {
+      for (const ip of [ep.ipv4, ep.ipv6]) if (ip) await step(`IP ${ip}`, () => this.d.ipam.release(ip));
+    }
+    if (errors.length) throw new Error(`cleanup of endpoint ${ep.id}: ${errors.join('; ')}`);
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * Endpoint restore at agent start (Cilium's restoreOldEndpoints): leftover `_next` directories are
+ * deleted, every stored endpoint whose host interface still exists is brought back under its old ID
+ * in state `restoring` with its IPs re-claimed from IPAM, exposed (EndpointRestored), then
+ * regenerated, which re-allocates its identity. Endpoints whose interface is gone are dropped with
+ * a log line, as are those whose IPs cannot be re-claimed.
+ */
+import type { Logger } from '../../hive/index.js';
+import type { LinkChecker } from '../datapath/select.js';
+import type { IPAM } from '../ipam/types.js';
+import { Endpoint } from './endpoint.js';
+import type { EndpointManagerImpl } from './manager.js';
+import type { EndpointStateStore, StoredEndpoint } from './state-store.js';
+
+/** What a restore did. */
+export interface RestoreSummary {
+  /** Endpoints brought back, by ID. */
+  readonly restored: number[];
+  /** Endpoints dropped, with why. */
+  readonly dropped: { readonly id: number; readonly reason: string }[];
+  /** Restored endpoints whose first regeneration failed (they stay, retried by their recovery controller). */
+  readonly failed: { readonly id: number; readonly error: string }[];
+  /** Interrupted regenerations cleaned up. */
+  readonly removedNext: string[];
+}
+
+/** Restores endpoints from the state directory. */
+export class EndpointRestorer {
+  private resolveDone!: (s: RestoreSummary) => void;
+  /** Settles once restored endpoints have been regenerated (or failed to). */
+  readonly done: Promise<RestoreSummary> = new Promise((r) => (this.resolveDone = r));
+
+  constructor(
+    private readonly store: EndpointStateStore,
+    private readonly manager: EndpointManagerImpl,
+    private readonly ipam: IPAM,
+    private readonly linkExists: LinkChecker,
+    private readonly log: Logger,
+  ) {}
+
+  /** Brings stored endpoints back; resolves when they are exposed. Regeneration continues in the background (see `done`). */
+  async restore(): Promise<Endpoint[]> {
+    const scan = await this.store.scan();
+    for (const name of scan.removedNext) this.log.info({ dir: name }, 'removed an interrupted regeneration directory');
+    for (const name of scan.recoveredStale) this.log.info({ dir: name }, 'recovered an endpoint directory from an interrupted swap');
+    for (const bad of scan.invalid) this.log.warn(bad, 'unreadable endpoint state directory left in place');
+    const dropped: { id: number; reason: string }[] = [];
+    const restored: Endpoint[] = [];
+    for (const stored of scan.endpoints) {
+      const why = await this.restoreOne(stored, restored);
+      if (why) {
+        dropped.push({ id: stored.id, reason: why });
+        this.log.info({ endpointID: stored.id, ifName: stored.spec.ifName, reason: why }, 'not restoring endpoint');
+        await this.store.remove(stored.id);
+      }
+    }
+    this.log.info({ restored: restored.length, dropped: dropped.length }, 'endpoints restored from the state directory');
+    void this.regenerate(restored, dropped, scan.removedNext);
+    return restored;
+  }
+
+  /** Restores one endpoint; returns why it was dropped, or undefined. */
+  private async restoreOne(stored: StoredEndpoint, into: Endpoint[]): Promise<string | undefined> {
+    if (!(await this.linkExists(stored.spec.ifName))) return `host interface ${stored.spec.ifName} no longer exists`;
+    const ep = new Endpoint({ ...stored.spec, requestedId: stored.id }, []);
+    ep.restoreFrom(stored);
+    const owner = ep.podName ?? ep.containerId ?? `endpoint ${stored.id}`;
+    const claimed: string[] = [];
+    try {
+      for (const ip of [ep.ipv4, ep.ipv6]) {
+        if (!ip) continue;
+        this.ipam.restore(ip, owner);
+        claimed.push(ip);
+      }
+      ep.setState('restoring', 'Endpoint restoring');
+      await this.manager.restoreEndpoint(ep);
+    } catch (err) {
+      for (const ip of claimed) this.ipam.release(ip);
+      return `cannot be restored: ${(err as Error).message}`;
+    }
+    into.push(ep);
+    return undefined;
+  }
+
+  private async regenerate(eps: readonly Endpoint[], dropped: RestoreSummary['dropped'], removedNext: string[]): Promise<void> {
+    const results = await Promise.allSettled(eps.map((ep) => ep.regenerate('endpoint restored from the state directory')));
+    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [{ id: eps[i]!.id, error: (r.reason as Error).message }] : []));
+    for (const f of failed) this.log.warn({ endpointID: f.id, err: f.error }, 'regeneration of a restored endpoint failed');
+    this.resolveDone({ restored: eps.map((e) => e.id), dropped, failed, removedNext });
+  }
+}

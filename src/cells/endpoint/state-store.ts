@@ -1,0 +1,143 @@
+/**
+ * The endpoints' state directory (`--state-dir`), laid out like Cilium's: a regeneration writes
+ * `<id>_next/` (ep_config.json, the full endpoint; ep_config.h, its datapath constants) and, once
+ * the datapath took the new state, swaps it in: `<id>` -> `<id>_stale`, `<id>_next` -> `<id>`,
+ * remove `<id>_stale`. A failed regeneration removes `<id>_next`. A crash at any point leaves
+ * either the old or the new directory restorable: scan() deletes `_next` leftovers and brings a
+ * `_stale` back when its `<id>` is missing.
+ */
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { EndpointDatapathConfig } from '../datapath/types.js';
+import { policyMapName } from '../datapath/map-names.js';
+import type { Endpoint, EndpointSnapshot } from './endpoint.js';
+import { renderEpConfigHeader } from './ep-config-header.js';
+import type { EndpointModel } from './model.js';
+
+/** The endpoint file in each directory. */
+export const EP_CONFIG_JSON = 'ep_config.json';
+/** The C header in each directory. */
+export const EP_CONFIG_H = 'ep_config.h';
+
+/** What ep_config.json holds: the snapshot used to restore, plus the model for people and tools. */
+export interface StoredEndpoint extends EndpointSnapshot {
+  readonly model: EndpointModel;
+}
+
+/** What a scan found. */
+export interface ScanResult {
+  readonly endpoints: StoredEndpoint[];
+  /** Leftover `_next` directories removed (interrupted regenerations). */
+  readonly removedNext: string[];
+  /** `_stale` directories brought back because their `<id>` was missing. */
+  readonly recoveredStale: string[];
+  /** Directories that could not be read, with why; they are left in place. */
+  readonly invalid: { readonly dir: string; readonly error: string }[];
+}
+
+const ENTRY = /^(\d+)(_next|_stale)?$/;
+
+/** Reads and writes the endpoints' state directories. */
+export class EndpointStateStore {
+  constructor(readonly root: string) {}
+
+  /** `<root>/<id>`. */
+  dirOf(id: number): string {
+    return join(this.root, String(id));
+  }
+
+  /** `<root>/<id>_next`. */
+  nextDirOf(id: number): string {
+    return join(this.root, `${id}_next`);
+  }
+
+  private staleDirOf(id: number): string {
+    return join(this.root, `${id}_stale`);
+  }
+
+  /** Writes `<id>_next/` for the endpoint as it will be once `cfg` is in the datapath. */
+  async prepare(ep: Endpoint, cfg: EndpointDatapathConfig): Promise<void> {
+    const next = this.nextDirOf(ep.id);
+    await rm(next, { recursive: true, force: true });
+    await mkdir(next, { recursive: true });
+    const stored: StoredEndpoint = { ...ep.toSnapshot(), model: ep.toModel() };
+    await writeFile(join(next, EP_CONFIG_JSON), `${JSON.stringify(stored, null, 2)}\n`);
+    await writeFile(join(next, EP_CONFIG_H), renderEpConfigHeader(cfg, policyMapName(ep.id)));
+  }
+
+  /** Swaps `<id>_next` in as `<id>`; on a failed swap puts the old directory back. */
+  async commit(id: number): Promise<void> {
+    const dir = this.dirOf(id);
+    const stale = this.staleDirOf(id);
+    await rm(stale, { recursive: true, force: true });
+    const hadOld = await rename(dir, stale).then(() => true, (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return false;
+      throw err;
+    });
+    try {
+      await rename(this.nextDirOf(id), dir);
+    } catch (err) {
+      if (hadOld) await rename(stale, dir);
+      throw err;
+    }
+    await rm(stale, { recursive: true, force: true });
+  }
+
+  /** Removes `<id>_next` (failed regeneration). */
+  async discard(id: number): Promise<void> {
+    await rm(this.nextDirOf(id), { recursive: true, force: true });
+  }
+
+  /** Removes every directory of an endpoint (deleted endpoint). */
+  async remove(id: number): Promise<void> {
+    await Promise.all([this.dirOf(id), this.nextDirOf(id), this.staleDirOf(id)].map((d) => rm(d, { recursive: true, force: true })));
+  }
+
+  /** Reads one stored endpoint. */
+  async read(id: number): Promise<StoredEndpoint> {
+    const text = await readFile(join(this.dirOf(id), EP_CONFIG_JSON), 'utf8');
+    const v = JSON.parse(text) as StoredEndpoint;
+    if (v.version !== 1 || v.id !== id || !v.spec || typeof v.spec.ifName !== 'string' || !v.labels) {
+      throw new Error(`${EP_CONFIG_JSON} of endpoint ${id} is not a cellium endpoint (version ${String(v.version)})`);
+    }
+    return v;
+  }
+
+  /** Cleans up interrupted regenerations and reads every stored endpoint, by ID. */
+  async scan(): Promise<ScanResult> {
+    const result: ScanResult = { endpoints: [], removedNext: [], recoveredStale: [], invalid: [] };
+    let names: string[];
+    try {
+      names = await readdir(this.root);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return result;
+      throw err;
+    }
+    const present = new Set(names);
+    const ids = new Set<number>();
+    for (const name of names) {
+      const m = ENTRY.exec(name);
+      if (!m) continue;
+      const id = Number(m[1]);
+      if (m[2] === '_next') {
+        await rm(join(this.root, name), { recursive: true, force: true });
+        result.removedNext.push(name);
+      } else if (m[2] === '_stale') {
+        if (present.has(String(id))) await rm(join(this.root, name), { recursive: true, force: true });
+        else {
+          await rename(join(this.root, name), this.dirOf(id));
+          result.recoveredStale.push(name);
+          ids.add(id);
+        }
+      } else ids.add(id);
+    }
+    for (const id of [...ids].sort((a, b) => a - b)) {
+      try {
+        result.endpoints.push(await this.read(id));
+      } catch (err) {
+        result.invalid.push({ dir: this.dirOf(id), error: (err as Error).message });
+      }
+    }
+    return result;
+  }
+}

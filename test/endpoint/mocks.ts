@@ -1,0 +1,199 @@
+/** Mocks of the endpoint cell's dependencies: identity allocator, policy repository, IPAM, datapath, links. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Subject } from 'rxjs';
+import type { Replacement, TestLike } from '../../src/hive/index.js';
+import { formatLabels, parseLabels, type Label } from '../../src/lib/labels.js';
+import { LinkCheckerToken } from '../../src/cells/datapath/select.js';
+import { DatapathToken, type Datapath, type PolicyEntry } from '../../src/cells/datapath/types.js';
+import { MemoryLoader } from '../../src/cells/datapath-memory/loader.js';
+import { MemoryMaps } from '../../src/cells/datapath-memory/maps.js';
+import { IdentityAllocatorToken, type Identity, type IdentityAllocator, type IdentityChange } from '../../src/cells/identity/types.js';
+import { IPAMToken, type IPAM, type IPAllocation } from '../../src/cells/ipam/types.js';
+import { PolicyRepositoryToken, type PolicyChange, type PolicyRepository, type ResolvedPolicy } from '../../src/cells/policy/types.js';
+
+/** Identity allocator: same sorted labels -> same id from 256, reference counted; `reserved:init` -> 5. */
+export class MockIdentities implements IdentityAllocator {
+  readonly byKey = new Map<string, { identity: Identity; refs: number }>();
+  private next = 256;
+  readonly changes$ = new Subject<IdentityChange>();
+  readonly range = { minGlobal: 256, maxGlobal: 65535, localScope: 1 << 24 };
+  /** Set to make allocate fail. */
+  fail?: Error;
+
+  async allocate(labels: readonly Label[]): Promise<{ identity: Identity; isNew: boolean }> {
+    if (this.fail) throw this.fail;
+    const strs = formatLabels(labels);
+    if (strs.join(';') === 'reserved:init') return { identity: { id: 5, labels: strs, labelSet: labels, reserved: true }, isNew: false };
+    const key = strs.join(';');
+    let e = this.byKey.get(key);
+    const isNew = !e;
+    if (!e) this.byKey.set(key, (e = { identity: { id: this.next++, labels: strs, labelSet: parseLabels(strs), reserved: false }, refs: 0 }));
+    e.refs++;
+    return { identity: e.identity, isNew };
+  }
+  async release(id: number): Promise<boolean> {
+    for (const [k, e] of this.byKey) {
+      if (e.identity.id !== id) continue;
+      e.refs--;
+      if (e.refs === 0) this.byKey.delete(k);
+      return e.refs === 0;
+    }
+    return false;
+  }
+  refs(id: number): number {
+    return [...this.byKey.values()].find((e) => e.identity.id === id)?.refs ?? 0;
+  }
+  async allocateCIDR(): Promise<Identity> {
+    throw new Error('not used by the endpoint cell');
+  }
+  lookup(id: number): Identity | undefined {
+    return [...this.byKey.values()].find((e) => e.identity.id === id)?.identity;
+  }
+  lookupByLabels(labels: readonly Label[]): Identity | undefined {
+    return this.byKey.get(formatLabels(labels).join(';'))?.identity;
+  }
+  list(): Identity[] {
+    return [...this.byKey.values()].map((e) => e.identity);
+  }
+  async gc(): Promise<number> {
+    return 0;
+  }
+}
+
+/** Policy repository: resolve returns `entriesFor(identity)`; `emit` publishes a change. */
+export class MockPolicy implements PolicyRepository {
+  revision = 1;
+  readonly changes$ = new Subject<PolicyChange>();
+  readonly resolved: number[] = [];
+  entriesFor: (id: number) => PolicyEntry[] = () => [{ identity: 0, direction: 'ingress', protocol: 0, port: 0, deny: false }];
+
+  resolve(identity: Identity): ResolvedPolicy {
+    this.resolved.push(identity.id);
+    const entries = this.entriesFor(identity.id);
+    return {
+      revision: this.revision,
+      ingressEnforced: !entries.some((e) => e.identity === 0 && e.direction === 'ingress' && !e.deny),
+      egressEnforced: false,
+      entries,
+      allowedIngressIdentities: entries.filter((e) => e.direction === 'ingress' && !e.deny).map((e) => e.identity),
+      allowedEgressIdentities: [],
+      deniedIngressIdentities: entries.filter((e) => e.direction === 'ingress' && e.deny).map((e) => e.identity),
+      deniedEgressIdentities: [],
+    };
+  }
+  emit(affected: ReadonlySet<number> | 'all'): void {
+    this.revision++;
+    this.changes$.next({ revision: this.revision, affected, rules: 1 });
+  }
+  import(): PolicyChange { throw new Error('not used by the endpoint cell'); }
+  delete(): PolicyChange { throw new Error('not used by the endpoint cell'); }
+  get(): [] { return []; }
+  trace(): never { throw new Error('not used by the endpoint cell'); }
+  selectors(): [] { return []; }
+}
+
+/** IPAM recording restore / confirm / release. */
+export class MockIPAM implements IPAM {
+  readonly owners = new Map<string, string>();
+  readonly confirmed: string[] = [];
+  readonly released: string[] = [];
+  /** IPs restore refuses. */
+  readonly refuse = new Set<string>();
+
+  private alloc(ip: string, owner: string): IPAllocation {
+    this.owners.set(ip, owner);
+    return { ip, owner, family: ip.includes(':') ? 'ipv6' : 'ipv4', cidr: '10.200.0.0/16', gateway: '10.200.0.1' };
+  }
+  allocateNext(): IPAllocation { throw new Error('not used by the endpoint cell'); }
+  allocateIP(ip: string, owner: string): IPAllocation { return this.alloc(ip, owner); }
+  confirm(ip: string): void { this.confirmed.push(ip); }
+  release(ip: string): boolean { this.released.push(ip); return this.owners.delete(ip); }
+  releaseOwner(): string[] { return []; }
+  restore(ip: string, owner: string): IPAllocation {
+    if (this.refuse.has(ip)) throw new Error(`${ip} is outside the pool`);
+    return this.alloc(ip, owner);
+  }
+  ownerOf(ip: string): string | undefined { return this.owners.get(ip); }
+  status(): [] { return []; }
+}
+
+/** A datapath over the real in-memory maps and loader, with failure injection. */
+export class MockDatapath implements Datapath {
+  readonly mode = 'memory' as const;
+  readonly loader = new MemoryLoader();
+  readonly maps = new MemoryMaps();
+  /** Set to make reloadEndpoint fail. */
+  failLoad?: Error;
+  /** Gate reloadEndpoint on this promise when set. */
+  gate?: Promise<void>;
+
+  constructor() {
+    const reload = this.loader.reloadEndpoint.bind(this.loader);
+    this.loader.reloadEndpoint = async (cfg, signal) => {
+      if (this.gate) await this.gate;
+      if (this.failLoad) throw this.failLoad;
+      return reload(cfg, signal);
+    };
+  }
+  async verdict(): Promise<never> { throw new Error('not used by the endpoint cell tests'); }
+  async dropCounters(): Promise<Record<string, number>> { return {}; }
+}
+
+/** Links: present unless named in `gone`. */
+export class MockLinks {
+  readonly gone = new Set<string>();
+  readonly check = async (ifName: string): Promise<boolean> => !this.gone.has(ifName);
+}
+
+/** Every mock, with the replacements for testHive. */
+export interface Mocks {
+  identities: MockIdentities;
+  policy: MockPolicy;
+  ipam: MockIPAM;
+  datapath: MockDatapath;
+  links: MockLinks;
+  replace: Replacement[];
+}
+
+/** Fresh mocks. */
+export function mocks(): Mocks {
+  const m = { identities: new MockIdentities(), policy: new MockPolicy(), ipam: new MockIPAM(), datapath: new MockDatapath(), links: new MockLinks() };
+  return {
+    ...m,
+    replace: [
+      [IdentityAllocatorToken, m.identities],
+      [PolicyRepositoryToken, m.policy],
+      [IPAMToken, m.ipam],
+      [DatapathToken, m.datapath],
+      [LinkCheckerToken, m.links.check],
+    ],
+  };
+}
+
+/** A temporary state directory removed at the end of the test. */
+export function tempStateDir(t: TestLike, name: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `cellium-ep-${name}-`));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A change request for endpoint number `n` (unique IPs, interface and container). */
+export function request(n: number, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    'container-id': `container-${n}`,
+    'container-interface-name': 'eth0',
+    'interface-name': `lxc${n}`,
+    'interface-index': 1000 + n,
+    mac: '02:00:00:00:00:01',
+    'host-mac': '02:00:00:00:00:02',
+    addressing: { ipv4: `10.200.${n >> 8}.${n & 255}`, ipv6: `fd00::${n.toString(16)}` },
+    'k8s-pod-name': `pod-${n}`,
+    'k8s-namespace': 'default',
+    labels: ['k8s:app=web'],
+    state: 'waiting-for-identity',
+    'sync-build-endpoint': true,
+    ...extra,
+  };
+}
