@@ -474,7 +474,7 @@ export interface components {
          * @enum {string}
          */
         EndpointState: "waiting-for-identity" | "not-ready" | "waiting-to-regenerate" | "regenerating" | "restoring" | "ready" | "disconnecting" | "disconnected" | "invalid";
-        /** @description A MAC address (`aa:bb:cc:dd:ee:ff`). */
+        /** @description a MAC address such as 02:00:00:00:00:0c */
         MAC: string;
         /** @description Addressing of an endpoint. */
         AddressPair: {
@@ -525,7 +525,7 @@ export interface components {
             state?: components["schemas"]["EndpointState"];
             /** @description Answer only after the first regeneration. */
             "sync-build-endpoint"?: boolean;
-            /** @description Network namespace cookie (decimal). */
+            /** @description a network namespace cookie in decimal */
             "netns-cookie"?: string;
             "datapath-configuration"?: components["schemas"]["EndpointDatapathConfiguration"];
             "datapath-map-id"?: number;
@@ -784,7 +784,7 @@ export interface components {
                 "last-duration-ms"?: number;
             };
         };
-        /** @description A duration as Go prints it (`5m0s`, `30s`, `250ms`). */
+        /** @description a duration as Go prints it, such as 5m0s, 30s or 250ms */
         GoDuration: string;
         /** @description A node of the hive's health tree (a module, job or controller), with its children. */
         HealthNode: {
