@@ -1,0 +1,100 @@
+/**
+ * The verdict of one packet, computed exactly as bpf/bpf_lxc.c computes it (pure, no I/O). Both
+ * datapaths share it: the memory datapath answers `Datapath.verdict` with it; the BPF datapath's
+ * tests check the kernel against it (test/fixtures/verdict-cases.ts).
+ *
+ * Steps, from the endpoint's point of view:
+ *   1. the peer address is the destination for egress, the source for ingress; its identity is the
+ *      longest-prefix ipcache match, or world (2) when nothing matches;
+ *   2. ARP and IPv6 neighbour discovery (ICMPv6 types 133-137) pass;
+ *   3. ingress from the host identity (1) passes (allow-localhost);
+ *   4. egress ICMP/ICMPv6 echo (request or reply) to the host identity passes;
+ *   5. the policy map is looked up twice (longest prefix): with the peer identity and with identity
+ *      0. A deny from either drops ('policy-deny'); else a match from either passes; else drop
+ *      ('policy').
+ * There is no connection tracking: a reply is judged like any other packet in its direction.
+ */
+import { parseAddr, parseCidr, prefixMask, type Cidr } from '../ipam/addr.js';
+import { PolicyLpm } from './policy-lpm.js';
+import { Proto, ReservedIdentity, type Direction, type IPCacheEntry, type PacketSpec, type PolicyEntry, type Verdict } from './types.js';
+
+/**
+ * A packet for the model: PacketSpec plus what the program also looks at. `icmpType` matters for
+ * ICMP/ICMPv6 only (default: echo request, 8 or 128); `arp` marks an ARP packet (src/dst are the
+ * sender and target protocol addresses).
+ */
+export interface VerdictPacket extends PacketSpec {
+  readonly icmpType?: number;
+  readonly arp?: boolean;
+}
+
+/** The ipcache as a longest-prefix-match table (IPv4 and IPv6). */
+export class IPCacheLpm {
+  private readonly entries: { cidr: Cidr; identity: number }[];
+
+  /** Builds the table; throws a plain Error for an entry whose CIDR does not parse. */
+  constructor(entries: readonly IPCacheEntry[]) {
+    this.entries = entries
+      .map((e) => ({ cidr: parseCidr(e.cidr), identity: e.identity }))
+      .sort((a, b) => b.cidr.prefix - a.cidr.prefix);
+  }
+
+  /** The identity of an address: the longest matching prefix's, world (2) when none matches. */
+  resolve(ip: string): number {
+    const a = parseAddr(ip);
+    if (!a) return ReservedIdentity.world;
+    for (const e of this.entries) {
+      const c = e.cidr;
+      if (c.family === a.family && (a.value & prefixMask(c.bits, c.prefix)) === c.network) return e.identity;
+    }
+    return ReservedIdentity.world;
+  }
+}
+
+function isNeighbourDiscovery(p: VerdictPacket): boolean {
+  const t = p.icmpType ?? 128;
+  return p.protocol === Proto.ICMPV6 && t >= 133 && t <= 137 && parseAddr(p.src)?.family === 'ipv6';
+}
+
+function isEcho(p: VerdictPacket): boolean {
+  if (p.protocol === Proto.ICMP) return (p.icmpType ?? 8) === 8 || p.icmpType === 0;
+  if (p.protocol === Proto.ICMPV6) return (p.icmpType ?? 128) === 128 || p.icmpType === 129;
+  return false;
+}
+
+/** The address of the peer: the destination for egress, the source for ingress. */
+export function peerAddress(direction: Direction, packet: PacketSpec): string {
+  return direction === 'egress' ? packet.dst : packet.src;
+}
+
+/**
+ * Steps 2-5 for a peer whose identity is already resolved: the verdict of `packet` under the
+ * endpoint's policy table. ICMP packets carry no port (dport is taken as 0, like the program).
+ */
+export function decideVerdict(policy: PolicyLpm, direction: Direction, peerIdentity: number, packet: VerdictPacket): Verdict {
+  const allow: Verdict = { allowed: true, peerIdentity };
+  if (packet.arp || isNeighbourDiscovery(packet)) return allow;
+  const host = peerIdentity === ReservedIdentity.host;
+  if (host && direction === 'ingress') return allow;
+  if (host && direction === 'egress' && isEcho(packet)) return allow;
+  const egress = direction === 'egress';
+  const hasPorts = packet.protocol === Proto.TCP || packet.protocol === Proto.UDP || packet.protocol === Proto.SCTP;
+  const dport = hasPorts ? packet.dport : 0;
+  const peer = policy.lookup(egress, peerIdentity, packet.protocol, dport);
+  const any = policy.lookup(egress, 0, packet.protocol, dport);
+  if (peer?.deny || any?.deny) return { allowed: false, reason: 'policy-deny', peerIdentity };
+  if (peer || any) return allow;
+  return { allowed: false, reason: 'policy', peerIdentity };
+}
+
+/** The whole verdict (steps 1-5) over plain ipcache and policy entries. */
+export function modelVerdict(
+  ipcache: readonly IPCacheEntry[] | IPCacheLpm,
+  policy: readonly PolicyEntry[] | PolicyLpm,
+  direction: Direction,
+  packet: VerdictPacket,
+): Verdict {
+  const cache = ipcache instanceof IPCacheLpm ? ipcache : new IPCacheLpm(ipcache);
+  const table = policy instanceof PolicyLpm ? policy : PolicyLpm.fromPolicy(policy);
+  return decideVerdict(table, direction, cache.resolve(peerAddress(direction, packet)), packet);
+}
