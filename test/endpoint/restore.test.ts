@@ -1,0 +1,115 @@
+import t from 'tap';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { testHive, type TestLike } from '../../src/hive/index.js';
+import { statedirCell } from '../../src/cells/statedir/index.js';
+import {
+  endpointCell, datapathConfigOf, EndpointAPIManagerToken, EndpointManagerImplToken, EndpointRestorerToken, EndpointStateStoreToken,
+  type Endpoint, type EndpointChangeRequest, type EndpointView,
+} from '../../src/cells/endpoint/index.js';
+import { mocks, request, tempStateDir, type Mocks } from './mocks.js';
+
+const ctx = {};
+const req = (n: number, extra: Record<string, unknown> = {}) => request(n, extra) as EndpointChangeRequest;
+
+/** Starts a hive on `dir`; subscribes to restored$ before start. */
+async function hive(t: TestLike, dir: string, m: Mocks = mocks()) {
+  const h = await testHive(t, [statedirCell, endpointCell], { replace: m.replace, config: { 'state-dir': dir }, start: false });
+  const mgr = h.get(EndpointManagerImplToken);
+  const restored: EndpointView[] = [];
+  mgr.restored$.subscribe((e) => restored.push(e));
+  await h.hive.start();
+  t.teardown(() => h.hive.stop());
+  return { ...m, h, mgr, restored, api: h.get(EndpointAPIManagerToken), done: h.get(EndpointRestorerToken).done };
+}
+
+t.test('stop a hive, start a new one on the same state dir: endpoints come back', async (t) => {
+  const dir = tempStateDir(t, 'restore');
+  const one = await hive(t, dir);
+  const eps = [];
+  for (let n = 1; n <= 3; n++) eps.push(await one.api.createEndpoint(ctx, req(n, { labels: [`k8s:app=a${n}`] })));
+  await one.api.patchLabels(ctx, String(eps[0]!.id), ['k8s:extra=1'], []);
+  await one.api.patchConfig(ctx, String(eps[0]!.id), { Debug: 'Enabled' });
+  await one.h.hive.stop();
+
+  const m = mocks();
+  m.links.gone.add('lxc3');
+  const two = await hive(t, dir, m);
+  const summary = await two.done;
+  t.same(summary.restored.sort(), [eps[0]!.id, eps[1]!.id].sort(), 'same IDs');
+  t.same(summary.dropped, [{ id: eps[2]!.id, reason: 'host interface lxc3 no longer exists' }]);
+  t.same(summary.failed, []);
+  t.same(new Set(two.restored), new Set(two.mgr.list()), 'EndpointRestored for each');
+  t.notOk(existsSync(join(dir, String(eps[2]!.id))), "the dropped endpoint's directory is removed");
+  for (const old of eps.slice(0, 2)) {
+    const ep = two.mgr.lookup(String(old.id))!;
+    t.equal(ep.state, 'ready', `endpoint ${old.id} regenerated`);
+    t.same(ep.labels, old.labels, 'labels kept');
+    t.equal(ep.ipv4, old.ipv4);
+    t.equal(m.ipam.ownerOf(old.ipv4!), `default/pod-${old === eps[0] ? 1 : 2}`, 'IPv4 re-claimed');
+    t.equal(m.ipam.ownerOf(old.ipv6!), `default/pod-${old === eps[0] ? 1 : 2}`, 'IPv6 re-claimed');
+    t.equal(m.identities.lookup(ep.identity!)?.labels.join(','), ep.labels.join(','), 'identity re-allocated from the labels');
+    t.equal(m.datapath.loader.get(ep.id)?.config.identity, ep.identity, 'program loaded again');
+    t.ok(ep.log().some((l) => l.message === 'Endpoint restoring'));
+  }
+  const first = two.mgr.lookup(String(eps[0]!.id))!;
+  t.same(first.customLabels, ['k8s:extra=1'], 'user labels kept');
+  t.equal(first.options.Debug, 'Enabled', 'options kept');
+  t.equal(two.mgr.lookup('container-id:container-3'), undefined);
+  const again = await two.api.createEndpoint(ctx, req(9));
+  t.notOk(eps.slice(0, 2).some((e) => e.id === again.id), 'new endpoints never take a restored ID');
+});
+
+t.test('a crash between writing <id>_next and the rename: the old state is restored, _next deleted', async (t) => {
+  const dir = tempStateDir(t, 'crash');
+  const one = await hive(t, dir);
+  const ep = (await one.api.createEndpoint(ctx, req(1))) as Endpoint;
+  // a regeneration with new labels writes <id>_next, then the agent dies before the rename
+  ep.modifyLabels(['k8s:crashed=1'], []);
+  await one.h.get(EndpointStateStoreToken).prepare(ep, datapathConfigOf(ep));
+  t.ok(existsSync(join(dir, `${ep.id}_next`, 'ep_config.json')), '_next written');
+  t.match(readFileSync(join(dir, `${ep.id}_next`, 'ep_config.json'), 'utf8'), /crashed/);
+  await one.h.hive.stop();
+
+  const two = await hive(t, dir);
+  const summary = await two.done;
+  t.same(summary.removedNext, [`${ep.id}_next`]);
+  t.same(readdirSync(dir), [String(ep.id)], 'only the committed directory is left');
+  const back = two.mgr.lookup(String(ep.id))!;
+  t.same(back.customLabels, [], 'the state before the interrupted regeneration');
+  t.equal(back.state, 'ready');
+});
+
+t.test('a crash between the two renames: <id>_stale is brought back', async (t) => {
+  const dir = tempStateDir(t, 'stale');
+  const one = await hive(t, dir);
+  const ep = await one.api.createEndpoint(ctx, req(1));
+  await one.h.hive.stop();
+  renameSync(join(dir, String(ep.id)), join(dir, `${ep.id}_stale`));
+  mkdirSync(join(dir, `${ep.id}_next`));
+  writeFileSync(join(dir, `${ep.id}_next`, 'ep_config.json'), '{"partial":');
+  const two = await hive(t, dir);
+  const summary = await two.done;
+  t.same(summary.restored, [ep.id]);
+  t.same(readdirSync(dir), [String(ep.id)]);
+});
+
+t.test('unrestorable endpoints are dropped or left alone, the rest come back', async (t) => {
+  const dir = tempStateDir(t, 'partial');
+  const one = await hive(t, dir);
+  const a = await one.api.createEndpoint(ctx, req(1));
+  const b = await one.api.createEndpoint(ctx, req(2));
+  await one.h.hive.stop();
+  mkdirSync(join(dir, '4000'));
+  writeFileSync(join(dir, '4000', 'ep_config.json'), 'not json');
+  const m = mocks();
+  m.ipam.refuse.add(b.ipv6!);
+  const two = await hive(t, dir, m);
+  const summary = await two.done;
+  t.same(summary.restored, [a.id]);
+  t.equal(summary.dropped.length, 1);
+  t.match(summary.dropped[0]!, { id: b.id, reason: /outside the pool/ });
+  t.equal(m.ipam.ownerOf(b.ipv4!), undefined, 'the IPv4 claimed before the IPv6 failed is given back');
+  t.ok(m.ipam.released.includes(b.ipv4!));
+  t.ok(existsSync(join(dir, '4000')), 'an unreadable directory is left in place');
+});
