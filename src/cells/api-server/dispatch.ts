@@ -153,7 +153,7 @@ export function createDispatcher(opts: DispatchOptions): Dispatcher {
       const result = await route.handle(apiReq);
       send(res, result.status, result.body, result.headers);
     } catch (err) {
-      if (err instanceof HttpError) send(res, err.status, err.message, err.headers);
+      if (err instanceof HttpError) send(res, err.status, err.body ?? err.message, err.headers);
       else if (err instanceof RateLimitedError) send(res, 429, err.message, { 'retry-after': String(err.retryAfterSec) });
       else throw err;
     } finally {

@@ -51,7 +51,8 @@ export class RateLimitedError extends ApiServerError {
 
 /**
  * An error with an HTTP status; handlers throw it to answer with Cilium's Error model (a JSON
- * string holding `message`). Anything else a handler throws answers 500.
+ * string holding `message`), or with `body` when given (e.g. a ValidationError). Anything else a
+ * handler throws answers 500.
  */
 export class HttpError extends Error {
   override readonly name = 'HttpError';
@@ -59,6 +60,7 @@ export class HttpError extends Error {
     readonly status: number,
     message: string,
     readonly headers: Readonly<Record<string, string>> = {},
+    readonly body?: unknown,
   ) {
     super(message);
   }

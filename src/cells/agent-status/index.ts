@@ -1,0 +1,106 @@
+/**
+ * The agent status collector (module `agent-status`): gathers what GET /healthz reports in
+ * Cilium's StatusResponse shape: the agent's state (from the hive's health tree), controllers,
+ * IPAM, the identity range, the datapath and its BPF maps, and the health tree itself.
+ */
+import { readFileSync } from 'node:fs';
+import { module, provide } from '../../hive/cell.js';
+import { ControllerManagerToken, type ControllerManager } from '../../hive/controller/manager.js';
+import { HealthTreeToken, type HealthNode, type HealthTree } from '../../hive/health.js';
+import { token } from '../../hive/token.js';
+import { repoPath } from '../../api/repo-files.js';
+import type { StatusResponse } from '../../api/models.js';
+import { DatapathToken, type Datapath } from '../datapath/types.js';
+import { IdentityAllocatorToken, type IdentityAllocator } from '../identity/types.js';
+import { IPAMToken, type IPAM } from '../ipam/types.js';
+
+/** Collects the agent's status. */
+export interface AgentStatus {
+  /** The StatusResponse; with `brief`, only the agent state (`cilium`). */
+  status(brief?: boolean): Promise<StatusResponse>;
+}
+
+/** Token for the status collector. */
+export const AgentStatusToken = token<AgentStatus>('AgentStatus');
+
+/** The agent's version (package.json), shown in the state message. */
+export function agentVersion(): string {
+  try {
+    return String((JSON.parse(readFileSync(repoPath('package.json'), 'utf8')) as { version?: string }).version ?? 'unknown');
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Paths (`agent/endpoint/endpoint-gc`) of the degraded nodes of a health tree. */
+export function degradedPaths(node: HealthNode, prefix = ''): string[] {
+  const here = prefix ? `${prefix}/${node.name}` : node.name;
+  const below = node.children.flatMap((c) => degradedPaths(c, here));
+  if (below.length) return below;
+  return node.level === 'degraded' ? [`${here}${node.message ? ` (${node.message})` : ''}`] : [];
+}
+
+/** Cilium's agent state from the health tree: Ok, or Warning naming the degraded modules. */
+export function agentState(tree: HealthNode, version: string, datapathMode: string): NonNullable<StatusResponse['cilium']> {
+  const base = `cellium ${version} (datapath ${datapathMode})`;
+  if (tree.level === 'degraded') return { state: 'Warning', msg: `${base}; degraded: ${degradedPaths(tree).join(', ')}` };
+  if (tree.level === 'stopped') return { state: 'Failure', msg: `${base}; stopped` };
+  return { state: 'Ok', msg: base };
+}
+
+/** Copies the health tree into plain objects (no undefined fields). */
+function healthModel(n: HealthNode): NonNullable<StatusResponse['cellium-health']> {
+  return { name: n.name, level: n.level, message: n.message, ...(n.error ? { error: n.error } : {}), updatedAt: n.updatedAt, children: n.children.map(healthModel) };
+}
+
+/** The default collector. */
+export class StatusCollector implements AgentStatus {
+  private readonly version = agentVersion();
+
+  constructor(
+    private readonly health: HealthTree,
+    private readonly controllers: ControllerManager,
+    private readonly ipam: IPAM,
+    private readonly identities: IdentityAllocator,
+    private readonly datapath: Datapath,
+  ) {}
+
+  /** See AgentStatus. */
+  async status(brief = false): Promise<StatusResponse> {
+    const tree = this.health.snapshot();
+    const cilium = agentState(tree, this.version, this.datapath.mode);
+    if (brief) return { cilium };
+    const pools = this.ipam.status();
+    const allocations: Record<string, string> = {};
+    let used = 0;
+    let size = 0;
+    for (const p of pools) {
+      Object.assign(allocations, p.allocated);
+      used += Object.keys(p.allocated).length;
+      size += p.size;
+    }
+    const maps = await this.datapath.maps.list();
+    const range = this.identities.range;
+    return {
+      cilium,
+      'datapath-mode': 'veth',
+      ipam: {
+        allocations,
+        ipv4: pools.filter((p) => p.family === 'ipv4').map((p) => p.cidr),
+        ipv6: pools.filter((p) => p.family === 'ipv6').map((p) => p.cidr),
+        status: `${used}/${size} allocated`,
+      },
+      controllers: this.controllers.statuses().map((c) => ({ ...c, configuration: { ...c.configuration }, status: { ...c.status } })),
+      'identity-range': { 'min-identity': range.minGlobal, 'max-identity': range.maxGlobal },
+      'bpf-maps': { maps: maps.map((m) => ({ name: m.name, size: m.entries.length })) },
+      'cellium-health': healthModel(tree),
+    };
+  }
+}
+
+/** The status collector cell. */
+export const agentStatusCell = module(
+  'agent-status',
+  'Agent status collector',
+  provide(AgentStatusToken, StatusCollector, HealthTreeToken, ControllerManagerToken, IPAMToken, IdentityAllocatorToken, DatapathToken),
+);

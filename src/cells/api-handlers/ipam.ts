@@ -1,0 +1,102 @@
+/**
+ * IPAM API handlers (module `api-ipam`): POST /ipam (next free address of one or every enabled
+ * family, optionally expiring), POST /ipam/{ip}, DELETE /ipam/{ip}. Thin calls into IPAM with
+ * IPAMError codes mapped to statuses (in use 409, no pool 501, exhausted 502).
+ */
+import { isIP } from 'node:net';
+import { module, provideInto } from '../../hive/cell.js';
+import { HttpError } from '../api-server/errors.js';
+import { ApiRoutesToken, created, ok, type ApiRequest, type ApiRouteGroup } from '../api-server/types.js';
+import type { Family, IPAllocation, IPAM, PoolStatus } from '../ipam/types.js';
+import { IPAMToken } from '../ipam/types.js';
+import { badField, mapped, notFound } from './errors.js';
+
+/** How long an expiring allocation (header `expiration: true`) waits for an endpoint to confirm it. */
+export const IPAM_EXPIRATION_MS = 10 * 60_000;
+
+/** The owner of addresses allocated through the API without an `owner` (Cilium allows none). */
+export const DEFAULT_OWNER = 'api';
+
+/** The only pool name (one pool per family). */
+export const DEFAULT_POOL = 'default';
+
+/** Cilium's NodeAddressing from the pools. */
+export function hostAddressing(pools: readonly PoolStatus[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const family of ['ipv4', 'ipv6'] as const) {
+    const p = pools.find((x) => x.family === family);
+    out[family] = p ? { enabled: true, ip: p.gateway, 'alloc-range': p.cidr, 'address-type': 'pool' } : { enabled: false };
+  }
+  return out;
+}
+
+function checkPool(req: ApiRequest): void {
+  const pool = req.query.pool;
+  if (pool !== undefined && pool !== '' && pool !== DEFAULT_POOL) throw badField('/query/pool', `unknown IPAM pool "${String(pool)}"`, DEFAULT_POOL);
+}
+
+function addressResponse(a: IPAllocation): Record<string, unknown> {
+  return { ip: a.ip, gateway: a.gateway, cidrs: [a.cidr], ...(a.expirationUUID ? { 'expiration-uuid': a.expirationUUID } : {}) };
+}
+
+/** The IPAM route group. */
+export function ipamRoutes(ipam: IPAM): ApiRouteGroup {
+  return {
+    name: 'ipam',
+    routes: [
+      {
+        operationId: 'PostIpam',
+        handle: (req) =>
+          mapped([400, 502], () => {
+            checkPool(req);
+            const pools = ipam.status();
+            const family = req.query.family as Family | undefined;
+            const families = family ? [family] : pools.map((p) => p.family);
+            if (family && !pools.some((p) => p.family === family)) throw new HttpError(502, `no ${family} pool is configured: set --${family}-range`);
+            const owner = String(req.query.owner || DEFAULT_OWNER);
+            const opts = req.headers.expiration === true ? { expirationMs: IPAM_EXPIRATION_MS } : {};
+            const got: IPAllocation[] = [];
+            try {
+              for (const f of families) got.push(ipam.allocateNext(f, owner, opts));
+            } catch (err) {
+              for (const a of got) ipam.release(a.ip);
+              throw err;
+            }
+            const address: Record<string, string> = {};
+            const body: Record<string, unknown> = { address, 'host-addressing': hostAddressing(pools) };
+            for (const a of got) {
+              address[a.family] = a.ip;
+              address[`${a.family}-pool-name`] = DEFAULT_POOL;
+              if (a.expirationUUID) address[`${a.family}-expiration-uuid`] = a.expirationUUID;
+              body[a.family] = addressResponse(a);
+            }
+            return created(body);
+          }),
+      },
+      {
+        operationId: 'PostIpamIP',
+        handle: (req) =>
+          mapped([400, 409, 500, 501], () => {
+            checkPool(req);
+            ipam.allocateIP(String(req.path.ip), String(req.query.owner || DEFAULT_OWNER));
+            return ok();
+          }),
+      },
+      {
+        operationId: 'DeleteIpamIP',
+        handle: (req) =>
+          mapped([400, 404, 500, 501], () => {
+            checkPool(req);
+            const ip = String(req.path.ip);
+            const family = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
+            if (!ipam.status().some((p) => p.family === family)) throw new HttpError(501, `no ${family} pool is configured: set --${family}-range`);
+            if (!ipam.release(ip)) throw notFound(`${ip} is not allocated`);
+            return ok();
+          }),
+      },
+    ],
+  };
+}
+
+/** The IPAM API handler cell. */
+export const ipamHandlersCell = module('api-ipam', 'IPAM API handlers', provideInto(ApiRoutesToken, ipamRoutes, IPAMToken));
