@@ -71,9 +71,10 @@ export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
 export function describeError(err: unknown): { message: string; code: number } {
   if (err instanceof AgentUnreachableError) return { message: err.message, code: EXIT.failure };
   if (err instanceof ApiError) {
-    const field = err.field ? ` (field ${err.field}${err.expected ? `, expected ${err.expected}` : ''})` : '';
+    const expected = err.expected && !err.message.includes(err.expected) ? err.expected : undefined;
+    const detail = [err.field && !err.message.includes(err.field) ? `field ${err.field}` : '', expected ? `expected ${expected}` : ''].filter(Boolean);
     const retry = err.retryAfter !== undefined ? `; retry after ${err.retryAfter}s` : '';
-    const message = err.field && err.message.startsWith(err.field) ? `${err.message}${err.expected ? ` (expected ${err.expected})` : ''}` : `${err.message}${field}`;
+    const message = `${err.message}${detail.length ? ` (${detail.join(', ')})` : ''}`;
     return { message: `${message}${retry} [HTTP ${err.status}]`, code: EXIT.failure };
   }
   if (err instanceof UsageError) return { message: err.message, code: EXIT.usage };

@@ -2,6 +2,8 @@
 import t from 'tap';
 import { collect, parseKeyValues, parsePortProtocol, parseSeconds, parseTraceSubject } from '../../src/cli/args.js';
 import { UsageError } from '../../src/cli/errors.js';
+import { describeError } from '../../src/cli/context.js';
+import { ApiError } from '../../src/api/errors.js';
 import { json, keyValues, table } from '../../src/cli/output.js';
 
 t.test('table: aligned columns, multi-line cells, empty cells, no trailing spaces', async (t) => {
@@ -41,4 +43,16 @@ t.test('KEY=VALUE settings, trace subjects, durations, collect', async (t) => {
   t.equal(parseSeconds('500ms'), 0.5);
   t.throws(() => parseSeconds('soon'), UsageError);
   t.same(collect('b', collect('a')), ['a', 'b']);
+});
+
+t.test('error messages: field and expected added only when the message lacks them', async (t) => {
+  t.same(describeError(new ApiError(400, 'invalid value', '/body/x', 'integer')), { message: 'invalid value (field /body/x, expected integer) [HTTP 400]', code: 1 });
+  t.same(describeError(new ApiError(400, '/body/x must be integer', '/body/x', 'integer')), { message: '/body/x must be integer [HTTP 400]', code: 1 });
+  t.same(describeError(new ApiError(400, '/body/ip must match format "ipv4"', '/body/ip', 'string in format ipv4')), {
+    message: '/body/ip must match format "ipv4" (expected string in format ipv4) [HTTP 400]',
+    code: 1,
+  });
+  t.same(describeError(new ApiError(429, 'slow down', undefined, undefined, 5)), { message: 'slow down; retry after 5s [HTTP 429]', code: 1 });
+  t.same(describeError(new UsageError('bad')), { message: 'bad', code: 2 });
+  t.same(describeError('weird'), { message: 'weird', code: 1 });
 });
