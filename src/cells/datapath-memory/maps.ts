@@ -1,17 +1,14 @@
 /**
  * The in-memory datapath maps: the endpoints map (`cellium_lxc`, IP -> local endpoint), the
  * ipcache (`cellium_ipcache`, CIDR -> identity, longest-prefix match) and one policy map per
- * endpoint (`cellium_policy_NNNNN`). Writes are applied at once, so flush never fails.
+ * endpoint (`cellium_policy_NNNNN`), an LPM table with the kernel map's keys (policy-lpm.ts).
+ * Writes apply at once; a policy the map cannot hold (policy-lpm refuses it) keeps the old one and
+ * is reported by the next flush, as the BPF reconciler reports a failed write.
  */
 import { canonicalAddr, formatCidr, parseAddr, parseCidr, prefixMask, type Addr, type Cidr } from '../ipam/addr.js';
 import { IPCACHE_MAP, LXC_MAP, endpointOfPolicyMap, policyMapName } from '../datapath/map-names.js';
+import { PolicyLpm, expandPolicy, policyKeyId, type PolicyLpmEntry } from '../datapath/policy-lpm.js';
 import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, PolicyEntry, ReconcileStatus } from '../datapath/types.js';
-
-/** Renders a policy entry as a map key (`identity=…,dir=…,proto=…,port=…[-end]`). */
-export function policyKeyText(e: PolicyEntry): string {
-  const port = e.endPort !== undefined && e.endPort !== e.port ? `${e.port}-${e.endPort}` : String(e.port);
-  return `identity=${e.identity},dir=${e.direction},proto=${e.protocol},port=${port}`;
-}
 
 /** IPCache contents of one family, by prefix length then network. */
 class LpmTable {
@@ -52,7 +49,9 @@ export class MemoryMaps implements DatapathMaps {
   private readonly lxcByEndpoint = new Map<number, string[]>();
   private readonly ipcache = new Map<string, IPCacheEntry>();
   private readonly lpm = { ipv4: new LpmTable(), ipv6: new LpmTable() };
-  private readonly policy = new Map<number, readonly PolicyEntry[]>();
+  private readonly policy = new Map<number, { readonly entries: readonly PolicyEntry[]; readonly lpm: PolicyLpm; readonly keys: readonly PolicyLpmEntry[] }>();
+  private failures: string[] = [];
+  private readonly policyErrors = new Map<number, string>();
   private updatedAt = new Date().toISOString();
   /** How many map writes (entries added, changed or removed) were made. */
   writes = 0;
@@ -98,22 +97,33 @@ export class MemoryMaps implements DatapathMaps {
 
   /** See DatapathMaps. */
   setPolicy(endpointId: number, entries: readonly PolicyEntry[]): void {
-    const old = new Set((this.policy.get(endpointId) ?? []).map(policyKeyText));
-    const next = entries.map((e) => ({ ...e }));
-    this.policy.set(endpointId, next);
-    this.touch(next.filter((e) => !old.delete(policyKeyText(e))).length + old.size);
+    let keys: PolicyLpmEntry[];
+    try {
+      keys = expandPolicy(entries);
+    } catch (err) {
+      this.failures.push(`${policyMapName(endpointId)}: ${(err as Error).message}`);
+      this.policyErrors.set(endpointId, (err as Error).message);
+      return;
+    }
+    this.policyErrors.delete(endpointId);
+    const old = new Set((this.policy.get(endpointId)?.keys ?? []).map((k) => `${policyKeyId(k.key)}=${k.deny}`));
+    this.policy.set(endpointId, { entries: entries.map((e) => ({ ...e })), lpm: new PolicyLpm(keys), keys });
+    this.touch(keys.filter((k) => !old.delete(`${policyKeyId(k.key)}=${k.deny}`)).length + old.size);
   }
 
   /** See DatapathMaps. */
   deletePolicy(endpointId: number): void {
     const had = this.policy.get(endpointId);
     this.policy.delete(endpointId);
-    if (had) this.touch(had.length);
+    this.policyErrors.delete(endpointId);
+    if (had) this.touch(had.keys.length);
   }
 
-  /** See DatapathMaps: in memory everything is written already. */
+  /** See DatapathMaps: writes are applied already; returns (and forgets) the policies that could not be written. */
   async flush(): Promise<readonly string[]> {
-    return [];
+    const f = this.failures;
+    this.failures = [];
+    return f;
   }
 
   /** The local endpoint owning an IP. */
@@ -128,9 +138,14 @@ export class MemoryMaps implements DatapathMaps {
     return a && this.lpm[a.family].lookup(a, a.family === 'ipv4' ? 32 : 128);
   }
 
-  /** The policy map state of an endpoint (undefined when it has no policy map). */
+  /** The policy map state of an endpoint as given to setPolicy (undefined when it has no policy map). */
   policyOf(endpointId: number): readonly PolicyEntry[] | undefined {
-    return this.policy.get(endpointId);
+    return this.policy.get(endpointId)?.entries;
+  }
+
+  /** The LPM table of an endpoint's policy map (what the verdict looks up). */
+  policyTable(endpointId: number): PolicyLpm | undefined {
+    return this.policy.get(endpointId)?.lpm;
   }
 
   /** See DatapathMaps. */
@@ -154,8 +169,9 @@ export class MemoryMaps implements DatapathMaps {
     }
     const id = endpointOfPolicyMap(name);
     const pol = id === undefined ? undefined : this.policy.get(id);
-    if (!pol) return undefined;
-    return { name, status, entries: pol.map((e) => ({ key: policyKeyText(e), value: e.deny ? 'deny' : 'allow' })) };
+    if (!pol || id === undefined) return undefined;
+    const err = this.policyErrors.get(id);
+    return { name, status: err ? { state: 'error', message: err, updatedAt: this.updatedAt } : status, entries: pol.keys.map((e) => ({ key: policyKeyId(e.key), value: e.deny ? 'deny' : 'allow' })) };
   }
 
   private touch(n: number): void {
