@@ -412,8 +412,10 @@ export interface paths {
         /**
          * Runs a CNI command forwarded by the cellium-cni shim.
          * @description The shim (cni-shim/) posts one request per CNI invocation. 200 carries the exact text the
-         *     shim prints on stdout and the shim's exit code in `X-Cellium-Cni-Exit-Code`; 503 means the
-         *     agent is not ready yet (the shim then queues a DEL). See docs/cni.md.
+         *     shim prints on stdout and the shim's exit code in `X-Cellium-Cni-Exit-Code`; a failed CNI
+         *     command is still a 200 (with a CNI error result and a non-zero exit code). Any other
+         *     status makes the shim print CNI error 11 (try again later); 503 means the agent is not
+         *     ready yet (the shim then queues a DEL). See docs/cni.md and src/cni/protocol.ts.
          */
         post: operations["PostCelliumCni"];
         delete?: never;
@@ -914,11 +916,17 @@ export interface components {
         CniRequest: {
             /** @enum {string} */
             command: "ADD" | "DEL" | "CHECK" | "STATUS" | "GC";
+            /** @description CNI_CONTAINERID */
             containerId: string;
+            /** @description CNI_NETNS */
             netns: string;
+            /** @description CNI_IFNAME */
             ifName: string;
+            /** @description CNI_ARGS (K=V;K=V) */
             args: string;
+            /** @description CNI_PATH */
             path: string;
+            /** @description The network configuration JSON text. */
             stdin: string;
         };
         /** @description The verdict of one direction of a trace and the rules (by labels) that decided it. */
@@ -1853,7 +1861,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": string;
+                    "application/json": unknown;
                 };
             };
             400: components["responses"]["BadRequest"];

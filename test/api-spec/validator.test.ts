@@ -97,6 +97,10 @@ t.test('responses: undeclared status, unexpected or invalid body, required heade
   t.match(v.response('GetEndpointID', 200, { id: 1, status: { state: 'sleeping' } }), [{ field: '/body/status/state' }]);
   t.match(v.response('PutEndpointID', 429, 'rate limited', {}), [{ field: '/header/retry-after' }]);
   t.same(v.response('PutEndpointID', 429, 'rate limited', { 'Retry-After': '2' }), []);
+  const cniResult = { cniVersion: '1.0.0', interfaces: [{ name: 'eth0' }], ips: [{ address: '10.200.0.12/16', gateway: '10.200.0.1', interface: 0 }] };
+  t.same(v.response('PostCelliumCni', 200, cniResult, { 'X-Cellium-Cni-Exit-Code': '0' }), [], 'CNI result');
+  t.same(v.response('PostCelliumCni', 200, undefined, { 'X-Cellium-Cni-Exit-Code': '0' }), [], 'empty DEL answer');
+  t.match(v.response('PostCelliumCni', 200, cniResult, {}), [{ field: '/header/x-cellium-cni-exit-code' }]);
   t.same(v.model('EndpointState', 'ready'), []);
   t.match(v.model('EndpointState', 'asleep'), [{ field: '' }]);
 });
