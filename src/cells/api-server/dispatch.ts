@@ -11,18 +11,7 @@ import type { Logger } from '../../hive/logger.js';
 import { validationErrorBody, type FieldError, type SpecValidator } from '../../api/spec.js';
 import { HttpError, RateLimitedError, RouteConflictError } from './errors.js';
 import type { ApiLimiterSet } from './ratelimit/set.js';
-import type { ApiRequest, ApiRoute, ApiRouteGroup } from './types.js';
-
-/** One answered request, for the API metrics. */
-export interface RequestRecord {
-  /** The operationId, or `-` when the path matched none. */
-  readonly operationId: string;
-  readonly method: string;
-  /** The path template (`/v1/endpoint/{id}`), or `-`. */
-  readonly path: string;
-  readonly status: number;
-  readonly seconds: number;
-}
+import type { ApiRequest, ApiRoute, ApiRouteGroup, RequestRecord } from './types.js';
 
 /** What the pipeline needs. */
 export interface DispatchOptions {

@@ -19,8 +19,7 @@ export { ApiServerConfigToken, apiServerConfigSchema, parseListenAddress, type A
 export { ApiLimiterSetToken, ApiLimiters, type ApiLimiterSet } from './ratelimit/set.js';
 export { ApiLimiter, type LimiterReport, type LimitedRequest } from './ratelimit/limiter.js';
 export { ApiLimiterName, DEFAULT_LIMITS, parseApiRateLimit, resolveLimits, parseRate, mergeLimiterConfig, type LimiterParams } from './ratelimit/params.js';
-export { ApiServerImpl } from './server.js';
-export type { RequestRecord } from './dispatch.js';
+export { ApiServerImpl, listen } from './server.js';
 
 /** The rate limiter cell: provides ApiLimiterSetToken from --api-rate-limit and --enable-api-rate-limit. */
 export const apiRateLimiterCell = module(

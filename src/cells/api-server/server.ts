@@ -9,10 +9,10 @@ import type { Lifecycle } from '../../hive/lifecycle.js';
 import type { Logger } from '../../hive/logger.js';
 import { createSpecValidator, type SpecValidator } from '../../api/spec.js';
 import { parseListenAddress, type ApiServerConfig } from './config.js';
-import { createDispatcher, type Dispatcher, type RequestRecord } from './dispatch.js';
+import { createDispatcher, type Dispatcher } from './dispatch.js';
 import type { ApiLimiterSet } from './ratelimit/set.js';
 import { prepareSocket, removeSocket, restrictSocket } from './socket.js';
-import type { ApiRouteGroup, ApiServer } from './types.js';
+import type { ApiRouteGroup, ApiServer, RequestRecord } from './types.js';
 
 /** The spec validator is compiled once per process and shared by every server. */
 let sharedValidator: SpecValidator | undefined;
@@ -50,7 +50,7 @@ export class ApiServerImpl implements ApiServer {
     return [...this.dispatcher.served];
   }
 
-  /** Every answered request (for the API metrics). */
+  /** See ApiServer. */
   get requests$(): Observable<RequestRecord> {
     return this.dispatcher.requests$;
   }
@@ -96,7 +96,8 @@ export class ApiServerImpl implements ApiServer {
   }
 }
 
-function listen(server: Server, where: { path: string } | { host?: string; port: number }): Promise<void> {
+/** Starts `server` listening on a unix socket path or a TCP host/port; rejects on a listen error. */
+export function listen(server: Server, where: { path: string } | { host?: string; port: number }): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error): void => reject(err);
     server.once('error', onError);

@@ -4,6 +4,7 @@
  * request already validated against the spec and returns a status and a body.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Observable } from 'rxjs';
 import { groupToken, token } from '../../hive/token.js';
 
 /** A request that passed validation: parameters coerced to their schema types. */
@@ -60,6 +61,19 @@ export interface ApiServer {
   tcpAddress(): string | undefined;
   /** operationIds that have a handler, sorted. */
   served(): string[];
+  /** Every answered request (feeds cellium_agent_api_process_time_seconds). */
+  readonly requests$: Observable<RequestRecord>;
+}
+
+/** One answered request. */
+export interface RequestRecord {
+  /** The operationId, or `-` when the path matched none. */
+  readonly operationId: string;
+  readonly method: string;
+  /** The path template (`/v1/endpoint/{id}`), or `-`. */
+  readonly path: string;
+  readonly status: number;
+  readonly seconds: number;
 }
 
 /** Token for the API server. */

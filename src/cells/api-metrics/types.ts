@@ -1,0 +1,32 @@
+/** What the metrics cell offers other cells, and the optional regeneration feed it subscribes to. */
+import type { Observable } from 'rxjs';
+import type { Registry } from 'prom-client';
+import { groupToken, token } from '../../hive/token.js';
+
+/** The agent's Prometheus registry; cells may register metrics of their own (prefix `cellium_`). */
+export const MetricsRegistryToken = token<Registry>('MetricsRegistry');
+
+/** One finished endpoint regeneration. */
+export interface RegenerationEvent {
+  readonly endpointId: number;
+  readonly outcome: 'success' | 'fail';
+  readonly seconds: number;
+}
+
+/**
+ * Value group of regeneration streams feeding cellium_endpoint_regenerations_total and
+ * cellium_endpoint_regeneration_time_stats_seconds: the endpoint cell contributes its stream with
+ * `provideInto(RegenerationEventsToken, (m) => m.regenerations$, ...)`. Empty is fine.
+ */
+export const RegenerationEventsToken = groupToken<Observable<RegenerationEvent>>('RegenerationEvents');
+
+/** Where /metrics is served, once started. */
+export interface MetricsServer {
+  /** `host:port`, or undefined when --prometheus-serve-addr is empty. */
+  address(): string | undefined;
+  /** The metrics in Prometheus text format. */
+  scrape(): Promise<string>;
+}
+
+/** Token for the metrics server. */
+export const MetricsServerToken = token<MetricsServer>('MetricsServer');
