@@ -1,0 +1,221 @@
+/**
+ * A BPF map by file descriptor, with keys and values as Buffers: create, open pinned, pin,
+ * unpin, lookup, update (with flags), delete, key iteration and the batch commands. Sizes are
+ * checked here (the addon trusts them). Per-CPU maps take and return values of
+ * roundUp(valueSize, 8) * possible CPUs bytes.
+ */
+import { rmSync } from 'node:fs';
+import { bpfError, sys } from './errors.js';
+import { loadAddon, type BpfAddon, type RawMapInfo } from './native.js';
+
+/** BPF map types used by Cellium (linux/bpf.h enum bpf_map_type). */
+export const MapType = {
+  HASH: 1, ARRAY: 2, PERCPU_HASH: 5, PERCPU_ARRAY: 6, LPM_TRIE: 11, RINGBUF: 27,
+} as const;
+
+/** Map creation flags. */
+export const MapFlags = { NO_PREALLOC: 1 } as const;
+
+/** Update flags (BPF_ANY, BPF_NOEXIST, BPF_EXIST). */
+export const UpdateFlags = { ANY: 0, NOEXIST: 1, EXIST: 2 } as const;
+
+/** What a map is made of (a C map definition). */
+export interface MapSpec {
+  readonly name: string;
+  readonly type: number;
+  readonly keySize: number;
+  readonly valueSize: number;
+  readonly maxEntries: number;
+  readonly flags?: number;
+}
+
+const PERCPU = new Set<number>([MapType.PERCPU_HASH, MapType.PERCPU_ARRAY]);
+
+/** A map open in this process. close() releases the fd (pinned maps live on). */
+export class BpfMap {
+  /** Bytes of a value as lookup/update take it (per-CPU maps: one slot per possible CPU). */
+  readonly valueBytes: number;
+  private closed = false;
+
+  private constructor(
+    private readonly addon: BpfAddon,
+    /** The map's file descriptor. */
+    readonly fd: number,
+    /** Kernel info: type, id, sizes, flags, name. */
+    readonly info: RawMapInfo,
+  ) {
+    this.valueBytes = PERCPU.has(info.type) ? Math.ceil(info.valueSize / 8) * 8 * addon.numPossibleCpus() : info.valueSize;
+  }
+
+  /** Creates a map (not pinned). */
+  static create(spec: MapSpec): BpfMap {
+    const a = loadAddon();
+    const fd = sys(() => a.mapCreate(spec.type, spec.name, spec.keySize, spec.valueSize, spec.maxEntries, spec.flags ?? 0));
+    return BpfMap.fromFd(fd);
+  }
+
+  /** Opens the map pinned at `path`. */
+  static openPinned(path: string): BpfMap {
+    const a = loadAddon();
+    return BpfMap.fromFd(sys(() => a.objGet(path)));
+  }
+
+  /** Opens the map pinned at `path` when its layout equals `spec`; otherwise (or when absent) creates and pins a new one there. */
+  static openOrCreate(path: string, spec: MapSpec): BpfMap {
+    let m: BpfMap | undefined;
+    try {
+      m = BpfMap.openPinned(path);
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'ENOENT') throw err;
+    }
+    if (m && m.matches(spec)) return m;
+    m?.close();
+    rmSync(path, { force: true });
+    const created = BpfMap.create(spec);
+    try {
+      created.pin(path);
+    } catch (err) {
+      created.close();
+      throw err;
+    }
+    return created;
+  }
+
+  /** Wraps an fd this process owns (close() will close it). */
+  static fromFd(fd: number): BpfMap {
+    const a = loadAddon();
+    try {
+      return new BpfMap(a, fd, sys(() => a.mapInfo(fd)));
+    } catch (err) {
+      a.close(fd);
+      throw err;
+    }
+  }
+
+  /** Whether the map has exactly this layout (type, sizes, max entries, flags). */
+  matches(spec: MapSpec): boolean {
+    const i = this.info;
+    return i.type === spec.type && i.keySize === spec.keySize && i.valueSize === spec.valueSize && i.maxEntries === spec.maxEntries && i.flags === (spec.flags ?? 0);
+  }
+
+  /** Pins the map at `path` (on a bpffs). */
+  pin(path: string): void {
+    sys(() => this.addon.objPin(this.fd, path));
+  }
+
+  /** Removes the pin at `path` (the map lives while other holders remain); false when nothing was there. */
+  static unpin(path: string): boolean {
+    try {
+      rmSync(path);
+      return true;
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
+  private key(k: Buffer): Buffer {
+    if (k.length !== this.info.keySize) throw bpfError('bpf_map_key', 22, '', `key of ${k.length} bytes for a map with ${this.info.keySize}-byte keys`);
+    return k;
+  }
+
+  private value(v: Buffer): Buffer {
+    if (v.length !== this.valueBytes) throw bpfError('bpf_map_value', 22, '', `value of ${v.length} bytes for a map with ${this.valueBytes}-byte values`);
+    return v;
+  }
+
+  /** Looks a key up into `out` (a new Buffer by default): the value, or undefined when absent. */
+  lookup(key: Buffer, out: Buffer = Buffer.allocUnsafe(this.valueBytes)): Buffer | undefined {
+    return sys(() => this.addon.mapLookup(this.fd, this.key(key), this.value(out))) ? out : undefined;
+  }
+
+  /** Writes an entry; flags: UpdateFlags. */
+  update(key: Buffer, value: Buffer, flags: number = UpdateFlags.ANY): void {
+    sys(() => this.addon.mapUpdate(this.fd, this.key(key), this.value(value), flags));
+  }
+
+  /** Deletes an entry; false when it was absent. */
+  delete(key: Buffer): boolean {
+    return sys(() => this.addon.mapDelete(this.fd, this.key(key)));
+  }
+
+  /** Iterates the keys (BPF_MAP_GET_NEXT_KEY); each yielded Buffer is a fresh copy. */
+  *keys(): Generator<Buffer> {
+    let prev: Buffer | null = null;
+    for (;;) {
+      const next = Buffer.alloc(this.info.keySize);
+      if (!sys(() => this.addon.mapNextKey(this.fd, prev, next))) return;
+      yield next;
+      prev = next;
+    }
+  }
+
+  /**
+   * Reads every entry with BPF_MAP_LOOKUP_BATCH, `chunk` entries per call: keys and values
+   * concatenated. Maps without batch support fall back to keys() + lookup().
+   */
+  lookupAll(chunk = 4096): { count: number; keys: Buffer; values: Buffer } {
+    const ks = this.info.keySize;
+    const vs = this.valueBytes;
+    const keyParts: Buffer[] = [];
+    const valueParts: Buffer[] = [];
+    let total = 0;
+    let inBatch: Buffer | null = null;
+    const outBatch = Buffer.alloc(Math.max(ks, 8));
+    try {
+      for (;;) {
+        const keys = Buffer.alloc(ks * chunk);
+        const values = Buffer.alloc(vs * chunk);
+        const [n, more] = sys(() => this.addon.mapLookupBatch(this.fd, inBatch, outBatch, keys, values, chunk));
+        keyParts.push(keys.subarray(0, n * ks));
+        valueParts.push(values.subarray(0, n * vs));
+        total += n;
+        if (!more) break;
+        inBatch = Buffer.from(outBatch);
+      }
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code !== 'EINVAL' && code !== 'ENOTSUPP' && code !== 'EOPNOTSUPP') throw err;
+      return this.lookupAllByKey();
+    }
+    return { count: total, keys: Buffer.concat(keyParts), values: Buffer.concat(valueParts) };
+  }
+
+  private lookupAllByKey(): { count: number; keys: Buffer; values: Buffer } {
+    const keyParts: Buffer[] = [];
+    const valueParts: Buffer[] = [];
+    for (const k of this.keys()) {
+      const v = this.lookup(k);
+      if (!v) continue;
+      keyParts.push(k);
+      valueParts.push(v);
+    }
+    return { count: keyParts.length, keys: Buffer.concat(keyParts), values: Buffer.concat(valueParts) };
+  }
+
+  /** Writes `count` entries from concatenated keys and values in one BPF_MAP_UPDATE_BATCH; returns the count written. */
+  updateBatch(keys: Buffer, values: Buffer, count: number, flags: number = UpdateFlags.ANY): number {
+    if (count === 0) return 0;
+    this.checkBatch(keys, this.info.keySize, count, 'keys');
+    this.checkBatch(values, this.valueBytes, count, 'values');
+    return sys(() => this.addon.mapUpdateBatch(this.fd, keys, values, count, flags));
+  }
+
+  /** Deletes `count` concatenated keys in one BPF_MAP_DELETE_BATCH (fails with ENOENT at the first absent key); returns the count deleted. */
+  deleteBatch(keys: Buffer, count: number): number {
+    if (count === 0) return 0;
+    this.checkBatch(keys, this.info.keySize, count, 'keys');
+    return sys(() => this.addon.mapDeleteBatch(this.fd, keys, count));
+  }
+
+  private checkBatch(buf: Buffer, size: number, count: number, what: string): void {
+    if (buf.length < size * count) throw bpfError('bpf_map_batch', 22, '', `${what}: ${buf.length} bytes for ${count} entries of ${size}`);
+  }
+
+  /** Closes the fd (idempotent). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.addon.close(this.fd);
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * The datapath maps as typed maps, opened (or created with the program's exact layout) at their
+ * pins under the BPF root: cellium_ipcache, cellium_lxc, cellium_policy_<id>, cellium_metrics.
+ * Plus the policy sync that writes only the difference, and the drop counters.
+ */
+import { join } from 'node:path';
+import { IPCACHE_MAP, LXC_MAP, policyMapName } from '../cells/datapath/map-names.js';
+import { expandPolicy, policyKeyId, type PolicyKey } from '../cells/datapath/policy-lpm.js';
+import type { PolicyEntry } from '../cells/datapath/types.js';
+import { BpfMap } from './bpf-map.js';
+import {
+  DROP_REASONS, IPCACHE_MAP_SPEC, LXC_MAP_SPEC, METRICS_MAP, METRICS_MAP_SPEC, POLICY_MAP_SPEC, ipcacheKeyCodec, ipcacheValueCodec,
+  lxcKeyCodec, lxcValueCodec, policyKeyCodec, policyValueCodec, type IPCacheValue, type LxcValue,
+} from './layout.js';
+import { TypedMap } from './typed-map.js';
+
+/** The ipcache: CIDR -> {identity, flags}. */
+export type IPCacheMap = TypedMap<string, IPCacheValue>;
+/** The endpoints map: IP -> local endpoint. */
+export type LxcMap = TypedMap<string, LxcValue>;
+/** An endpoint's policy map: LPM key -> deny flag. */
+export type PolicyMap = TypedMap<PolicyKey, boolean>;
+
+/** Path of an endpoint's policy map pin. */
+export function policyMapPath(bpfRoot: string, endpointId: number): string {
+  return join(bpfRoot, policyMapName(endpointId));
+}
+
+/** Opens (or creates and pins) cellium_ipcache under the BPF root. */
+export function openIPCacheMap(bpfRoot: string): IPCacheMap {
+  return new TypedMap(BpfMap.openOrCreate(join(bpfRoot, IPCACHE_MAP), IPCACHE_MAP_SPEC), ipcacheKeyCodec, ipcacheValueCodec);
+}
+
+/** Opens (or creates and pins) cellium_lxc under the BPF root. */
+export function openLxcMap(bpfRoot: string): LxcMap {
+  return new TypedMap(BpfMap.openOrCreate(join(bpfRoot, LXC_MAP), LXC_MAP_SPEC), lxcKeyCodec, lxcValueCodec);
+}
+
+/** Opens (or creates and pins) an endpoint's policy map. */
+export function openPolicyMap(bpfRoot: string, endpointId: number): PolicyMap {
+  const spec = { ...POLICY_MAP_SPEC, name: policyMapName(endpointId) };
+  return new TypedMap(BpfMap.openOrCreate(policyMapPath(bpfRoot, endpointId), spec), policyKeyCodec, policyValueCodec);
+}
+
+/** Removes an endpoint's policy map pin; false when there was none. */
+export function removePolicyMap(bpfRoot: string, endpointId: number): boolean {
+  return BpfMap.unpin(policyMapPath(bpfRoot, endpointId));
+}
+
+/** What a policy sync wrote. */
+export interface PolicySyncResult {
+  readonly written: number;
+  readonly deleted: number;
+  readonly unchanged: number;
+}
+
+/**
+ * Makes the policy map hold exactly the expansion of `entries`: reads the current keys (one batch
+ * lookup), writes new and changed entries in one batch, then deletes stale keys in one batch.
+ * Writes come before deletes, so no packet sees a state with less than both old and new allow.
+ */
+export function syncPolicyMap(map: PolicyMap, entries: readonly PolicyEntry[]): PolicySyncResult {
+  const want = expandPolicy(entries);
+  const have = new Map<string, [PolicyKey, boolean]>();
+  for (const [k, deny] of map.entries()) have.set(policyKeyId(k), [k, deny]);
+  const writes: [PolicyKey, boolean][] = [];
+  let unchanged = 0;
+  for (const e of want) {
+    const id = policyKeyId(e.key);
+    const cur = have.get(id);
+    have.delete(id);
+    if (cur && cur[1] === e.deny) unchanged++;
+    else writes.push([e.key, e.deny]);
+  }
+  const stale = [...have.values()].map(([k]) => k);
+  if (writes.length) map.setMany(writes);
+  if (stale.length) map.deleteMany(stale);
+  return { written: writes.length, deleted: stale.length, unchanged };
+}
+
+/** Drop counters by reason name, summed over CPUs, from cellium_metrics under the BPF root. */
+export function readDropCounters(bpfRoot: string): Record<string, { packets: number; bytes: number }> {
+  const m = BpfMap.openOrCreate(join(bpfRoot, METRICS_MAP), METRICS_MAP_SPEC);
+  try {
+    const out: Record<string, { packets: number; bytes: number }> = {};
+    const key = Buffer.alloc(4);
+    const value = Buffer.alloc(m.valueBytes);
+    for (const [idx, name] of Object.entries(DROP_REASONS)) {
+      key.writeUInt32LE(Number(idx));
+      let packets = 0n;
+      let bytes = 0n;
+      if (m.lookup(key, value)) {
+        for (let o = 0; o < value.length; o += 16) {
+          packets += value.readBigUInt64LE(o);
+          bytes += value.readBigUInt64LE(o + 8);
+        }
+      }
+      out[name] = { packets: Number(packets), bytes: Number(bytes) };
+    }
+    return out;
+  } finally {
+    m.close();
+  }
+}

@@ -1,0 +1,20 @@
+/**
+ * The BPF layer over bpf-loader-native: availability, errors, raw and typed maps, BPF objects,
+ * tc/tcx attachment, bpffs, the datapath maps and the per-endpoint program bpf_lxc.
+ */
+export { bpfAvailable, addonPath, objectPath, type BpfAvailability } from './native.js';
+export { BpfError, errnoName, hintFor } from './errors.js';
+export { BpfMap, MapType, MapFlags, UpdateFlags, type MapSpec } from './bpf-map.js';
+export { TypedMap, type Codec } from './typed-map.js';
+export * from './layout.js';
+export { BpfObject, type OpenOptions } from './object.js';
+export { attachTc, detachTc, attachedPrograms, closeFd, type TcHook, type AttachMode, type TcTarget, type TcAttachment } from './attach.js';
+export { ensureBpffs, isBpffs, DEFAULT_BPF_ROOT, BPFFS_MOUNT } from './bpffs.js';
+export {
+  openIPCacheMap, openLxcMap, openPolicyMap, removePolicyMap, policyMapPath, syncPolicyMap, readDropCounters,
+  type IPCacheMap, type LxcMap, type PolicyMap, type PolicySyncResult,
+} from './cellium-maps.js';
+export {
+  LXC_PROGRAMS, lxcConstants, lxcLinkPath, loadEndpointProgram, unloadEndpointProgram, endpointPrograms, pinnedEndpoints,
+  type LxcLoadOptions, type LxcLoadResult, type LxcUnloadOptions,
+} from './lxc.js';

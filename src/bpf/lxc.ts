@@ -1,0 +1,139 @@
+/**
+ * The per-endpoint program bpf_lxc: its .rodata constants from an EndpointDatapathConfig, and
+ * load + attach (or atomic replace) of both programs on the endpoint's host-side veth:
+ * from_container at tc ingress, to_container at tc egress. Shared maps come from the BPF root;
+ * the object's cellium_policy is bound to the endpoint's pinned cellium_policy_<id>.
+ */
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAddr } from '../cells/ipam/addr.js';
+import type { EndpointDatapathConfig } from '../cells/datapath/types.js';
+import { attachTc, attachedPrograms, detachTc, type AttachMode, type TcAttachment, type TcHook } from './attach.js';
+import { policyMapPath, removePolicyMap } from './cellium-maps.js';
+import { hostOrder, macBytes, OBJECT_POLICY_MAP, writeAddr } from './layout.js';
+import { objectPath } from './native.js';
+import { BpfObject } from './object.js';
+
+/** The two programs of bpf_lxc and the tc hook of the host-side veth each goes to. */
+export const LXC_PROGRAMS: Readonly<Record<'from_container' | 'to_container', TcHook>> = {
+  from_container: 'ingress',
+  to_container: 'egress',
+};
+
+/** The .rodata constants of bpf_lxc for an endpoint, by variable name. */
+export function lxcConstants(cfg: EndpointDatapathConfig): Record<string, Buffer> {
+  const u16 = Buffer.alloc(2);
+  hostOrder.u16.write(u16, cfg.id, 0);
+  const u32 = (v: number): Buffer => {
+    const b = Buffer.alloc(4);
+    hostOrder.u32.write(b, v, 0);
+    return b;
+  };
+  const ip = (s: string | undefined, family: 'ipv4' | 'ipv6'): Buffer => {
+    const out = Buffer.alloc(family === 'ipv4' ? 4 : 16);
+    const a = s ? parseAddr(s) : undefined;
+    if (s && a?.family !== family) throw new Error(`endpoint ${cfg.id}: "${s}" is not an ${family} address`);
+    if (a) {
+      const full = Buffer.alloc(16);
+      writeAddr(family, a.value, full, 0);
+      full.copy(out, 0, 0, out.length);
+    }
+    return out;
+  };
+  return {
+    endpoint_id: u16,
+    endpoint_identity: u32(cfg.identity),
+    endpoint_ipv4: ip(cfg.ipv4, 'ipv4'),
+    endpoint_ipv6: ip(cfg.ipv6, 'ipv6'),
+    endpoint_ifindex: u32(cfg.ifIndex),
+    endpoint_mac: macBytes(cfg.mac),
+    host_mac: macBytes(cfg.hostMac),
+  };
+}
+
+/** bpffs path of the tcx link pin of an endpoint's program. */
+export function lxcLinkPath(bpfRoot: string, endpointId: number, program: keyof typeof LXC_PROGRAMS): string {
+  return join(bpfRoot, 'links', `lxc_${String(endpointId).padStart(5, '0')}_${program}`);
+}
+
+/** Options of {@link loadEndpointProgram}. */
+export interface LxcLoadOptions {
+  /** The BPF root on a bpffs (see ensureBpffs). */
+  readonly bpfRoot: string;
+  /** Object file (default: the built build/bpf/bpf_lxc.o) or its bytes. */
+  readonly object?: string | Buffer;
+  /** Network namespace of the interface (default: the agent's). */
+  readonly netns?: string;
+  readonly mode?: AttachMode;
+}
+
+/** What a load did. */
+export interface LxcLoadResult {
+  readonly policyMapPath: string;
+  readonly attachments: Readonly<Record<keyof typeof LXC_PROGRAMS, TcAttachment>>;
+}
+
+/**
+ * Loads bpf_lxc with the endpoint's constants and attaches both programs to cfg.ifIndex,
+ * replacing a previous load atomically. The policy map cellium_policy_<id> is reused when pinned,
+ * otherwise created and pinned (empty: everything but the always-pass cases drops).
+ */
+export function loadEndpointProgram(cfg: EndpointDatapathConfig, o: LxcLoadOptions): LxcLoadResult {
+  const source = o.object ?? objectPath('bpf_lxc');
+  const obj = typeof source === 'string' ? BpfObject.openCached(source, { name: 'bpf_lxc', pinRoot: o.bpfRoot }) : BpfObject.open(source, { name: 'bpf_lxc', pinRoot: o.bpfRoot });
+  try {
+    obj.setConstants(lxcConstants(cfg));
+    const policyPath = policyMapPath(o.bpfRoot, cfg.id);
+    obj.setMapPinPath(OBJECT_POLICY_MAP, policyPath);
+    obj.load();
+    mkdirSync(join(o.bpfRoot, 'links'), { recursive: true });
+    const attachments = {} as Record<keyof typeof LXC_PROGRAMS, TcAttachment>;
+    for (const [prog, hook] of Object.entries(LXC_PROGRAMS) as [keyof typeof LXC_PROGRAMS, TcHook][]) {
+      attachments[prog] = attachTc(obj.programFd(prog), {
+        ifindex: cfg.ifIndex, hook, netns: o.netns, mode: o.mode, pinPath: lxcLinkPath(o.bpfRoot, cfg.id, prog),
+      });
+    }
+    return { policyMapPath: policyPath, attachments };
+  } finally {
+    obj.close();
+  }
+}
+
+/** Options of {@link unloadEndpointProgram}. */
+export interface LxcUnloadOptions {
+  readonly bpfRoot: string;
+  readonly netns?: string;
+  /** Also remove the endpoint's policy map pin (default true). */
+  readonly removePolicyMap?: boolean;
+}
+
+/** Detaches an endpoint's programs (tcx links and legacy filters) and removes its pins; missing things are fine. */
+export function unloadEndpointProgram(endpointId: number, ifIndex: number, o: LxcUnloadOptions): boolean {
+  let removed = false;
+  for (const [prog, hook] of Object.entries(LXC_PROGRAMS) as [keyof typeof LXC_PROGRAMS, TcHook][]) {
+    const pinPath = lxcLinkPath(o.bpfRoot, endpointId, prog);
+    if (detachTc({ ifindex: ifIndex, hook, netns: o.netns, pinPath })) removed = true;
+  }
+  if (o.removePolicyMap ?? true) removed = removePolicyMap(o.bpfRoot, endpointId) || removed;
+  return removed;
+}
+
+/** Program ids attached to an endpoint's interface per program hook (tcx and legacy). */
+export function endpointPrograms(ifIndex: number, netns?: string): Record<keyof typeof LXC_PROGRAMS, { tcx: number[]; legacy?: number }> {
+  return {
+    from_container: attachedPrograms({ ifindex: ifIndex, hook: 'ingress', netns }),
+    to_container: attachedPrograms({ ifindex: ifIndex, hook: 'egress', netns }),
+  };
+}
+
+/** Endpoint IDs that have link pins under the BPF root (for restore and garbage collection). */
+export function pinnedEndpoints(bpfRoot: string): number[] {
+  const dir = join(bpfRoot, 'links');
+  if (!existsSync(dir)) return [];
+  const ids = new Set<number>();
+  for (const f of readdirSync(dir)) {
+    const m = /^lxc_(\d{5})_/.exec(f);
+    if (m) ids.add(Number(m[1]));
+  }
+  return [...ids].sort((a, b) => a - b);
+}

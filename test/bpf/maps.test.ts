@@ -1,0 +1,119 @@
+// Maps against the kernel (root): create, pin, reopen, batch update/lookup/delete, typed maps
+// for every datapath struct, the policy sync, per-CPU reads and error mapping of real failures.
+import t from 'tap';
+import {
+  BpfError, BpfMap, MapType, UpdateFlags, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readDropCounters, syncPolicyMap,
+} from '../../src/bpf/index.js';
+import { expandPolicy, policyKeyId } from '../../src/cells/datapath/policy-lpm.js';
+import type { PolicyEntry } from '../../src/cells/datapath/types.js';
+import { skipUnlessBpf, testBpfRoot } from './topology.js';
+
+const skip = skipUnlessBpf();
+
+function u32(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(n);
+  return b;
+}
+
+t.test('create, pin, reopen, unpin', { skip }, async (t) => {
+  const { root, remove } = testBpfRoot();
+  t.teardown(remove);
+  const m = BpfMap.create({ name: 'cellium_t1', type: MapType.HASH, keySize: 4, valueSize: 8, maxEntries: 64 });
+  t.teardown(() => m.close());
+  m.update(u32(1), Buffer.from('aaaaaaaa'));
+  m.pin(`${root}/t1`);
+  const again = BpfMap.openPinned(`${root}/t1`);
+  t.teardown(() => again.close());
+  t.equal(again.info.id, m.info.id, 'the pin opens the same map');
+  t.equal(again.lookup(u32(1))?.toString(), 'aaaaaaaa');
+  t.equal(again.lookup(u32(2)), undefined, 'absent key');
+  t.throws(() => again.update(u32(1), Buffer.from('bbbbbbbb'), UpdateFlags.NOEXIST), { code: 'EEXIST' });
+  t.throws(() => again.update(u32(9), Buffer.from('bbbbbbbb'), UpdateFlags.EXIST), { code: 'ENOENT' });
+  t.equal(again.delete(u32(1)), true);
+  t.equal(again.delete(u32(1)), false, 'deleting an absent key is false');
+  t.throws(() => again.lookup(Buffer.alloc(3)), { code: 'EINVAL' }, 'key size is checked');
+  t.equal(BpfMap.unpin(`${root}/t1`), true);
+  t.equal(BpfMap.unpin(`${root}/t1`), false);
+  const err = t.throws(() => BpfMap.openPinned(`${root}/t1`)) as BpfError;
+  t.ok(err instanceof BpfError);
+  t.equal(err.syscall, 'bpf_obj_get');
+  t.equal(err.code, 'ENOENT');
+  t.match(err.hint, /mount -t bpf bpf \/sys\/fs\/bpf/);
+  const notBpffs = t.throws(() => m.pin('/tmp/cellium-not-bpffs')) as BpfError;
+  t.equal(notBpffs.syscall, 'bpf_obj_pin');
+  t.match(notBpffs.hint, /bpffs/);
+});
+
+t.test('batch update, lookup, iterate, delete', { skip }, async (t) => {
+  const m = BpfMap.create({ name: 'cellium_t2', type: MapType.HASH, keySize: 4, valueSize: 4, maxEntries: 10000 });
+  t.teardown(() => m.close());
+  const n = 5000;
+  const keys = Buffer.alloc(4 * n);
+  const values = Buffer.alloc(4 * n);
+  for (let i = 0; i < n; i++) {
+    keys.writeUInt32LE(i, 4 * i);
+    values.writeUInt32LE(i * 3, 4 * i);
+  }
+  t.equal(m.updateBatch(keys, values, n), n);
+  const all = m.lookupAll(1000);
+  t.equal(all.count, n, 'batch lookup reads every entry in chunks');
+  const seen = new Map<number, number>();
+  for (let i = 0; i < all.count; i++) seen.set(all.keys.readUInt32LE(4 * i), all.values.readUInt32LE(4 * i));
+  t.equal(seen.size, n);
+  t.equal(seen.get(4321), 4321 * 3);
+  t.equal([...m.keys()].length, n, 'next-key iteration agrees');
+  t.equal(m.deleteBatch(keys, 100), 100);
+  t.equal(m.lookupAll().count, n - 100);
+  t.throws(() => m.deleteBatch(keys, 1), { code: 'ENOENT' }, 'batch delete of an absent key fails');
+});
+
+t.test('typed datapath maps under a BPF root', { skip }, async (t) => {
+  const { root, remove } = testBpfRoot();
+  t.teardown(remove);
+  const ipc = openIPCacheMap(root);
+  t.teardown(() => ipc.close());
+  ipc.setMany([['10.0.0.0/8', { identity: 100, flags: 0 }], ['10.1.2.3/32', { identity: 300, flags: 1 }], ['fd00::/64', { identity: 400, flags: 0 }]]);
+  t.strictSame(ipc.get('10.1.2.3/32'), { identity: 300, flags: 1 });
+  t.strictSame(ipc.get('10.0.0.0/8'), { identity: 100, flags: 0 });
+  t.strictSame(ipc.entries().map(([k]) => k).sort(), ['10.0.0.0/8', '10.1.2.3/32', 'fd00::/64']);
+  const reopened = openIPCacheMap(root);
+  t.teardown(() => reopened.close());
+  t.equal(reopened.map.info.id, ipc.map.info.id, 'a second open reuses the pinned map');
+
+  const lxc = openLxcMap(root);
+  t.teardown(() => lxc.close());
+  lxc.set('10.0.0.2', { ifIndex: 7, identity: 1234, endpointId: 42, mac: '02:00:00:00:00:2a' });
+  lxc.set('fd00::2', { ifIndex: 7, identity: 1234, endpointId: 42, mac: '02:00:00:00:00:2a' });
+  t.strictSame(lxc.get('fd00::2'), { ifIndex: 7, identity: 1234, endpointId: 42, mac: '02:00:00:00:00:2a' });
+  t.strictSame(lxc.entries().map(([k]) => k).sort(), ['10.0.0.2', 'fd00::2']);
+
+  const counters = readDropCounters(root);
+  t.strictSame(counters.policy, { packets: 0, bytes: 0 }, 'fresh metrics are zero');
+  t.ok('policy-deny' in counters);
+});
+
+t.test('policy map sync writes only the difference', { skip }, async (t) => {
+  const { root, remove } = testBpfRoot();
+  t.teardown(remove);
+  const pm = openPolicyMap(root, 42);
+  t.teardown(() => pm.close());
+  t.equal(pm.map.info.type, MapType.LPM_TRIE);
+  t.match(policyMapPath(root, 42), /cellium_policy_00042$/);
+  const v1: PolicyEntry[] = [
+    { identity: 1000, direction: 'egress', protocol: 6, port: 80, deny: false },
+    { identity: 0, direction: 'ingress', protocol: 0, port: 0, deny: false },
+    { identity: 2000, direction: 'egress', protocol: 17, port: 1000, endPort: 1999, deny: true },
+  ];
+  const first = syncPolicyMap(pm, v1);
+  t.strictSame(first, { written: expandPolicy(v1).length, deleted: 0, unchanged: 0 });
+  const ids = (): string[] => pm.entries().map(([k, d]) => `${policyKeyId(k)}:${d}`).sort();
+  t.strictSame(ids(), expandPolicy(v1).map((e) => `${policyKeyId(e.key)}:${e.deny}`).sort(), 'the kernel holds the expansion');
+  const v2 = [v1[0]!, { ...v1[1]!, deny: true }];
+  const second = syncPolicyMap(pm, v2);
+  t.strictSame(second, { written: 1, deleted: expandPolicy([v1[2]!]).length, unchanged: 1 });
+  t.strictSame(ids(), expandPolicy(v2).map((e) => `${policyKeyId(e.key)}:${e.deny}`).sort());
+  t.strictSame(syncPolicyMap(pm, v2), { written: 0, deleted: 0, unchanged: 2 }, 'a repeated sync writes nothing');
+  t.strictSame(syncPolicyMap(pm, []), { written: 0, deleted: 2, unchanged: 0 });
+  t.equal(pm.entries().length, 0);
+});
