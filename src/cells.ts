@@ -3,25 +3,36 @@
  * cell runs on), the control plane (endpoints, identities, policy, IPAM, the API) and the datapath.
  */
 import { invoke, type Cell } from './hive/index.js';
+import { agentStatusCell } from './cells/agent-status/index.js';
+import { apiHandlerCells } from './cells/api-handlers/index.js';
+import { metricsCell } from './cells/api-metrics/index.js';
+import { apiServerCell } from './cells/api-server/index.js';
+import { datapathCell } from './cells/datapath/index.js';
+import { endpointCell, EndpointManagerToken, type EndpointManager } from './cells/endpoint/index.js';
 import { identityCell, IdentityAllocatorToken, type IdentityAllocator } from './cells/identity/index.js';
 import { ipamCell, IPAMToken, type IPAM } from './cells/ipam/index.js';
+import { policyCell, PolicyRepositoryToken, type PolicyRepository } from './cells/policy/index.js';
 import { statedirCell } from './cells/statedir/index.js';
 
-/** Infrastructure: state directory, API server, metrics. */
-export const infrastructure: readonly Cell[] = [statedirCell];
+/** Infrastructure: state directory, API server, metrics, status. */
+export const infrastructure: readonly Cell[] = [statedirCell, apiServerCell, metricsCell, agentStatusCell];
 
-/** Control plane: endpoints, identities, policy, IPAM, API handlers. */
-export const controlPlane: readonly Cell[] = [identityCell, ipamCell];
+/** Control plane: identities, policy, IPAM, endpoints, API handlers. */
+export const controlPlane: readonly Cell[] = [identityCell, policyCell, ipamCell, endpointCell, ...apiHandlerCells];
 
 /** Datapath: the selected datapath (memory or BPF), loader and maps. */
-export const datapath: readonly Cell[] = [];
+export const datapath: readonly Cell[] = [datapathCell];
 
 /**
- * What the agent runs: invoking these constructs them (and everything they depend on), which
- * appends their start/stop hooks and jobs. Cells nobody invokes or depends on stay unconstructed.
+ * What the agent runs besides what the API server pulls in: invoking these constructs them (and
+ * everything they depend on), which appends their start/stop hooks and jobs.
  */
 const agentInvokes: readonly Cell[] = [
-  invoke('control-plane', (_identities: IdentityAllocator, _ipam: IPAM) => undefined, IdentityAllocatorToken, IPAMToken),
+  invoke(
+    'control-plane',
+    (_i: IdentityAllocator, _p: PolicyRepository, _ipam: IPAM, _e: EndpointManager) => undefined,
+    IdentityAllocatorToken, PolicyRepositoryToken, IPAMToken, EndpointManagerToken,
+  ),
 ];
 
 /** Every cell of the agent. */

@@ -3,6 +3,7 @@
  * with current values, and the start/stop hook order; and the same graph as Graphviz DOT.
  */
 import type { Hive } from './hive.js';
+import type { OwnedHook } from './lifecycle.js';
 import type { ProviderRecord, Scope } from './scope.js';
 
 const KIND_MARK: Record<string, string> = { private: ' [private]', member: ' [group member]', replace: ' [replaced]', decorate: ' [decorator]' };
@@ -32,9 +33,10 @@ export function describeHive(hive: Hive): string {
   lines.push('', 'Configuration:');
   for (const e of hive.config.entries()) lines.push(`  --${e.flag}=${e.field.format(e.value)} (${e.source}; ${e.owner}) ${e.field.help}`);
   lines.push('', 'Start hooks:');
-  hive.hooks().forEach((h, i) => h.hook.onStart && lines.push(`  ${i + 1}. ${h.module}: ${h.cell}${h.hook.name ? ` (${h.hook.name})` : ''}`));
+  const hookLine = (h: OwnedHook, i: number): string => `  ${i + 1}. ${h.module}: ${h.cell}${h.hook.name ? ` (${h.hook.name})` : ''}`;
+  lines.push(...hive.hooks().filter((h) => h.hook.onStart).map(hookLine));
   lines.push('', 'Stop hooks:');
-  [...hive.hooks()].reverse().forEach((h, i) => h.hook.onStop && lines.push(`  ${i + 1}. ${h.module}: ${h.cell}${h.hook.name ? ` (${h.hook.name})` : ''}`));
+  lines.push(...[...hive.hooks()].reverse().filter((h) => h.hook.onStop).map(hookLine));
   const jobs = hive.jobs();
   if (jobs.length) lines.push('', 'Jobs:', ...jobs.map((j) => `  ${j}`));
   return lines.join('\n') + '\n';
