@@ -96,9 +96,15 @@ export class Transport {
           });
         },
       );
-      req.setTimeout(opts.timeoutMs ?? this.timeoutMs, () => req.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
+      const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
+      let timedOut = false;
+      req.setTimeout(timeoutMs, () => {
+        timedOut = true;
+        req.destroy();
+      });
       req.on('error', (err: NodeJS.ErrnoException) => {
         if (err.name === 'AbortError') return reject(err);
+        if (timedOut) return reject(new ProtocolError(`${method.toUpperCase()} ${url}: no answer from the agent at ${this.describe()} within ${timeoutMs} ms`));
         const code = err.code ?? 'EIO';
         if (['ENOENT', 'ECONNREFUSED', 'EACCES', 'EPERM', 'ENOTSOCK', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET'].includes(code)) {
           return reject(new AgentUnreachableError(this.describe(), code, this.hint()));

@@ -108,6 +108,24 @@ t.test('an aborted request rejects with the abort, not as unreachable', async (t
   await t.rejects(c.transport.request('GET', '/healthz', { signal: ac.signal }), { name: 'AbortError' });
 });
 
+t.test('an agent that does not answer in time is a ProtocolError, not "unreachable"', async (t) => {
+  const { createServer } = await import('node:http');
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'cellium-client-'));
+  const server = createServer(() => undefined);
+  await new Promise<void>((r) => server.listen(join(dir, 'hung.sock'), r));
+  t.teardown(() => {
+    server.closeAllConnections();
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const c = new CelliumClient({ socketPath: join(dir, 'hung.sock') }, { timeoutMs: 100 });
+  t.teardown(() => c.close());
+  await t.rejects(c.status(), { name: 'ProtocolError', message: /GET \/v1\/healthz: no answer from the agent at unix socket .*hung\.sock within 100 ms/ });
+});
+
 t.test('default socket path: env override, root, XDG_RUNTIME_DIR, ./.cellium', async (t) => {
   t.equal(defaultSocketPath({ uid: 0, env: {} }), ROOT_SOCKET_PATH);
   t.equal(defaultSocketPath({ uid: 1000, env: { XDG_RUNTIME_DIR: '/run/user/1000' } }), '/run/user/1000/cellium/cellium.sock');

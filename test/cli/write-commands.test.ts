@@ -29,6 +29,10 @@ t.test('endpoint labels --add/--delete sets the user labels, --wait waits for re
   t.match(r.stderr, /^waiting for endpoint container-id:3f6c0e2d9a to regenerate: regenerating$/m);
   t.match(r.stderr, /^endpoint container-id:3f6c0e2d9a regenerated$/m);
   t.match(r.stdout, /^user\s+app:tier=front$/m, 'prints the labels afterwards');
+  const same = await cli(agent.socketPath, ['endpoint', 'labels', '12', '--add', 'app:tier=front', '--wait']);
+  t.equal(same.code, 0);
+  t.equal(same.stderr, 'endpoint 12: user labels unchanged\n');
+  t.equal(agent.requests('PatchEndpointIDLabels').length, 1, 'no PATCH and no wait when nothing changes');
   t.same(agent.problems, []);
 });
 

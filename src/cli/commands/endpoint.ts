@@ -68,11 +68,16 @@ export const endpointCommands: CommandGroup = (program, rt) => {
   ).action(
     rt.action(async (ctx, id: string, opts: WaitFlags & { add: string[]; delete: string[] }) => {
       if (opts.add.length || opts.delete.length) {
-        const current = (await ctx.client.getEndpointLabels(id)).status?.realized?.user ?? [];
+        const before = await ctx.client.getEndpointLabels(id);
+        const current = before.status?.realized?.user ?? before.spec?.user ?? [];
         const next = [...new Set([...current, ...opts.add])].filter((l) => !opts.delete.includes(l)).sort();
-        const since = new Date();
-        await ctx.client.setEndpointLabels(id, next);
-        await maybeWait(ctx, id, since, opts);
+        if (next.join('\n') === [...current].sort().join('\n')) {
+          ctx.progress(`endpoint ${id}: user labels unchanged`);
+        } else {
+          const since = new Date();
+          await ctx.client.setEndpointLabels(id, next);
+          await maybeWait(ctx, id, since, opts);
+        }
       }
       const labels = await ctx.client.getEndpointLabels(id);
       ctx.print(labels, (l) =>
