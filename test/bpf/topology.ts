@@ -99,7 +99,7 @@ export function createTopology(a: { ep4: string; ep6: string; host4: string; hos
 
 /** Pings `dst` once from namespace `ns` (optionally from `src`); true when a reply came back. */
 export async function ping(ns: string, dst: string, src?: string): Promise<boolean> {
-  const args = ['netns', 'exec', ns, 'ping', ...(dst.includes(':') ? ['-6'] : []), '-c', '1', '-W', '1', '-q', ...(src ? ['-I', src] : []), dst];
+  const args = ['netns', 'exec', ns, 'ping', ...(dst.includes(':') ? ['-6'] : []), '-c', '1', '-W', '0.6', '-q', ...(src ? ['-I', src] : []), dst];
   try {
     await execFile('ip', args);
     return true;
@@ -110,38 +110,25 @@ export async function ping(ns: string, dst: string, src?: string): Promise<boole
 
 /**
  * A TCP connect or UDP exchange: a server in `serverNs` on dst:port, a client in `clientNs` from
- * src. True when the server saw the connection/datagram within `ms`.
+ * src (TCP: connect with a `ms` timeout; UDP: three datagrams). True when the server saw the
+ * connection or a datagram by the time the client finished (plus a short grace).
  */
-export async function exchange(proto: 'tcp' | 'udp', clientNs: string, serverNs: string, src: string, dst: string, port: number, ms = 1000): Promise<boolean> {
+export async function exchange(proto: 'tcp' | 'udp', clientNs: string, serverNs: string, src: string, dst: string, port: number, ms = 800): Promise<boolean> {
   const server = spawn('ip', ['netns', 'exec', serverNs, process.execPath, TRAFFIC, 'serve', proto, dst, String(port)], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
-  const seen = (word: string): Promise<boolean> => new Promise((resolve) => {
-    const check = (): void => {
-      if (out.includes(word)) finish(true);
-    };
-    const timer = setTimeout(() => finish(false), word === 'ready' ? 10000 : ms);
-    const finish = (v: boolean): void => {
-      clearTimeout(timer);
-      server.stdout.off('data', onData);
-      server.off('exit', onExit);
-      resolve(v);
-    };
-    const onData = (d: Buffer): void => {
-      out += d.toString();
-      check();
-    };
-    const onExit = (): void => finish(out.includes(word));
-    server.stdout.on('data', onData);
-    server.on('exit', onExit);
-    check();
+  server.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
   });
+  const waitFor = async (word: string, limitMs: number): Promise<boolean> => {
+    const end = Date.now() + limitMs;
+    while (!out.includes(word) && Date.now() < end && server.exitCode === null) await new Promise((r) => setTimeout(r, 20));
+    return out.includes(word);
+  };
   try {
-    if (!(await seen('ready'))) throw new Error(`traffic server did not start: ${out}`);
+    if (!(await waitFor('ready', 10000))) throw new Error(`traffic server did not start: ${out}`);
     const args = proto === 'tcp' ? ['connect', 'tcp', dst, String(port), src, String(ms)] : ['send', 'udp', dst, String(port), src];
-    const client = execFile('ip', ['netns', 'exec', clientNs, process.execPath, TRAFFIC, ...args]).catch(() => undefined);
-    const got = await seen('got');
-    await client;
-    return got;
+    await execFile('ip', ['netns', 'exec', clientNs, process.execPath, TRAFFIC, ...args]).catch(() => undefined);
+    return await waitFor('got', 300);
   } finally {
     server.kill('SIGKILL');
   }

@@ -13,6 +13,7 @@ const family = ip.includes(':') ? 'udp6' : 'udp4';
 
 if (cmd === 'serve' && proto === 'tcp') {
   const server = createServer((sock) => {
+    sock.on('error', () => undefined);
     console.log(`got ${sock.remoteAddress}`);
     sock.end('ok');
   });
