@@ -2,6 +2,7 @@
 export * from './errors.js';
 export * from './socket-path.js';
 export * from './spec.js';
+export * from './http-check.js';
 export * from './models.js';
 export * from './transport.js';
 export * from './client.js';

@@ -104,3 +104,21 @@ t.test('responses: undeclared status, unexpected or invalid body, required heade
   t.same(v.model('EndpointState', 'ready'), []);
   t.match(v.model('EndpointState', 'asleep'), [{ field: '' }]);
 });
+
+t.test('checkHttpRequest: 404, 405 with Allow, 400 with the field, or the validated request', async (t) => {
+  const { checkHttpRequest } = await import('../../src/api/http-check.js');
+  t.match(checkHttpRequest(v, { method: 'GET', url: '/v1/nope', headers: {} }), { ok: false, status: 404, body: 'no such API path: GET /v1/nope' });
+  t.match(checkHttpRequest(v, { method: 'GET', url: '/metrics', headers: {} }), { ok: false, status: 404 });
+  t.match(checkHttpRequest(v, { method: 'post', url: '/v1/endpoint/12', headers: {} }), { ok: false, status: 405, allow: 'GET, PUT, DELETE, PATCH' });
+  t.match(checkHttpRequest(v, { method: 'PUT', url: '/v1/endpoint/12', headers: { 'content-type': 'application/json' }, body: { state: 'x' } }), {
+    ok: false,
+    status: 400,
+    body: { error: { field: '/body/state' } },
+    operation: { operationId: 'PutEndpointID' },
+  });
+  const ok = checkHttpRequest(v, { method: 'GET', url: '/v1/cellium/policy/trace?src=a:x&src=a:y&dport=80', headers: {} });
+  t.match(ok, { ok: true, operation: { operationId: 'GetCelliumPolicyTrace' }, request: { query: { src: ['a:x', 'a:y'], dport: 80, proto: 'TCP' } } });
+  const pod = checkHttpRequest(v, { method: 'DELETE', url: '/v1/endpoint/pod-name:default%2Fweb-0', headers: {} });
+  t.match(pod, { ok: true, request: { path: { id: 'pod-name:default/web-0' } } });
+  t.match(checkHttpRequest(v, { method: 'PUT', url: '/v1/policy', headers: { 'content-type': 'application/yaml' }, body: 'a: 1' }), { ok: true, request: { contentType: 'application/yaml' } });
+});

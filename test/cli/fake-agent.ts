@@ -8,7 +8,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSpecValidator, validationErrorBody, type ValidRequest } from '../../src/api/spec.js';
+import { createSpecValidator, type ValidRequest } from '../../src/api/spec.js';
+import { checkHttpRequest } from '../../src/api/http-check.js';
 import { runCli } from '../../src/cli/main.js';
 import type { CliIO } from '../../src/cli/context.js';
 import { readFile } from 'node:fs/promises';
@@ -73,21 +74,14 @@ export async function startFakeAgent(t: TestLike, handlers: Readonly<Record<stri
       const type = (req.headers['content-type'] ?? '').split(';')[0]!;
       let body: unknown = text === '' ? undefined : text;
       if (type === 'application/json' && text !== '') body = JSON.parse(text);
-      const url = new URL(req.url ?? '/', 'http://agent');
-      const match = validator.spec.match(req.method ?? 'GET', url.pathname);
-      if (!match?.operation) return send(res, { status: 404, body: `no route ${req.method} ${url.pathname}` });
-      const operationId = match.operation.operationId;
-      const query: Record<string, string | string[]> = {};
-      for (const k of new Set(url.searchParams.keys())) {
-        const all = url.searchParams.getAll(k);
-        query[k] = all.length === 1 ? all[0]! : all;
-      }
-      const checked = validator.request(operationId, { path: match.pathParams, query, headers: req.headers as Record<string, string>, body, contentType: type || undefined });
+      const checked = checkHttpRequest(validator, { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body });
       if (!checked.ok) {
-        received.push({ operationId, method: req.method ?? '', url: req.url ?? '', rejected: checked.error.message });
-        return send(res, { status: 400, body: validationErrorBody(checked.error) });
+        if (checked.operation) received.push({ operationId: checked.operation.operationId, method: req.method ?? '', url: req.url ?? '', rejected: JSON.stringify(checked.body) });
+        else problems.push(`no operation for ${req.method} ${req.url}`);
+        return send(res, { status: checked.status, body: checked.body, ...(checked.allow ? { headers: { allow: checked.allow } } : {}) });
       }
-      received.push({ operationId, method: req.method ?? '', url: req.url ?? '', request: checked });
+      const operationId = checked.operation.operationId;
+      received.push({ operationId, method: req.method ?? '', url: req.url ?? '', request: checked.request });
       const handler = handlers[operationId];
       if (!handler) {
         problems.push(`no fake handler for ${operationId}`);
@@ -95,7 +89,7 @@ export async function startFakeAgent(t: TestLike, handlers: Readonly<Record<stri
       }
       const n = (counts.get(operationId) ?? 0) + 1;
       counts.set(operationId, n);
-      const reply = typeof handler === 'function' ? handler(checked, n) : handler;
+      const reply = typeof handler === 'function' ? handler(checked.request, n) : handler;
       const wrong = validator.response(operationId, reply.status, reply.body, reply.headers ?? {});
       if (wrong.length) {
         problems.push(`canned ${operationId} ${reply.status} does not match the spec: ${wrong.map((w) => w.message).join('; ')}`);
