@@ -1,0 +1,154 @@
+/**
+ * ADD, as cilium-cni does it, but inside the agent: allocate the pod's IPs from IPAM (owner: the pod
+ * `ns/name`, else the container id; expiring until the endpoint confirms them), create and configure
+ * the veth pair, then create the endpoint with `sync-build-endpoint` so the answer waits for the
+ * datapath. With a prevResult whose interface exists in the namespace (generic-veth chaining) the
+ * interface and IPs of the previous plugin are used instead, and the previous result is returned
+ * with the host side added. Any failure undoes every step done so far, in reverse.
+ */
+import { CniErrorCode } from '../../cni/protocol.js';
+import type { EndpointChangeRequest, EndpointView } from '../endpoint/index.js';
+import type { Family, IPAllocation } from '../ipam/types.js';
+import type { CniDeps } from './deps.js';
+import { releaseLedgerIPs, removeAttachment } from './del.js';
+import { CelliumCniCode, CniFailure, asCniFailure, invalidEnv } from './errors.js';
+import { attachmentKey } from './ledger.js';
+import type { ParsedCall } from './netconf.js';
+import { findChainedLinks, hostIfName, podCidr, setupVeth, type PodAddress, type PodLinks } from './plumbing.js';
+import type { CniResultModel, ResultIP } from './result.js';
+
+/** How long an ADD's IPs wait for their endpoint before IPAM takes them back (agent crash mid-ADD). */
+export const ADD_IP_EXPIRATION_MS = 10 * 60_000;
+
+type Undo = Array<[string, () => Promise<unknown> | unknown]>;
+
+/** The IPAM owner of an attachment's IPs: the pod (`ns/name`) when known, else the container id. */
+export function ipOwner(call: ParsedCall): string {
+  const { podNamespace, podName } = call.args;
+  return podNamespace && podName ? `${podNamespace}/${podName}` : call.req.containerId;
+}
+
+/** The prevResult interface this ADD chains onto: ifName inside this netns, when there is one. */
+export function chainedInterfaceIndex(call: ParsedCall): number {
+  const prev = call.conf.prevResult;
+  if (!prev) return -1;
+  return prev.interfaces.findIndex((i) => i.name === call.req.ifName && (i.sandbox === undefined || i.sandbox === call.req.netns));
+}
+
+function allocate(d: CniDeps, call: ParsedCall, undo: Undo): IPAllocation[] {
+  const owner = ipOwner(call);
+  const key = attachmentKey(call.req.containerId, call.req.ifName);
+  const families = d.ipam.status().map((p) => p.family);
+  if (families.length === 0) throw new CniFailure(CelliumCniCode.IPAllocationFailed, 'IPAM has no pool: start the agent with --ipv4-range or --ipv6-range');
+  const got: IPAllocation[] = [];
+  for (const family of ['ipv4', 'ipv6'] as Family[]) {
+    if (!families.includes(family)) continue;
+    let a: IPAllocation;
+    try {
+      a = d.ipam.allocateNext(family, owner, { expirationMs: ADD_IP_EXPIRATION_MS });
+    } catch (err) {
+      throw new CniFailure(CelliumCniCode.IPAllocationFailed, `allocating an ${family} address for ${owner}: ${(err as Error).message}`);
+    }
+    d.ledger.record({ ip: a.ip, owner, attachment: key });
+    undo.push([`release ${a.ip}`, () => releaseLedgerIPs(d, key)]);
+    got.push(a);
+  }
+  return got;
+}
+
+function changeRequest(call: ParsedCall, links: PodLinks, addrs: readonly { ip: string; family: Family; expirationUUID?: string }[]): EndpointChangeRequest {
+  const { req, args } = call;
+  const addressing: Record<string, string> = {};
+  for (const a of addrs) {
+    if (addressing[a.family]) continue;
+    addressing[a.family] = a.ip;
+    if (a.expirationUUID) addressing[`${a.family}-expiration-uuid`] = a.expirationUUID;
+  }
+  const pod = args.podNamespace && args.podName;
+  return {
+    'container-id': req.containerId,
+    'container-interface-name': req.ifName,
+    'interface-name': links.host.name,
+    'interface-index': links.host.index,
+    mac: links.pod.mac,
+    'host-mac': links.host.mac,
+    addressing,
+    ...(args.podName ? { 'container-name': args.podName } : {}),
+    ...(pod ? { 'k8s-pod-name': args.podName, 'k8s-namespace': args.podNamespace } : {}),
+    ...(args.podUid ? { 'k8s-uid': args.podUid } : {}),
+    'sync-build-endpoint': true,
+  };
+}
+
+async function createEndpoint(d: CniDeps, req: EndpointChangeRequest, signal: AbortSignal | undefined, undo: Undo): Promise<EndpointView> {
+  let ep: EndpointView;
+  try {
+    ep = await d.endpoints.createEndpoint({ signal }, req);
+  } catch (err) {
+    const field = (err as { field?: string }).field;
+    throw new CniFailure(CelliumCniCode.EndpointFailed, `creating the endpoint${field ? ` (field ${field})` : ''}: ${(err as Error).message}`);
+  }
+  undo.push([`delete endpoint ${ep.id}`, () => d.endpoints.deleteEndpoint({}, String(ep.id))]);
+  return ep;
+}
+
+function familyOf(ip: string): Family {
+  return ip.includes(':') ? 'ipv6' : 'ipv4';
+}
+
+async function addChained(d: CniDeps, call: ParsedCall, index: number, undo: Undo): Promise<CniResultModel> {
+  const prev = call.conf.prevResult!;
+  const links = await findChainedLinks(d.net, call.req.netns, call.req.ifName);
+  const ips = prev.ips.filter((ip) => ip.interface === undefined || ip.interface === index);
+  if (ips.length === 0) throw new CniFailure(CniErrorCode.InvalidConfig, `invalid network configuration: prevResult.ips has no address for interface ${call.req.ifName}`);
+  const addrs = ips.map((ip) => ({ ip: ip.address.split('/')[0]!, family: familyOf(ip.address) }));
+  await createEndpoint(d, changeRequest(call, links, addrs), undefined, undo);
+  const known = prev.interfaces.some((i) => i.name === links.host.name && i.sandbox === undefined);
+  return known ? prev : { ...prev, interfaces: [...prev.interfaces, { name: links.host.name, mac: links.host.mac }] };
+}
+
+async function addVeth(d: CniDeps, call: ParsedCall, signal: AbortSignal | undefined, undo: Undo): Promise<CniResultModel> {
+  const { req, conf } = call;
+  const allocs = allocate(d, call, undo);
+  const addresses: PodAddress[] = allocs.map((a) => ({ ip: a.ip, family: a.family, gateway: a.gateway }));
+  const hostName = hostIfName(req.containerId, req.ifName);
+  const mtu = conf.mtu ?? d.cfg.cniMtu;
+  const links = await setupVeth(d.net, { hostName, ifName: req.ifName, netns: req.netns, mtu, addresses });
+  undo.push([`delete ${hostName}`, () => d.net.host().deleteLink(hostName)]);
+  await createEndpoint(d, changeRequest(call, links, allocs), signal, undo);
+  const ips: ResultIP[] = addresses.map((a) => ({ address: podCidr(a), gateway: a.gateway, interface: 1 }));
+  return {
+    interfaces: [
+      { name: links.host.name, mac: links.host.mac },
+      { name: req.ifName, mac: links.pod.mac, mtu: links.pod.mtu, sandbox: req.netns },
+    ],
+    ips,
+    routes: addresses.map((a) => ({ dst: a.family === 'ipv4' ? '0.0.0.0/0' : '::/0', gw: a.gateway })),
+    dns: {},
+  };
+}
+
+/** Runs ADD (the caller holds the attachment's lock). */
+export async function runAdd(d: CniDeps, call: ParsedCall, signal?: AbortSignal): Promise<CniResultModel> {
+  const { req } = call;
+  if (!d.net.netnsExists(req.netns)) throw invalidEnv('CNI_NETNS', `${req.netns} does not exist`);
+  const key = attachmentKey(req.containerId, req.ifName);
+  if (d.manager.lookup(`cni-attachment-id:${key}`)) {
+    d.log.info({ containerID: req.containerId, ifName: req.ifName }, 'CNI ADD: the attachment already has an endpoint; replacing it');
+    await removeAttachment(d, req.containerId, req.ifName, 'repeated ADD');
+  }
+  const undo: Undo = [];
+  try {
+    const index = chainedInterfaceIndex(call);
+    return index >= 0 ? await addChained(d, call, index, undo) : await addVeth(d, call, signal, undo);
+  } catch (err) {
+    for (const [what, fn] of undo.reverse()) {
+      try {
+        await fn();
+      } catch (e) {
+        d.log.warn({ containerID: req.containerId, step: what, err: (e as Error).message }, 'CNI ADD rollback step failed');
+      }
+    }
+    throw asCniFailure(err);
+  }
+}

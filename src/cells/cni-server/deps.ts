@@ -1,0 +1,18 @@
+/** What the CNI commands work with: IPAM, the endpoint managers, netlink, configuration, the ledger. */
+import type { Logger } from '../../hive/logger.js';
+import type { EndpointAPIManager, EndpointManager } from '../endpoint/types.js';
+import type { IPAM } from '../ipam/types.js';
+import type { CniServerConfig } from './config.js';
+import type { AttachmentLedger } from './ledger.js';
+import type { NetOps } from './netops.js';
+
+/** The dependencies of every CNI command. */
+export interface CniDeps {
+  readonly ipam: IPAM;
+  readonly endpoints: EndpointAPIManager;
+  readonly manager: EndpointManager;
+  readonly net: NetOps;
+  readonly cfg: Pick<CniServerConfig, 'cniMtu'>;
+  readonly ledger: AttachmentLedger;
+  readonly log: Logger;
+}

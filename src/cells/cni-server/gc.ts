@@ -1,0 +1,39 @@
+/**
+ * GC (CNI 1.1): removes every attachment the runtime no longer lists in `cni.dev/valid-attachments`:
+ * endpoints made by CNI ADD (they carry a CNI attachment) and IPs an ADD allocated that no endpoint
+ * holds. Attachments with a command in progress are left alone.
+ */
+import type { CniDeps } from './deps.js';
+import { invalidConfig } from './errors.js';
+import { attachmentKey } from './ledger.js';
+import type { Attachment } from './netconf.js';
+import { removeAttachment } from './del.js';
+
+/** What one GC removed. */
+export interface GcOutcome {
+  readonly endpoints: string[];
+  readonly ips: string[];
+}
+
+/** Runs GC; each stale attachment is removed under its lock. */
+export async function runGc(d: CniDeps, valid: readonly Attachment[] | undefined): Promise<GcOutcome> {
+  if (!valid) throw invalidConfig('cni.dev/valid-attachments', 'is required for GC');
+  const keep = new Set(valid.map((a) => attachmentKey(a.containerID, a.ifname)));
+  const out: GcOutcome = { endpoints: [], ips: [] };
+  for (const ep of d.manager.getEndpoints()) {
+    if (!ep.containerId || !ep.containerIfName) continue;
+    const key = attachmentKey(ep.containerId, ep.containerIfName);
+    if (keep.has(key) || d.ledger.busy(key)) continue;
+    const { containerId, containerIfName } = ep;
+    await d.ledger.withLock(key, () => removeAttachment(d, containerId, containerIfName, 'CNI GC: not a valid attachment'));
+    out.endpoints.push(key);
+  }
+  for (const e of d.ledger.all()) {
+    if (keep.has(e.attachment) || d.ledger.busy(e.attachment)) continue;
+    if (d.manager.lookup(`${e.ip.includes(':') ? 'ipv6' : 'ipv4'}:${e.ip}`)) continue;
+    if (d.ipam.ownerOf(e.ip) === e.owner && d.ipam.release(e.ip)) out.ips.push(e.ip);
+    d.ledger.forget(e.ip);
+  }
+  if (out.endpoints.length || out.ips.length) d.log.info({ ...out }, 'CNI GC removed stale attachments');
+  return out;
+}

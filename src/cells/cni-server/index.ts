@@ -1,0 +1,82 @@
+/**
+ * The CNI server cell (module `cni-server`): serves `POST /v1/cellium/cni`, where the cellium-cni
+ * shim forwards ADD, DEL, CHECK, STATUS and GC (docs/cni.md, "CNI server"). ADD allocates the pod's
+ * IPs, plumbs its veth through netlink and creates its endpoint synchronously; DEL undoes it. At
+ * start it replays the DEL queue (`--cni-delete-queue-dir`) and then becomes ready.
+ * Needs: IPAMToken, EndpointAPIManagerToken, EndpointManagerToken and the api-server cell.
+ */
+import { config, invoke, module, provide, provideInto } from '../../hive/cell.js';
+import { JobsToken, type Jobs } from '../../hive/jobs.js';
+import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
+import { LoggerToken, type Logger } from '../../hive/logger.js';
+import { token } from '../../hive/token.js';
+import { ApiRoutesToken } from '../api-server/types.js';
+import { EndpointAPIManagerToken, EndpointManagerToken, type EndpointAPIManager, type EndpointManager } from '../endpoint/types.js';
+import { IPAMToken, type IPAM } from '../ipam/types.js';
+import { CniServerConfigToken, cniServerConfigSchema, type CniServerConfig } from './config.js';
+import { AttachmentLedger } from './ledger.js';
+import { NetlinkOps, type NetOps } from './netops.js';
+import { cniRoutes } from './routes.js';
+import { CniServer } from './server.js';
+
+export { CniServer } from './server.js';
+export { CniServerConfigToken, cniServerConfigSchema, type CniServerConfig } from './config.js';
+export { NetlinkOps, type NetOps, type LinkOps } from './netops.js';
+export { CniFailure, CelliumCniCode } from './errors.js';
+export { hostIfName, HOST_IF_PREFIX } from './plumbing.js';
+export { cniRoutes, CNI_OPERATION_ID } from './routes.js';
+export { AttachmentLedger, attachmentKey } from './ledger.js';
+export { formatResult, parseResult, type CniResultModel } from './result.js';
+export { parseCall, parseNetConf, parseArgs, type NetConf, type CniArgs, type ParsedCall } from './netconf.js';
+export type { CniDeps } from './deps.js';
+
+/** Token for the CNI server. */
+export const CniServerToken = token<CniServer>('CniServer');
+/** Token for the netlink operations the CNI server uses (replace it in tests). */
+export const CniNetOpsToken = token<NetOps>('CniNetOps');
+
+interface ServerParams {
+  readonly ipam: IPAM;
+  readonly endpoints: EndpointAPIManager;
+  readonly manager: EndpointManager;
+  readonly net: NetOps;
+  readonly cfg: CniServerConfig;
+  readonly lc: Lifecycle;
+  readonly jobs: Jobs;
+  readonly log: Logger;
+}
+
+/** Builds the server; replays the DEL queue once the agent has started, then serves. */
+function newServer(p: ServerParams): CniServer {
+  const server = new CniServer({ ipam: p.ipam, endpoints: p.endpoints, manager: p.manager, net: p.net, cfg: p.cfg, ledger: new AttachmentLedger(), log: p.log });
+  p.lc.append({
+    name: 'cni-server',
+    onStop: async () => {
+      server.setReady(false);
+      await p.net.close();
+    },
+  });
+  p.jobs.oneShot('cni-delete-queue', async () => {
+    await server.replayDeleteQueue(p.cfg.cniDeleteQueueDir);
+    server.setReady(true);
+    // DELs the shim queued while this start was in progress.
+    await server.replayDeleteQueue(p.cfg.cniDeleteQueueDir);
+  });
+  return server;
+}
+
+/** The CNI server cell. */
+export const cniServerCell = module(
+  'cni-server',
+  'CNI server: runs the commands the cellium-cni shim forwards',
+  config(CniServerConfigToken, cniServerConfigSchema),
+  provide(CniNetOpsToken, () => new NetlinkOps()),
+  provide(
+    CniServerToken,
+    (ipam: IPAM, endpoints: EndpointAPIManager, manager: EndpointManager, net: NetOps, cfg: CniServerConfig, lc: Lifecycle, jobs: Jobs, log: Logger) =>
+      newServer({ ipam, endpoints, manager, net, cfg, lc, jobs, log }),
+    IPAMToken, EndpointAPIManagerToken, EndpointManagerToken, CniNetOpsToken, CniServerConfigToken, LifecycleToken, JobsToken, LoggerToken,
+  ),
+  provideInto(ApiRoutesToken, cniRoutes, CniServerToken),
+  invoke('cni-server', (_s: CniServer) => undefined, CniServerToken),
+);

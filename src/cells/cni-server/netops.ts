@@ -1,0 +1,62 @@
+/**
+ * The interface work of the CNI server goes through {@link NetOps}: the rtnetlink operations it
+ * uses, in the agent's namespace (`host`) and inside a pod's namespace (`inNetns`). The real one is
+ * the netlink addon (src/netlink); tests substitute a fake so every rollback path runs unprivileged.
+ */
+import { existsSync } from 'node:fs';
+import { Netlink, withNetlink, type AddressInfo, type LinkInfo, type RouteSpec, type VethOptions } from '../../netlink/index.js';
+
+/** The link operations of one namespace (a subset of Netlink). */
+export interface LinkOps {
+  createVeth(o: VethOptions): Promise<LinkInfo>;
+  setUp(name: string): Promise<void>;
+  getLink(name: string): Promise<LinkInfo | undefined>;
+  listLinks(): Promise<LinkInfo[]>;
+  deleteLink(name: string): Promise<boolean>;
+  addAddress(dev: string, cidr: string, opts?: { noDad?: boolean }): Promise<void>;
+  listAddresses(dev?: string): Promise<AddressInfo[]>;
+  addRoute(spec: RouteSpec): Promise<void>;
+  deleteRoute(spec: RouteSpec): Promise<boolean>;
+  addNeighbor(dev: string, ip: string, mac: string, opts?: { permanent?: boolean }): Promise<void>;
+  writeSysctl(key: string, value: string | number): Promise<void>;
+}
+
+/** Namespaces and the operations in them. */
+export interface NetOps {
+  /** The agent's own namespace (the host side of every veth). */
+  host(): LinkOps;
+  /** Runs fn with operations inside the namespace at `netnsPath`. */
+  inNetns<T>(netnsPath: string, fn: (ops: LinkOps) => Promise<T>): Promise<T>;
+  /** Whether a namespace path exists (DEL of a pod whose namespace is gone). */
+  netnsExists(netnsPath: string): boolean;
+  /** Releases what it holds (agent stop). */
+  close(): Promise<void>;
+}
+
+/** NetOps over the netlink addon: one long-lived host handle, one short-lived handle per pod batch. */
+export class NetlinkOps implements NetOps {
+  private hostHandle?: Netlink;
+
+  /** See NetOps. */
+  host(): LinkOps {
+    this.hostHandle ??= Netlink.open();
+    return this.hostHandle;
+  }
+
+  /** See NetOps. */
+  inNetns<T>(netnsPath: string, fn: (ops: LinkOps) => Promise<T>): Promise<T> {
+    return withNetlink(netnsPath, fn);
+  }
+
+  /** See NetOps. */
+  netnsExists(netnsPath: string): boolean {
+    return existsSync(netnsPath);
+  }
+
+  /** See NetOps. */
+  async close(): Promise<void> {
+    const h = this.hostHandle;
+    this.hostHandle = undefined;
+    await h?.close();
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * The pod's network plumbing, as cilium-cni's connector does it: a veth pair whose host side is
+ * `lxc<hash>` and whose peer is created directly inside the pod's namespace as CNI_IFNAME; the pod
+ * gets its addresses (/32, /128), a default route via the pool gateway (onlink) and a permanent
+ * neighbour entry for the gateway pointing at the host side's MAC; the host gets a route to each
+ * pod IP via the lxc device. Also the generic-veth chaining lookup of an existing interface.
+ */
+import { createHash } from 'node:crypto';
+import type { LinkInfo } from '../../netlink/index.js';
+import { CniFailure, ioFailure } from './errors.js';
+import type { LinkOps, NetOps } from './netops.js';
+
+/** Prefix of host-side interfaces (Cilium's). */
+export const HOST_IF_PREFIX = 'lxc';
+
+/**
+ * The host-side name of an attachment: `lxc` + the first 11 hex digits of the SHA-256 of the
+ * container id (14 characters); an interface other than eth0 is hashed with its name so two
+ * attachments of one container do not clash.
+ */
+export function hostIfName(containerId: string, ifName: string): string {
+  const key = ifName === 'eth0' ? containerId : `${containerId}/${ifName}`;
+  return HOST_IF_PREFIX + createHash('sha256').update(key).digest('hex').slice(0, 11);
+}
+
+/** One address to give the pod. */
+export interface PodAddress {
+  readonly ip: string;
+  readonly family: 'ipv4' | 'ipv6';
+  readonly gateway: string;
+}
+
+/** What the pod's interface setup needs. */
+export interface VethSetup {
+  readonly hostName: string;
+  readonly ifName: string;
+  readonly netns: string;
+  readonly mtu: number;
+  readonly addresses: readonly PodAddress[];
+}
+
+/** Both sides of the pod's veth. */
+export interface PodLinks {
+  readonly host: LinkInfo;
+  readonly pod: LinkInfo;
+}
+
+/** The CIDR a pod address is configured with. */
+export function podCidr(a: Pick<PodAddress, 'ip' | 'family'>): string {
+  return `${a.ip}/${a.family === 'ipv4' ? 32 : 128}`;
+}
+
+async function createVeth(host: LinkOps, s: VethSetup): Promise<LinkInfo> {
+  const opts = { name: s.hostName, peerName: s.ifName, peerNetns: s.netns, mtu: s.mtu };
+  try {
+    return await host.createVeth(opts);
+  } catch (err) {
+    // A host side left behind by an earlier, interrupted attachment: remove it and try once more.
+    if ((err as { code?: string }).code === 'EEXIST' && (await host.deleteLink(s.hostName).catch(() => false))) {
+      return host.createVeth(opts);
+    }
+    throw err;
+  }
+}
+
+/** Configures the pod side inside its namespace; resolves with the pod's link. */
+async function configurePod(pod: LinkOps, s: VethSetup, hostMac: string): Promise<LinkInfo> {
+  await pod.setUp('lo');
+  for (const a of s.addresses) await pod.addAddress(s.ifName, podCidr(a), { noDad: a.family === 'ipv6' });
+  await pod.setUp(s.ifName);
+  for (const a of s.addresses) {
+    await pod.addRoute({ dst: 'default', gateway: a.gateway, dev: s.ifName, onlink: true });
+    await pod.addNeighbor(s.ifName, a.gateway, hostMac, { permanent: true });
+  }
+  const link = await pod.getLink(s.ifName);
+  if (!link) throw new Error(`${s.ifName} vanished from ${s.netns}`);
+  return link;
+}
+
+/**
+ * Creates and configures the veth pair. On failure whatever was created is removed (deleting the
+ * host side takes the peer and the routes with it) before the error is thrown.
+ */
+export async function setupVeth(net: NetOps, s: VethSetup): Promise<PodLinks> {
+  const host = net.host();
+  let hostLink: LinkInfo;
+  try {
+    hostLink = await createVeth(host, s);
+  } catch (err) {
+    throw ioFailure(`creating the veth pair ${s.hostName} / ${s.ifName} in ${s.netns}`, err);
+  }
+  try {
+    await host.setUp(s.hostName);
+    // The host routes between pods: forwarding on, and no reverse-path filter on the lxc device.
+    if (s.addresses.some((a) => a.family === 'ipv4')) await host.writeSysctl('net.ipv4.ip_forward', 1);
+    if (s.addresses.some((a) => a.family === 'ipv6')) await host.writeSysctl('net.ipv6.conf.all.forwarding', 1);
+    await host.writeSysctl(`net.ipv4.conf.${s.hostName}.rp_filter`, 0);
+    const pod = await net.inNetns(s.netns, (ops) => configurePod(ops, s, hostLink.mac));
+    for (const a of s.addresses) await host.addRoute({ dst: a.ip, dev: s.hostName, scope: 'link' });
+    return { host: hostLink, pod };
+  } catch (err) {
+    await host.deleteLink(s.hostName).catch(() => false);
+    throw ioFailure(`configuring ${s.ifName} in ${s.netns} (host side ${s.hostName})`, err);
+  }
+}
+
+/**
+ * Generic-veth chaining: the previous plugin created `ifName` in the namespace; finds it and its
+ * host-side veth peer (by the peer's ifindex).
+ */
+export async function findChainedLinks(net: NetOps, netns: string, ifName: string): Promise<PodLinks> {
+  let pod: LinkInfo | undefined;
+  try {
+    pod = await net.inNetns(netns, (ops) => ops.getLink(ifName));
+  } catch (err) {
+    throw ioFailure(`looking up ${ifName} in ${netns}`, err);
+  }
+  if (!pod) throw new CniFailure(4, `invalid network configuration: prevResult names ${ifName} in ${netns}, but it does not exist there`);
+  const peer = pod.peerIndex;
+  const host = peer ? (await net.host().listLinks()).find((l) => l.index === peer && l.kind === 'veth') : undefined;
+  if (!host) {
+    throw new CniFailure(4, `invalid network configuration: ${ifName} in ${netns} has no veth peer in the host namespace (chaining needs a veth created by the previous plugin)`);
+  }
+  return { host, pod };
+}

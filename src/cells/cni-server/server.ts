@@ -1,0 +1,94 @@
+/**
+ * The CNI server: runs one forwarded CNI command (ADD, DEL, CHECK, STATUS, GC) and answers with
+ * what the shim prints and its exit code. Commands on one attachment run one at a time; failures
+ * become CNI error results whose code follows the spec (and Cellium's own codes from 100 up). The
+ * server is ready once the DEL queue was replayed at start; before that the route answers 503.
+ */
+import { CniErrorCode, cniEmptySuccess, cniError, cniSuccess, replyCniVersion, type CniRequest, type CniResponse } from '../../cni/protocol.js';
+import { runAdd } from './add.js';
+import { runCheck } from './check.js';
+import type { CniDeps } from './deps.js';
+import { removeAttachment } from './del.js';
+import { replayDeleteQueue, type ReplayOutcome } from './delete-queue.js';
+import { CniFailure, asCniFailure } from './errors.js';
+import { runGc } from './gc.js';
+import { attachmentKey } from './ledger.js';
+import { parseCall } from './netconf.js';
+import { formatResult } from './result.js';
+
+/** The cniVersion to answer an error with: the request's when it can be read. */
+function versionOf(stdin: string): string {
+  try {
+    return replyCniVersion((JSON.parse(stdin) as { cniVersion?: unknown })?.cniVersion);
+  } catch {
+    return replyCniVersion(undefined);
+  }
+}
+
+/** Runs CNI commands. */
+export class CniServer {
+  private readyFlag = false;
+  private markReady!: () => void;
+  private readonly readyPromise = new Promise<void>((r) => (this.markReady = r));
+
+  constructor(private readonly d: CniDeps) {}
+
+  /** Settles once the server became ready for the first time. */
+  whenReady(): Promise<void> {
+    return this.readyPromise;
+  }
+
+  /** Whether commands are served (false until started, and after stop). */
+  get ready(): boolean {
+    return this.readyFlag;
+  }
+
+  /** Marks the server ready or not (the cell does this at start and stop). */
+  setReady(ready: boolean): void {
+    this.readyFlag = ready;
+    if (ready) this.markReady();
+  }
+
+  /** Runs one command; never throws: every failure is a CNI error answer. */
+  async handle(req: CniRequest, signal?: AbortSignal): Promise<CniResponse> {
+    const began = performance.now();
+    try {
+      const out = await this.dispatch(req, signal);
+      this.d.log.debug({ command: req.command, containerID: req.containerId, ms: Math.round(performance.now() - began) }, 'CNI command done');
+      return out;
+    } catch (err) {
+      const f = asCniFailure(err);
+      this.d.log.warn({ command: req.command, containerID: req.containerId, ifName: req.ifName, code: f.code, err: f.message }, 'CNI command failed');
+      return cniError(versionOf(req.stdin), f.code, f.message, f.details);
+    }
+  }
+
+  private async dispatch(req: CniRequest, signal?: AbortSignal): Promise<CniResponse> {
+    const call = parseCall(req);
+    const d = this.d;
+    const key = attachmentKey(req.containerId, req.ifName);
+    switch (req.command) {
+      case 'ADD': {
+        const result = await d.ledger.withLock(key, () => runAdd(d, call, signal));
+        return cniSuccess(formatResult(result, call.conf.cniVersion));
+      }
+      case 'DEL':
+        await d.ledger.withLock(key, () => removeAttachment(d, req.containerId, req.ifName, 'CNI DEL'));
+        return cniEmptySuccess();
+      case 'CHECK':
+        await d.ledger.withLock(key, () => runCheck(d, call));
+        return cniEmptySuccess();
+      case 'STATUS':
+        if (!this.ready) throw new CniFailure(CniErrorCode.PluginNotAvailable, 'the cellium agent is not ready');
+        return cniEmptySuccess();
+      case 'GC':
+        await runGc(d, call.conf.validAttachments);
+        return cniEmptySuccess();
+    }
+  }
+
+  /** Replays the DEL queue directory (at start). */
+  replayDeleteQueue(dir: string): Promise<ReplayOutcome> {
+    return replayDeleteQueue(dir, (req) => this.handle(req), this.d.log);
+  }
+}

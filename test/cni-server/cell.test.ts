@@ -1,0 +1,62 @@
+// The cni-server cell in a hive with the API server: the route on the socket (as the shim posts),
+// the exit-code header, 503 before ready, the DEL queue replayed at start, netlink closed at stop.
+import t from 'tap';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { testHive } from '../../src/hive/index.js';
+import { apiServerCell, ApiServerToken } from '../../src/cells/api-server/index.js';
+import { EndpointAPIManagerToken, EndpointManagerToken } from '../../src/cells/endpoint/index.js';
+import { IPAMToken } from '../../src/cells/ipam/index.js';
+import { cniServerCell, CniNetOpsToken, CniServerToken } from '../../src/cells/cni-server/index.js';
+import { CNI_REQUEST_PATH, encodeCniRequest, sendCniRequest } from '../../src/cni/protocol.js';
+import { CONTROL_PLANE, cniReq, tempDir } from './helpers.js';
+import { FakeNet } from './fake-net.js';
+
+t.test('the route serves CNI commands on the agent socket; the DEL queue is replayed at start', async (t) => {
+  const dir = tempDir(t, 'cell');
+  const socketPath = join(dir, 'cellium.sock');
+  const queue = join(dir, 'queue');
+  mkdirSync(queue);
+  writeFileSync(join(queue, '0000000000000000001-1-old.json'), encodeCniRequest(cniReq('DEL', { containerId: 'old', netns: '' })));
+  const net = new FakeNet();
+  net.addNetns('/run/netns/p1');
+  const h = await testHive(t, [...CONTROL_PLANE, apiServerCell, cniServerCell], {
+    config: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': queue, 'cni-mtu': 1450 },
+    replace: [[CniNetOpsToken, net]],
+  });
+  const server = h.get(CniServerToken);
+  await server.whenReady();
+  t.same(readdirSync(queue), [], 'queued DEL replayed and removed');
+  t.ok(h.get(ApiServerToken).served().includes('PostCelliumCni'));
+
+  const add = await sendCniRequest(socketPath, cniReq('ADD'));
+  t.equal(add.exitCode, 0, add.body);
+  const res = JSON.parse(add.body) as { interfaces: Array<{ mtu?: number }>; ips: Array<{ address: string }> };
+  t.equal(res.interfaces[1]!.mtu, 1450, '--cni-mtu');
+  t.equal(h.get(EndpointManagerToken).lookup('cni-attachment-id:c1:eth0')?.state, 'ready');
+
+  const bad = await sendCniRequest(socketPath, cniReq('ADD', { netns: '/run/netns/nope', containerId: 'c2' }));
+  t.equal(bad.exitCode, 1);
+  t.match(JSON.parse(bad.body), { code: 7, msg: /CNI_NETNS/ });
+
+  const del = await sendCniRequest(socketPath, cniReq('DEL'));
+  t.same(del, { exitCode: 0, body: '' });
+  t.equal(h.get(IPAMToken).ownerOf(res.ips[0]!.address.split('/')[0]!), undefined);
+  t.ok(h.get(EndpointAPIManagerToken));
+
+  server.setReady(false);
+  const status = await new Promise<number>((resolve, reject) => {
+    const payload = encodeCniRequest(cniReq('ADD'));
+    const r = request({ socketPath, path: CNI_REQUEST_PATH, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    r.on('error', reject);
+    r.end(payload);
+  });
+  t.equal(status, 503, 'not ready: 503 (the shim then answers code 11, or queues a DEL)');
+  server.setReady(true);
+  await h.hive.stop();
+  t.ok(net.closed, 'netlink handles closed at stop');
+});

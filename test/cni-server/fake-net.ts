@@ -1,0 +1,179 @@
+// An in-memory NetOps for the CNI server's unprivileged tests: namespaces holding links, addresses,
+// routes, neighbours and sysctls, veth pairs across namespaces, and failure injection per operation
+// and namespace (`fail('addRoute', 'pod')`), so every rollback path can be driven without root.
+import type { LinkOps, NetOps } from '../../src/cells/cni-server/netops.js';
+import type { AddressInfo, LinkInfo, RouteSpec, VethOptions } from '../../src/netlink/index.js';
+
+interface FakeLink extends LinkInfo {
+  addrs: string[];
+  peer?: { ns: FakeNs; name: string };
+}
+
+/** One namespace. */
+export class FakeNs {
+  readonly links = new Map<string, FakeLink>();
+  readonly routes: RouteSpec[] = [];
+  readonly neighbors: Array<{ dev: string; ip: string; mac: string; permanent: boolean }> = [];
+  readonly sysctls = new Map<string, string>();
+  constructor(readonly path: string) {
+    this.links.set('lo', link(1, 'lo', '', 65536, ''));
+  }
+}
+
+let nextIndex = 100;
+let nextMac = 1;
+function link(index: number, name: string, mac: string, mtu: number, kind: string): FakeLink {
+  return { index, name, mac, mtu, flags: 0, up: false, lowerUp: false, operState: 'down', kind, peerIndex: 0, masterIndex: 0, linkNetnsId: -1, addrs: [] };
+}
+function mac(): string {
+  const n = nextMac++;
+  return `02:00:00:00:${((n >> 8) & 0xff).toString(16).padStart(2, '0')}:${(n & 0xff).toString(16).padStart(2, '0')}`;
+}
+function errno(op: string, ifname: string, code: string): Error {
+  return Object.assign(new Error(`${op} ${ifname}: ${code}`), { code, op, ifname });
+}
+function copy(l: FakeLink): LinkInfo {
+  const { addrs: _a, peer: _p, ...info } = l;
+  return { ...info };
+}
+
+/** The fake. `calls` lists every operation as `op@ns`. */
+export class FakeNet implements NetOps {
+  readonly hostNs = new FakeNs('host');
+  readonly namespaces = new Map<string, FakeNs>();
+  readonly calls: string[] = [];
+  private readonly failures = new Map<string, string>();
+  closed = false;
+
+  /** Creates a pod namespace. */
+  addNetns(path: string): FakeNs {
+    const ns = new FakeNs(path);
+    this.namespaces.set(path, ns);
+    return ns;
+  }
+
+  /** Makes `op` fail (in `where`: 'host', 'pod' or any) with errno `code` until cleared. */
+  fail(op: string, where: 'host' | 'pod' | 'any' = 'any', code = 'EIO'): void {
+    this.failures.set(`${op}@${where}`, code);
+  }
+
+  clearFailures(): void {
+    this.failures.clear();
+  }
+
+  host(): LinkOps {
+    return this.ops(this.hostNs);
+  }
+
+  async inNetns<T>(netnsPath: string, fn: (ops: LinkOps) => Promise<T>): Promise<T> {
+    const ns = this.namespaces.get(netnsPath);
+    if (!ns) throw errno('open', netnsPath, 'ENOENT');
+    return fn(this.ops(ns));
+  }
+
+  netnsExists(netnsPath: string): boolean {
+    return this.namespaces.has(netnsPath);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  private check(op: string, ns: FakeNs, ifname = ''): void {
+    const where = ns === this.hostNs ? 'host' : 'pod';
+    this.calls.push(`${op}@${where}`);
+    const code = this.failures.get(`${op}@${where}`) ?? this.failures.get(`${op}@any`);
+    if (code) throw errno(op, ifname, code);
+  }
+
+  private ops(ns: FakeNs): LinkOps {
+    const need = (op: string, name: string): FakeLink => {
+      const l = ns.links.get(name);
+      if (!l) throw errno(op, name, 'ENODEV');
+      return l;
+    };
+    const check = (op: string, ifname?: string): void => this.check(op, ns, ifname);
+    const namespaces = this.namespaces;
+    return {
+      async createVeth(o: VethOptions) {
+        check('createVeth', o.name);
+        const peerNs = o.peerNetns ? namespaces.get(o.peerNetns) : ns;
+        if (!peerNs) throw errno('createVeth', o.name, 'ENOENT');
+        if (ns.links.has(o.name) || peerNs.links.has(o.peerName)) throw errno('createVeth', o.name, 'EEXIST');
+        const a = link(nextIndex++, o.name, mac(), o.mtu ?? 1500, 'veth');
+        const b = link(nextIndex++, o.peerName, mac(), o.mtu ?? 1500, 'veth');
+        a.peerIndex = b.index;
+        b.peerIndex = a.index;
+        a.peer = { ns: peerNs, name: o.peerName };
+        b.peer = { ns, name: o.name };
+        ns.links.set(o.name, a);
+        peerNs.links.set(o.peerName, b);
+        return copy(a);
+      },
+      async setUp(name) {
+        check('setUp', name);
+        const l = need('setUp', name);
+        l.up = true;
+        l.flags |= 1;
+      },
+      async getLink(name) {
+        check('getLink', name);
+        const l = ns.links.get(name);
+        return l ? copy(l) : undefined;
+      },
+      async listLinks() {
+        check('listLinks');
+        return [...ns.links.values()].map(copy);
+      },
+      async deleteLink(name) {
+        check('deleteLink', name);
+        const l = ns.links.get(name);
+        if (!l) return false;
+        ns.links.delete(name);
+        for (let i = ns.routes.length - 1; i >= 0; i--) if (ns.routes[i]!.dev === name) ns.routes.splice(i, 1);
+        if (l.peer) {
+          l.peer.ns.links.delete(l.peer.name);
+          const r = l.peer.ns.routes;
+          for (let i = r.length - 1; i >= 0; i--) if (r[i]!.dev === l.peer.name) r.splice(i, 1);
+        }
+        return true;
+      },
+      async addAddress(dev, cidr) {
+        check('addAddress', dev);
+        const l = need('addAddress', dev);
+        if (!l.addrs.includes(cidr)) l.addrs.push(cidr);
+      },
+      async listAddresses(dev) {
+        check('listAddresses', dev);
+        const links = dev ? [need('listAddresses', dev)] : [...ns.links.values()];
+        return links.flatMap((l) =>
+          l.addrs.map((c): AddressInfo => {
+            const [address, len] = c.split('/');
+            return { family: address!.includes(':') ? 6 : 4, index: l.index, address: address!, prefixLength: Number(len), scope: 0, flags: 0x80, label: l.name };
+          }),
+        );
+      },
+      async addRoute(spec) {
+        check('addRoute', spec.dev);
+        if (spec.dev) need('addRoute', spec.dev);
+        ns.routes.push({ ...spec });
+      },
+      async deleteRoute(spec) {
+        check('deleteRoute', spec.dev);
+        const i = ns.routes.findIndex((r) => r.dst === spec.dst && (!spec.dev || r.dev === spec.dev));
+        if (i < 0) return false;
+        ns.routes.splice(i, 1);
+        return true;
+      },
+      async addNeighbor(dev, ip, m, o) {
+        check('addNeighbor', dev);
+        need('addNeighbor', dev);
+        ns.neighbors.push({ dev, ip, mac: m, permanent: o?.permanent !== false });
+      },
+      async writeSysctl(key, value) {
+        check('writeSysctl', key);
+        ns.sysctls.set(key, String(value));
+      },
+    };
+  }
+}
