@@ -9,47 +9,18 @@ import { startFakeAgent } from '../cli/fake-agent.js';
 import * as fx from './fixtures.js';
 
 t.test('every operation through the client', async (t) => {
-  const agent = await startFakeAgent(t, {
-    GetHealthz: { status: 200, body: fx.statusResponse },
-    GetConfig: { status: 200, body: fx.daemonConfig },
-    PatchConfig: { status: 200 },
-    GetEndpoint: { status: 200, body: [fx.endpoint12] },
-    DeleteEndpoint: { status: 206, body: 1 },
-    GetEndpointID: { status: 200, body: fx.endpoint12 },
-    PutEndpointID: { status: 201, body: fx.endpoint12 },
-    PatchEndpointID: { status: 200 },
-    DeleteEndpointID: { status: 200 },
-    GetEndpointIDConfig: { status: 200, body: fx.endpointConfig },
-    PatchEndpointIDConfig: { status: 200 },
-    GetEndpointIDLabels: { status: 200, body: fx.endpointLabels },
-    PatchEndpointIDLabels: { status: 200 },
-    GetEndpointIDLog: { status: 200, body: fx.endpointLog },
-    GetEndpointIDHealthz: { status: 200, body: fx.endpointHealth },
-    GetIdentity: { status: 200, body: fx.identities },
-    GetIdentityID: { status: 200, body: fx.identities[0] },
-    GetIdentityEndpoints: { status: 200, body: fx.identityEndpoints },
-    PostIpam: { status: 201, body: fx.ipamResponse },
-    PostIpamIP: { status: 200 },
-    DeleteIpamIP: { status: 200 },
-    GetPolicy: { status: 200, body: fx.policy },
-    PutPolicy: { status: 200, body: fx.policy },
-    DeletePolicy: { status: 200, body: fx.policy },
-    GetPolicySelectors: { status: 200, body: fx.selectors },
-    GetCelliumPolicyTrace: { status: 200, body: fx.traceAllowed },
-    GetMap: { status: 200, body: fx.mapList },
-    GetMapName: { status: 200, body: fx.mapLxc },
-  });
+  const agent = await startFakeAgent(t, fx.cannedReplies());
   const c = new CelliumClient({ socketPath: agent.socketPath });
   t.teardown(() => c.close());
   t.same(await c.status(), fx.statusResponse);
   t.same(await c.getConfig(), fx.daemonConfig);
   await c.patchConfig({ options: { Debug: 'Enabled' } });
-  t.same(await c.listEndpoints(['k8s:app=web']), [fx.endpoint12]);
+  t.same(await c.listEndpoints(['k8s:app=web']), [fx.endpoint12, fx.endpoint13]);
   t.same(await c.deleteEndpointsByContainer('3f6c'), { errors: 1 });
   t.same(await c.getEndpoint('pod-name:default/web-0'), fx.endpoint12);
   t.same(await c.createEndpoint('cilium-local:0', { 'container-id': '3f6c', addressing: { ipv4: '10.200.0.12' }, state: 'waiting-for-identity', 'sync-build-endpoint': true }), fx.endpoint12);
   await c.patchEndpoint(12, { labels: ['k8s:app=web'] });
-  t.same(await c.deleteEndpoint('ipv4:10.200.0.12'), { errors: 0 });
+  t.same(await c.deleteEndpoint('ipv4:10.200.0.12'), { errors: 2 });
   t.same(await c.getEndpointConfig(12), fx.endpointConfig);
   await c.patchEndpointConfig(12, { options: { Debug: 'Enabled' } });
   t.same(await c.getEndpointLabels(12), fx.endpointLabels);
@@ -57,7 +28,7 @@ t.test('every operation through the client', async (t) => {
   t.same(await c.getEndpointLog(12), fx.endpointLog);
   t.same(await c.getEndpointHealth(12), fx.endpointHealth);
   t.same(await c.listIdentities(), fx.identities);
-  t.same(await c.getIdentity(1), fx.identities[0]);
+  t.same(await c.getIdentity(31245), fx.identities[1]);
   t.same(await c.identityEndpoints(), fx.identityEndpoints);
   t.same(await c.ipamAllocate({ family: 'ipv4', owner: 'x', expiration: true }), fx.ipamResponse);
   await c.ipamAllocateIP('fd00::7', { owner: 'x' });

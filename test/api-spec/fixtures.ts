@@ -226,7 +226,23 @@ export const FIXTURES: readonly { readonly operationId: string; readonly status:
   { operationId: 'GetMap', status: 200, body: mapList },
   { operationId: 'GetMapName', status: 200, body: mapLxc },
   { operationId: 'DeleteEndpointID', status: 206, body: 2 },
+  { operationId: 'DeleteEndpoint', status: 206, body: 1 },
+  { operationId: 'PatchConfig', status: 200, body: undefined },
+  { operationId: 'PatchEndpointID', status: 200, body: undefined },
+  { operationId: 'PatchEndpointIDConfig', status: 200, body: undefined },
+  { operationId: 'PatchEndpointIDLabels', status: 200, body: undefined },
+  { operationId: 'PostIpamIP', status: 200, body: undefined },
+  { operationId: 'DeleteIpamIP', status: 200, body: undefined },
   { operationId: 'GetEndpointID', status: 404, body: 'endpoint 99 not found' },
   { operationId: 'PostIpam', status: 502, body: 'IPv4 pool 10.200.0.0/16 is exhausted' },
   { operationId: 'PutEndpointID', status: 400, body: { error: { message: '/body/addressing/ipv4 must match format "ipv4"', field: '/body/addressing/ipv4', expected: 'string in format ipv4' } } },
 ];
+
+/** A successful canned answer per operation (the first 2xx fixture of each), for fake agents. */
+export function cannedReplies(): Record<string, { status: number; body?: unknown }> {
+  const out: Record<string, { status: number; body?: unknown }> = {};
+  for (const f of FIXTURES) {
+    if (f.status < 300 && !(f.operationId in out)) out[f.operationId] = f.body === undefined ? { status: f.status } : { status: f.status, body: f.body };
+  }
+  return out;
+}
