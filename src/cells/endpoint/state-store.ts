@@ -58,21 +58,29 @@ export class EndpointStateStore {
   /** Writes `<id>_next/` for the endpoint as it will be once `cfg` is in the datapath. */
   async prepare(ep: Endpoint, cfg: EndpointDatapathConfig): Promise<void> {
     const next = this.nextDirOf(ep.id);
-    await rm(next, { recursive: true, force: true });
-    await mkdir(next, { recursive: true });
+    await mkdir(next).catch(async (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return mkdir(next, { recursive: true });
+      if (err.code !== 'EEXIST') throw err;
+      await rm(next, { recursive: true, force: true });
+      return mkdir(next);
+    });
     const stored: StoredEndpoint = { ...ep.toSnapshot(), model: ep.toModel() };
-    await writeFile(join(next, EP_CONFIG_JSON), `${JSON.stringify(stored, null, 2)}\n`);
-    await writeFile(join(next, EP_CONFIG_H), renderEpConfigHeader(cfg, policyMapName(ep.id)));
+    await Promise.all([
+      writeFile(join(next, EP_CONFIG_JSON), `${JSON.stringify(stored, null, 2)}\n`),
+      writeFile(join(next, EP_CONFIG_H), renderEpConfigHeader(cfg, policyMapName(ep.id))),
+    ]);
   }
 
   /** Swaps `<id>_next` in as `<id>`; on a failed swap puts the old directory back. */
   async commit(id: number): Promise<void> {
     const dir = this.dirOf(id);
     const stale = this.staleDirOf(id);
-    await rm(stale, { recursive: true, force: true });
-    const hadOld = await rename(dir, stale).then(() => true, (err: NodeJS.ErrnoException) => {
+    const hadOld = await rename(dir, stale).then(() => true, async (err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return false;
-      throw err;
+      if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
+      await rm(stale, { recursive: true, force: true });
+      await rename(dir, stale);
+      return true;
     });
     try {
       await rename(this.nextDirOf(id), dir);
