@@ -38,12 +38,12 @@ const base = { ...DEFAULT_LIMITS['endpoint-create']!, autoAdjust: false, skipIni
 
 t.test('token bucket: burst passes at once, then requests queue up to the max wait', async (t) => {
   const reports: LimiterReport[] = [];
-  const l = new ApiLimiter('x', { ...base, rateLimit: 20, rateBurst: 2, parallelRequests: 0, maxWaitMs: 500 }, (r) => reports.push(r));
+  const l = new ApiLimiter('x', { ...base, rateLimit: 4, rateBurst: 2, parallelRequests: 0, maxWaitMs: 2000 }, (r) => reports.push(r));
   const a = await l.wait();
   const b = await l.wait();
   const c = await l.wait();
   t.ok(a.waitMs + b.waitMs < 5, 'burst of 2 without waiting');
-  t.ok(c.waitMs >= 30, `third waited for a token (${c.waitMs.toFixed(1)} ms)`);
+  t.ok(c.waitMs >= 50, `third waited for a token (${c.waitMs.toFixed(1)} ms of ~250)`);
   for (const r of [a, b, c]) r.done(200);
   t.equal(reports.filter((r) => r.outcome === 'success').length, 3);
 });
@@ -63,7 +63,7 @@ t.test('a wait beyond max-wait-duration is refused with a Retry-After', async (t
 });
 
 t.test('parallel requests: the cap queues the rest, which run as slots free up; past the max wait 429', async (t) => {
-  const l = new ApiLimiter('p', { ...base, rateLimit: 0, parallelRequests: 2, maxWaitMs: 200 });
+  const l = new ApiLimiter('p', { ...base, rateLimit: 0, parallelRequests: 2, maxWaitMs: 1000 });
   const a = await l.wait();
   const b = await l.wait();
   let cDone = false;
