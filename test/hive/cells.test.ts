@@ -110,7 +110,7 @@ t.test('a cycle names every member', async (t) => {
   const A = token<string>('A'); const B = token<string>('B'); const C = token<string>('C');
   const h = newHive(
     provide(A, (b: string) => b, B), provide(B, (c: string) => c, C), provide(C, (a: string) => a, A),
-    invoke('x', () => undefined, A),
+    invoke('x', (_a: string) => undefined, A),
   );
   const err = t.throws(() => h.populate(), DependencyCycleError) as unknown as DependencyCycleError;
   t.equal(err.cycle.length, 4);
