@@ -5,6 +5,7 @@
 import type { Command } from 'commander';
 import { AgentUnreachableError, ApiError, ProtocolError } from '../api/errors.js';
 import { CelliumClient } from '../api/client.js';
+import { parseSeconds } from './args.js';
 import { CliFailure, UsageError } from './errors.js';
 import { json } from './output.js';
 
@@ -26,6 +27,8 @@ export interface GlobalOptions {
   /** An agent API over TCP (`http://127.0.0.1:9234`), instead of the socket. */
   readonly host?: string;
   readonly output: OutputFormat;
+  /** Give up on one request after this long (`30s`, `2m`); default 60 s. */
+  readonly timeout?: string;
 }
 
 /** The context of one command run. */
@@ -39,7 +42,8 @@ export class CliContext {
 
   /** The agent client (created on first use, closed when the command ends). */
   get client(): CelliumClient {
-    this.clientInstance ??= new CelliumClient(this.options.host ? { baseUrl: this.options.host } : { socketPath: this.options.socketPath });
+    const timeoutMs = this.options.timeout === undefined ? undefined : parseSeconds(this.options.timeout) * 1000;
+    this.clientInstance ??= new CelliumClient(this.options.host ? { baseUrl: this.options.host } : { socketPath: this.options.socketPath }, timeoutMs === undefined ? {} : { timeoutMs });
     return this.clientInstance;
   }
 

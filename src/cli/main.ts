@@ -54,6 +54,7 @@ export function buildProgram(runtime: CliRuntime, groups: readonly CommandGroup[
     .option('--socket-path <path>', "the agent's API socket", defaultSocketPath({ env: runtime.io.env }))
     .option('-H, --host <url>', 'talk to an agent API on TCP instead (http://HOST:PORT, see cellium-agent --api-listen-address)')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
+    .option('--timeout <duration>', 'give up on a request after this long (e.g. 30s, 2m)', '60s')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeOut: runtime.io.stdout, writeErr: runtime.io.stderr });

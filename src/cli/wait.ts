@@ -1,5 +1,6 @@
-/** `--wait`: polls the agent until endpoints regenerated, reporting progress on stderr. */
-import type { Endpoint } from '../api/models.js';
+/** `--wait`: polls the agent until it is ready or endpoints regenerated, reporting progress on stderr. */
+import { AgentUnreachableError } from '../api/errors.js';
+import type { Endpoint, StatusResponse } from '../api/models.js';
 import type { CliContext } from './context.js';
 import { CliFailure } from './errors.js';
 
@@ -44,6 +45,30 @@ export async function waitForPolicyRevision(ctx: CliContext, revision: number, o
     last = line;
     if (done === eps.length) return;
     if (Date.now() > deadline) throw new CliFailure(`only ${done} of ${eps.length} endpoints reached policy revision ${revision} within ${opts.timeoutSeconds}s`);
+    await sleep(opts.intervalMs ?? 200);
+  }
+}
+
+/**
+ * Waits until the agent answers GET /healthz with state Ok, tolerating an agent that is not
+ * listening yet (it may be starting). Prints each new condition on stderr.
+ */
+export async function waitForAgent(ctx: CliContext, opts: WaitOptions): Promise<StatusResponse> {
+  const deadline = Date.now() + opts.timeoutSeconds * 1000;
+  let last = '';
+  for (;;) {
+    let line: string;
+    try {
+      const s = await ctx.client.status();
+      if (s.cilium?.state === 'Ok') return s;
+      line = `waiting for the agent: state ${s.cilium?.state ?? 'unknown'}${s.cilium?.msg ? ` (${s.cilium.msg})` : ''}`;
+    } catch (err) {
+      if (!(err instanceof AgentUnreachableError)) throw err;
+      line = `waiting for the agent at ${err.target}: ${err.code}`;
+    }
+    if (line !== last) ctx.progress(line);
+    last = line;
+    if (Date.now() > deadline) throw new CliFailure(`the agent was not ready within ${opts.timeoutSeconds}s (${line.replace(/^waiting for the agent:? ?/, '')})`);
     await sleep(opts.intervalMs ?? 200);
   }
 }

@@ -142,3 +142,31 @@ t.test('bin/cellium.js exits 1 with one line when the agent is unreachable', { s
   t.equal(err?.stdout, '');
   t.match(err?.stderr, new RegExp(`^cellium: cannot reach the cellium agent at unix socket ${sock} \\(ENOENT: no such socket\\); start the agent with \`cellium-agent --socket-path ${sock}\`\\n$`));
 });
+
+t.test('status --wait: until the agent is up and Ok; gives up after --wait-timeout', async (t) => {
+  const warning = { ...fx.statusResponse, cilium: { state: 'Warning' as const, msg: 'starting' } };
+  const agent = await startFakeAgent(t, { GetHealthz: (_req, n) => ({ status: 200, body: n < 3 ? warning : fx.statusResponse }) });
+  const r = await cli(agent.socketPath, ['status', '--wait', '-o', 'json']);
+  t.equal(r.code, 0);
+  t.equal(r.stderr, 'waiting for the agent: state Warning (starting)\n');
+  t.same(JSON.parse(r.stdout), fx.statusResponse);
+  const sock = join(dir, 'later.sock');
+  const gone = await cli(sock, ['status', '--wait', '--wait-timeout', '300ms']);
+  t.equal(gone.code, 1);
+  t.equal(gone.stderr, `waiting for the agent at unix socket ${sock}: ENOENT\ncellium: the agent was not ready within 0.3s (at unix socket ${sock}: ENOENT)\n`);
+});
+
+t.test('--timeout: a hung agent fails after that long', async (t) => {
+  const sock = join(dir, 'hung.sock');
+  const server = createServer(() => undefined);
+  await new Promise<void>((r) => server.listen(sock, r));
+  t.teardown(() => {
+    server.closeAllConnections();
+    return new Promise<void>((r) => server.close(() => r()));
+  });
+  const r = await cli(sock, ['--timeout', '200ms', 'map', 'list']);
+  t.equal(r.code, 1);
+  t.equal(r.stderr, `cellium: GET /v1/map: no answer from the agent at unix socket ${sock} within 200 ms\n`);
+  const bad = await cli(sock, ['--timeout', 'soon', 'map', 'list']);
+  t.equal(bad.code, 2);
+});

@@ -1,7 +1,9 @@
 /** `cellium status`: the agent's health (GET /healthz). */
 import type { HealthNode, StatusResponse } from '../../api/models.js';
+import { parseSeconds } from '../args.js';
 import type { CommandGroup } from '../context.js';
 import { keyValues, table } from '../output.js';
+import { waitForAgent } from '../wait.js';
 
 /** One line per health node, indented by depth; `all` shows ok nodes below the top too. */
 export function renderHealthTree(node: HealthNode, all: boolean, depth = 0): string[] {
@@ -53,8 +55,11 @@ export const statusCommands: CommandGroup = (program, rt) => {
     .description("show the agent's health: state, datapath, IPAM, controllers, health tree")
     .option('-v, --verbose', 'list every controller, BPF map and health node')
     .option('--brief', 'only the agent state')
+    .option('--wait', 'wait until the agent is up and its state is Ok (progress on stderr)')
+    .option('--wait-timeout <duration>', 'give up waiting after this long', '60s')
     .action(
-      rt.action(async (ctx, opts: { verbose?: boolean; brief?: boolean }) => {
+      rt.action(async (ctx, opts: { verbose?: boolean; brief?: boolean; wait?: boolean; waitTimeout: string }) => {
+        if (opts.wait) await waitForAgent(ctx, { timeoutSeconds: parseSeconds(opts.waitTimeout) });
         const s = await ctx.client.status({ brief: opts.brief === true });
         ctx.print(s, (v) => renderStatus(v, opts.verbose === true));
       }),
