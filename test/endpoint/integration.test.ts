@@ -57,8 +57,19 @@ t.test('real cells, memory datapath: create, enforce policy, delete, restore', a
   t.same(await dp.verdict(server.id, 'ingress', { src: client.ipv6!, dst: server.ipv6!, protocol: 6, dport: 80 }), { allowed: true, peerIdentity: client.identity });
   t.same(await dp.verdict(client.id, 'egress', { src: client.ipv4!, dst: server.ipv4!, protocol: 6, dport: 9999 }), { allowed: true, peerIdentity: server.identity }, 'client egress not enforced');
   t.same(await dp.dropCounters(), { policy: 2 });
+
   t.same(server.toModel().status.policy?.realized?.['allowed-ingress-identities'], [client.identity]);
   t.equal(server.toModel().status.policy?.realized?.['policy-enabled'], 'ingress');
+
+  const late = await create(4, 'client');
+  t.equal(late.identity, client.identity, 'same labels, same identity');
+  const late2 = await create(5, 'client');
+  await api.patchLabels({}, String(late2.id), ['k8s:version=2'], []);
+  t.not(late2.identity, client.identity, 'a new client identity appears after the policy');
+  for (let i = 0; i < 100 && !(await dp.verdict(server.id, 'ingress', pkt(late2.ipv4!, 80))).allowed; i++) await new Promise((r) => setTimeout(r, 10));
+  t.same(await dp.verdict(server.id, 'ingress', pkt(late2.ipv4!, 80)), { allowed: true, peerIdentity: late2.identity }, 'the server was regenerated for the new identity');
+  await api.deleteEndpoint({}, String(late.id));
+  await api.deleteEndpoint({}, String(late2.id));
 
   await api.deleteEndpoint({}, String(other.id));
   t.equal(ipam.ownerOf(other.ipv4!), undefined, 'IP released on delete');
