@@ -11,6 +11,7 @@ import { CliRuntime, EXIT, describeError, type CliIO, type CommandGroup } from '
 import { configCommands } from './commands/config.js';
 import { endpointCommands } from './commands/endpoint.js';
 import { identityCommands } from './commands/identity.js';
+import { installCniCommands } from './commands/install-cni.js';
 import { ipamCommands } from './commands/ipam.js';
 import { mapCommands } from './commands/map.js';
 import { policyCommands } from './commands/policy.js';
@@ -25,6 +26,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   ipamCommands,
   mapCommands,
   configCommands,
+  installCniCommands,
 ];
 
 /** The CLI's version (package.json's). */
