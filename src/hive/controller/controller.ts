@@ -3,6 +3,7 @@
  * linear backoff (consecutive failures x error-retry base, capped), optionally re-run on an
  * interval, with a status record for the status API.
  */
+import { formatDuration } from '../config/duration.js';
 import { errorMessage } from '../errors.js';
 
 /** What a controller runs and how often. */
@@ -130,8 +131,8 @@ export class Controller {
       name: this.name,
       uuid: this.uuid,
       configuration: {
-        interval: `${p.runIntervalMs ?? 0}ms`,
-        'error-retry-base': `${p.errorRetryBaseMs ?? 1000}ms`,
+        interval: formatDuration(Number.isFinite(p.runIntervalMs) ? (p.runIntervalMs ?? 0) : 0),
+        'error-retry-base': formatDuration(p.errorRetryBaseMs ?? 1000),
         'error-retry': true,
       },
       status: {
