@@ -80,12 +80,11 @@ t.test('timer jobs run on their interval and a manual trigger is debounced', asy
 t.test('observer jobs handle every value and report handler failures in health', async (t) => {
   const src = new Subject<number>();
   const seen: number[] = [];
-  let tree!: HealthTree;
   const h = jobsHive((j) => j.observer('numbers', src, (n) => {
     if (n < 0) throw new Error('negative');
     seen.push(n);
   }));
-  tree = h.get(HealthTreeToken);
+  const tree: HealthTree = h.get(HealthTreeToken);
   await h.start();
   src.next(1); src.next(2); src.next(-1); src.next(3);
   await sleep(10);
