@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { testHive, type TestLike } from '../../src/hive/index.js';
 import { statedirCell } from '../../src/cells/statedir/index.js';
 import {
-  endpointCell, EndpointAPIManagerToken, EndpointManagerImplToken, EndpointManagerToken, EndpointError,
+  endpointCell, gcRound, EndpointAPIManagerToken, EndpointManagerImplToken, EndpointManagerToken, EndpointError,
   type EndpointChangeRequest, type EndpointView,
 } from '../../src/cells/endpoint/index.js';
 import { createCiliumValidator, ciliumReferenceAvailable } from '../../src/api/cilium-conformance.js';
@@ -274,4 +274,22 @@ t.test('a regeneration blocked in the datapath: requests coalesce into one more 
   await Promise.all([running, ...more]);
   t.equal(s.datapath.loader.history.length, loads + 2, 'two runs: the blocked one and one for a, b, c');
   t.ok(ep.log().some((l) => /\(rewrite\+load\) due to a, b, c/.test(l.message)));
+});
+
+t.test('gcRound: mark, recover when the interface comes back, remove on the second round', async (t) => {
+  const s = await start(t, 'gcround');
+  const ep = await s.api.createEndpoint(ctx, req(1));
+  const log = s.h.hive.log;
+  s.links.gone.add('lxc1');
+  t.same(await gcRound(s.mgr, s.links.check, log), { marked: [ep.id], removed: [], recovered: [] });
+  t.equal(ep.state, 'not-ready', 'a marked endpoint reports not-ready');
+  t.equal(ep.toModel().status.health?.connected, false);
+  s.links.gone.delete('lxc1');
+  t.same(await gcRound(s.mgr, s.links.check, log), { marked: [], removed: [], recovered: [ep.id] });
+  t.equal(ep.state, 'ready');
+  s.links.gone.add('lxc1');
+  await gcRound(s.mgr, s.links.check, log);
+  t.same(await gcRound(s.mgr, s.links.check, log), { marked: [], removed: [ep.id], recovered: [] });
+  t.equal(ep.state, 'disconnected');
+  t.same(await gcRound(s.mgr, s.links.check, log), { marked: [], removed: [], recovered: [] });
 });
