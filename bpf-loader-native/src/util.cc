@@ -30,14 +30,17 @@ void throwSys(Napi::Env env, int err, const std::string &syscall, const std::str
 
 void throwArg(Napi::Env env, const std::string &what) { throw Napi::TypeError::New(env, what); }
 
+// The hot paths (map lookup/update/delete) read their arguments with one N-API call each.
 int argInt(const Napi::CallbackInfo &info, size_t i, const char *name) {
-  if (i >= info.Length() || !info[i].IsNumber()) throwArg(info.Env(), std::string(name) + " must be a number");
-  return info[i].As<Napi::Number>().Int32Value();
+  int32_t v = 0;
+  if (i >= info.Length() || napi_get_value_int32(info.Env(), info[i], &v) != napi_ok) throwArg(info.Env(), std::string(name) + " must be a number");
+  return v;
 }
 
 uint32_t argU32(const Napi::CallbackInfo &info, size_t i, const char *name) {
-  if (i >= info.Length() || !info[i].IsNumber()) throwArg(info.Env(), std::string(name) + " must be a number");
-  return info[i].As<Napi::Number>().Uint32Value();
+  uint32_t v = 0;
+  if (i >= info.Length() || napi_get_value_uint32(info.Env(), info[i], &v) != napi_ok) throwArg(info.Env(), std::string(name) + " must be a number");
+  return v;
 }
 
 std::string argString(const Napi::CallbackInfo &info, size_t i, const char *name) {
@@ -51,11 +54,14 @@ bool argBool(const Napi::CallbackInfo &info, size_t i, bool dflt) {
 }
 
 Bytes argBytes(const Napi::CallbackInfo &info, size_t i, const char *name) {
-  if (i >= info.Length() || !info[i].IsTypedArray()) throwArg(info.Env(), std::string(name) + " must be a Buffer");
-  Napi::TypedArray ta = info[i].As<Napi::TypedArray>();
-  if (ta.TypedArrayType() != napi_uint8_array) throwArg(info.Env(), std::string(name) + " must be a Buffer");
-  Napi::Uint8Array u = ta.As<Napi::Uint8Array>();
-  return Bytes{u.Data(), u.ByteLength()};
+  napi_typedarray_type type;
+  size_t len = 0;
+  void *data = nullptr;
+  if (i >= info.Length() || napi_get_typedarray_info(info.Env(), info[i], &type, &len, &data, nullptr, nullptr) != napi_ok ||
+      type != napi_uint8_array) {
+    throwArg(info.Env(), std::string(name) + " must be a Buffer");
+  }
+  return Bytes{static_cast<uint8_t *>(data), len};
 }
 
 Bytes argBytesOrNull(const Napi::CallbackInfo &info, size_t i, const char *name) {

@@ -5,7 +5,7 @@
  * roundUp(valueSize, 8) * possible CPUs bytes.
  */
 import { rmSync } from 'node:fs';
-import { bpfError, sys } from './errors.js';
+import { bpfError, sys, toBpfError } from './errors.js';
 import { loadAddon, type BpfAddon, type RawMapInfo } from './native.js';
 
 /** BPF map types used by Cellium (linux/bpf.h enum bpf_map_type). */
@@ -35,6 +35,8 @@ const PERCPU = new Set<number>([MapType.PERCPU_HASH, MapType.PERCPU_ARRAY]);
 export class BpfMap {
   /** Bytes of a value as lookup/update take it (per-CPU maps: one slot per possible CPU). */
   readonly valueBytes: number;
+  /** Bytes of a key. */
+  readonly keySize: number;
   private closed = false;
 
   private constructor(
@@ -44,6 +46,7 @@ export class BpfMap {
     /** Kernel info: type, id, sizes, flags, name. */
     readonly info: RawMapInfo,
   ) {
+    this.keySize = info.keySize;
     this.valueBytes = PERCPU.has(info.type) ? Math.ceil(info.valueSize / 8) * 8 * addon.numPossibleCpus() : info.valueSize;
   }
 
@@ -114,29 +117,46 @@ export class BpfMap {
     }
   }
 
-  private key(k: Buffer): Buffer {
-    if (k.length !== this.info.keySize) throw bpfError('bpf_map_key', 22, '', `key of ${k.length} bytes for a map with ${this.info.keySize}-byte keys`);
-    return k;
+  private key(k: Buffer): void {
+    if (k.length !== this.keySize) throw bpfError('bpf_map_key', 22, '', `key of ${k.length} bytes for a map with ${this.keySize}-byte keys`);
   }
 
-  private value(v: Buffer): Buffer {
+  private value(v: Buffer): void {
     if (v.length !== this.valueBytes) throw bpfError('bpf_map_value', 22, '', `value of ${v.length} bytes for a map with ${this.valueBytes}-byte values`);
-    return v;
   }
+
+  // The single-entry operations inline their error conversion (no closure per call: they are hot).
 
   /** Looks a key up into `out` (a new Buffer by default): the value, or undefined when absent. */
   lookup(key: Buffer, out: Buffer = Buffer.allocUnsafe(this.valueBytes)): Buffer | undefined {
-    return sys(() => this.addon.mapLookup(this.fd, this.key(key), this.value(out))) ? out : undefined;
+    this.key(key);
+    this.value(out);
+    try {
+      return this.addon.mapLookup(this.fd, key, out) ? out : undefined;
+    } catch (err) {
+      throw toBpfError(err);
+    }
   }
 
   /** Writes an entry; flags: UpdateFlags. */
   update(key: Buffer, value: Buffer, flags: number = UpdateFlags.ANY): void {
-    sys(() => this.addon.mapUpdate(this.fd, this.key(key), this.value(value), flags));
+    this.key(key);
+    this.value(value);
+    try {
+      this.addon.mapUpdate(this.fd, key, value, flags);
+    } catch (err) {
+      throw toBpfError(err);
+    }
   }
 
   /** Deletes an entry; false when it was absent. */
   delete(key: Buffer): boolean {
-    return sys(() => this.addon.mapDelete(this.fd, this.key(key)));
+    this.key(key);
+    try {
+      return this.addon.mapDelete(this.fd, key);
+    } catch (err) {
+      throw toBpfError(err);
+    }
   }
 
   /** Iterates the keys (BPF_MAP_GET_NEXT_KEY); each yielded Buffer is a fresh copy. */
