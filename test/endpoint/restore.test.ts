@@ -113,3 +113,20 @@ t.test('unrestorable endpoints are dropped or left alone, the rest come back', a
   t.ok(m.ipam.released.includes(b.ipv4!));
   t.ok(existsSync(join(dir, '4000')), 'an unreadable directory is left in place');
 });
+
+t.test('creations wait until restored endpoints hold their IDs', async (t) => {
+  const dir = tempStateDir(t, 'wait');
+  const one = await hive(t, dir);
+  const ep = await one.api.createEndpoint(ctx, req(1));
+  await one.h.hive.stop();
+  const m = mocks();
+  const h = await testHive(t, [statedirCell, endpointCell], { replace: m.replace, config: { 'state-dir': dir }, start: false });
+  const api = h.get(EndpointAPIManagerToken);
+  const early = api.createEndpoint(ctx, req(2, { id: ep.id }));
+  const other = api.createEndpoint(ctx, req(3));
+  await h.hive.start();
+  t.teardown(() => h.hive.stop());
+  await t.rejects(early, { code: 'exists', field: '/id' }, 'the restored endpoint kept its ID');
+  t.not((await other).id, ep.id);
+  t.equal(h.get(EndpointManagerImplToken).lookup(String(ep.id))?.spec.ifName, 'lxc1');
+});

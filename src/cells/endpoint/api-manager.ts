@@ -46,11 +46,14 @@ export class EndpointAPIManagerImpl implements EndpointAPIManager {
     private readonly manager: EndpointManagerImpl,
     private readonly ipam: IPAM,
     private readonly log: Logger,
+    /** Settles once restored endpoints hold their IDs and IPs; creations wait for it. */
+    private readonly restored: Promise<unknown> = Promise.resolve(),
   ) {}
 
-  /** See EndpointAPIManager. */
+  /** See EndpointAPIManager. Waits until endpoints restored at start hold their IDs and IPs. */
   async createEndpoint(ctx: CallContext, req: EndpointChangeRequest): Promise<EndpointView> {
     const ep = await this.creator.newEndpointFromChangeModel(ctx, req);
+    await this.restored;
     this.manager.checkConflicts(ep);
     if (ep.namespace) ep.mergeLabels([`${NAMESPACE_LABEL}=${ep.namespace}`]);
     ctx.signal?.throwIfAborted();

@@ -123,8 +123,8 @@ export const endpointCell = module(
   provide(EndpointCreatorToken, DefaultEndpointCreator),
   provide(
     EndpointAPIManagerToken,
-    (creator: EndpointCreator, m: EndpointManagerImpl, ipam: IPAM, log: Logger) => new EndpointAPIManagerImpl(creator, m, ipam, log),
-    EndpointCreatorToken, EndpointManagerImplToken, IPAMToken, LoggerToken,
+    (creator: EndpointCreator, m: EndpointManagerImpl, ipam: IPAM, log: Logger, r: EndpointRestorer) => new EndpointAPIManagerImpl(creator, m, ipam, log, r.exposed),
+    EndpointCreatorToken, EndpointManagerImplToken, IPAMToken, LoggerToken, EndpointRestorerToken,
   ),
   invoke('endpoint-restore', (_r: EndpointRestorer) => undefined, EndpointRestorerToken),
 );

@@ -27,8 +27,11 @@ export interface RestoreSummary {
 /** Restores endpoints from the state directory. */
 export class EndpointRestorer {
   private resolveDone!: (s: RestoreSummary) => void;
+  private resolveExposed!: () => void;
   /** Settles once restored endpoints have been regenerated (or failed to). */
   readonly done: Promise<RestoreSummary> = new Promise((r) => (this.resolveDone = r));
+  /** Settles once restored endpoints hold their IDs and IPs (new endpoints may be created from then on). */
+  readonly exposed: Promise<void> = new Promise((r) => (this.resolveExposed = r));
 
   constructor(
     private readonly store: EndpointStateStore,
@@ -40,6 +43,14 @@ export class EndpointRestorer {
 
   /** Brings stored endpoints back; resolves when they are exposed. Regeneration continues in the background (see `done`). */
   async restore(): Promise<Endpoint[]> {
+    try {
+      return await this.restoreAll();
+    } finally {
+      this.resolveExposed();
+    }
+  }
+
+  private async restoreAll(): Promise<Endpoint[]> {
     const scan = await this.store.scan();
     for (const name of scan.removedNext) this.log.info({ dir: name }, 'removed an interrupted regeneration directory');
     for (const name of scan.recoveredStale) this.log.info({ dir: name }, 'recovered an endpoint directory from an interrupted swap');
