@@ -143,9 +143,12 @@ t.test('async build failure: endpoint stays, not ready, recovery controller retr
   t.equal(ep.health().bpf, 'Failure');
   t.ok(ep.log().some((l) => l.code === 'failed' && /load failed/.test(l.message)));
   t.ok(ep.toModel().status.controllers?.some((c) => (c as { name: string }).name === `endpoint-${ep.id}-regeneration-recovery`));
+  const moduleHealth = () => s.h.hive.health.snapshot().children.find((c) => c.name === 'endpoint');
+  t.match(moduleHealth(), { level: 'degraded', message: new RegExp(`1 of 1 endpoints failed to regenerate: ${ep.id}: .*load failed`) });
   s.datapath.failLoad = undefined;
   for (let i = 0; i < 100 && ep.state !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
   t.equal(ep.state, 'ready', 'recovered');
+  t.match(moduleHealth(), { level: 'ok', message: '1 endpoints' });
   t.notOk(existsSync(join(s.dir, `${ep.id}_next`)));
 });
 

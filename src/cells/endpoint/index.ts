@@ -8,6 +8,7 @@
  */
 import { config, invoke, module, provide, providePrivate } from '../../hive/cell.js';
 import { ControllerManagerToken, type ControllerManager } from '../../hive/controller/manager.js';
+import { HealthToken, type Health } from '../../hive/health.js';
 import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
@@ -38,7 +39,7 @@ export { EndpointAPIManagerImpl, NAMESPACE_LABEL } from './api-manager.js';
 export { EndpointConfigToken, endpointConfigSchema, type EndpointConfig } from './config.js';
 export { EndpointStateStore, EP_CONFIG_JSON, EP_CONFIG_H, type StoredEndpoint } from './state-store.js';
 export { EndpointRestorer, type RestoreSummary } from './restore.js';
-export { Regenerator, datapathConfigOf, configHash, RECOVERY_REASON } from './regeneration.js';
+export { Regenerator, datapathConfigOf, configHash, RECOVERY_REASON, type RegenerationOutcome } from './regeneration.js';
 export { gcRound, type GCResult } from './gc.js';
 export { parseEndpointId, type EndpointIdPrefix } from './endpoint-id.js';
 export { MIN_ENDPOINT_ID, MAX_ENDPOINT_ID } from './id-allocator.js';
@@ -61,12 +62,35 @@ interface ManagerDeps {
   readonly linkExists: LinkChecker;
   readonly lc: Lifecycle;
   readonly jobs: Jobs;
+  readonly health: Health;
   readonly log: Logger;
 }
 
-/** Builds the manager with its stop hook and its GC, periodic and policy-change jobs. */
+/** Reports the module's health: degraded while any endpoint's last regeneration failed. */
+function reportHealth(m: EndpointManagerImpl, regenerator: Regenerator, health: Health): void {
+  const failing = new Map<number, string>();
+  const update = (): void => {
+    if (failing.size === 0) health.ok(`${m.size} endpoints`);
+    else health.degraded(`${failing.size} of ${m.size} endpoints failed to regenerate: ${[...failing.entries()].slice(0, 5).map(([id, e]) => `${id}: ${e}`).join('; ')}`);
+  };
+  regenerator.outcomes$.subscribe((o) => {
+    if (o.ok) failing.delete(o.endpointId);
+    else failing.set(o.endpointId, o.error ?? 'failed');
+    update();
+  });
+  m.created$.subscribe(update);
+  m.restored$.subscribe(update);
+  m.deleted$.subscribe((ep) => {
+    failing.delete(ep.id);
+    update();
+  });
+  update();
+}
+
+/** Builds the manager with its stop hook, its health and its GC, periodic and policy-change jobs. */
 function newManager(d: ManagerDeps): EndpointManagerImpl {
   const m = new EndpointManagerImpl(d.regenerator, d.log);
+  reportHealth(m, d.regenerator, d.health);
   d.lc.append({
     name: 'endpoint-manager',
     onStop: async () => {
@@ -114,9 +138,9 @@ export const endpointCell = module(
   ),
   provide(
     EndpointManagerImplToken,
-    (regenerator: Regenerator, cfg: EndpointConfig, policy: PolicyRepository, linkExists: LinkChecker, lc: Lifecycle, jobs: Jobs, log: Logger) =>
-      newManager({ regenerator, cfg, policy, linkExists, lc, jobs, log }),
-    RegeneratorToken, EndpointConfigToken, PolicyRepositoryToken, LinkCheckerToken, LifecycleToken, JobsToken, LoggerToken,
+    (regenerator: Regenerator, cfg: EndpointConfig, policy: PolicyRepository, linkExists: LinkChecker, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger) =>
+      newManager({ regenerator, cfg, policy, linkExists, lc, jobs, health, log }),
+    RegeneratorToken, EndpointConfigToken, PolicyRepositoryToken, LinkCheckerToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
   ),
   provide(EndpointRestorerToken, newRestorer, EndpointStateStoreToken, EndpointManagerImplToken, IPAMToken, LinkCheckerToken, LifecycleToken, LoggerToken),
   provide(EndpointManagerToken, (m: EndpointManagerImpl) => m, EndpointManagerImplToken),

@@ -7,6 +7,7 @@
  * controller (`endpoint-<id>-regeneration-recovery`), as Cilium does.
  */
 import { createHash } from 'node:crypto';
+import { Subject } from 'rxjs';
 import type { ControllerManager, ControllerStatus, Logger } from '../../hive/index.js';
 import { parseLabels } from '../../lib/labels.js';
 import type { Datapath, EndpointDatapathConfig, LxcEntry } from '../datapath/types.js';
@@ -62,9 +63,21 @@ export function hostCidr(ip: string): string {
   return `${ip}/${ip.includes(':') ? 128 : 32}`;
 }
 
+/** How one regeneration ended (aborted ones, of deleted endpoints, are not reported). */
+export interface RegenerationOutcome {
+  readonly endpointId: number;
+  readonly ok: boolean;
+  readonly level?: string;
+  readonly error?: string;
+  readonly durationMs: number;
+}
+
 /** Runs regenerations and teardowns of endpoints. */
 export class Regenerator implements EndpointRuntime {
   private readonly recovering = new Set<number>();
+  private readonly outcomesSubject = new Subject<RegenerationOutcome>();
+  /** Emits how every regeneration ended (module health, metrics). */
+  readonly outcomes$ = this.outcomesSubject.asObservable();
 
   constructor(private readonly d: RegeneratorDeps) {}
 
@@ -91,7 +104,9 @@ export class Regenerator implements EndpointRuntime {
       ep.regenerations++;
       ep.builderSetState('ready', 'Completed endpoint regeneration with no pending regeneration requests');
       ep.logStatus('ok', `Successfully regenerated endpoint program (${level}) due to ${reasons}`);
-      this.d.log.debug({ endpointID: ep.id, level, reasons, durationMs: Math.round(performance.now() - began) }, 'endpoint regenerated');
+      const durationMs = performance.now() - began;
+      this.d.log.debug({ endpointID: ep.id, level, reasons, durationMs: Math.round(durationMs) }, 'endpoint regenerated');
+      this.outcomesSubject.next({ endpointId: ep.id, ok: true, level, durationMs });
     } catch (err) {
       if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : err;
       const msg = (err as Error).message;
@@ -99,6 +114,7 @@ export class Regenerator implements EndpointRuntime {
       ep.logStatus('failed', `Error regenerating endpoint: ${msg}`);
       if (ep.storedState === 'regenerating') ep.setState('waiting-to-regenerate', 'Regeneration failed; a retry is scheduled');
       this.d.log.warn({ endpointID: ep.id, reasons, err: msg }, 'endpoint regeneration failed');
+      this.outcomesSubject.next({ endpointId: ep.id, ok: false, error: msg, durationMs: performance.now() - began });
       this.scheduleRecovery(ep, req);
       throw err instanceof EndpointError ? err : new EndpointError('failed', `regeneration of endpoint ${ep.id} failed: ${msg}`);
     }
