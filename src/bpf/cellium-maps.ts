@@ -3,13 +3,14 @@
  * pins under the BPF root: cellium_ipcache, cellium_lxc, cellium_policy_<id>, cellium_metrics.
  * Plus the policy sync that writes only the difference, and the drop counters.
  */
+import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { IPCACHE_MAP, LXC_MAP, policyMapName } from '../cells/datapath/map-names.js';
 import { expandPolicy, policyKeyId, type PolicyKey } from '../cells/datapath/policy-lpm.js';
 import type { PolicyEntry } from '../cells/datapath/types.js';
 import { BpfMap } from './bpf-map.js';
 import {
-  DROP_REASONS, IPCACHE_MAP_SPEC, LXC_MAP_SPEC, METRICS_MAP, METRICS_MAP_SPEC, POLICY_MAP_SPEC, ipcacheKeyCodec, ipcacheValueCodec,
+  DROP_REASONS, hostOrder, IPCACHE_MAP_SPEC, LXC_MAP_SPEC, METRICS_MAP, METRICS_MAP_SPEC, POLICY_MAP_SPEC, ipcacheKeyCodec, ipcacheValueCodec,
   lxcKeyCodec, lxcValueCodec, policyKeyCodec, policyValueCodec, type IPCacheValue, type LxcValue,
 } from './layout.js';
 import { TypedMap } from './typed-map.js';
@@ -78,6 +79,9 @@ export function syncPolicyMap(map: PolicyMap, entries: readonly PolicyEntry[]): 
   return { written: writes.length, deleted: stale.length, unchanged };
 }
 
+const LE = endianness() === 'LE';
+const readU64 = (b: Buffer, o: number): bigint => (LE ? b.readBigUInt64LE(o) : b.readBigUInt64BE(o));
+
 /** Drop counters by reason name, summed over CPUs, from cellium_metrics under the BPF root. */
 export function readDropCounters(bpfRoot: string): Record<string, { packets: number; bytes: number }> {
   const m = BpfMap.openOrCreate(join(bpfRoot, METRICS_MAP), METRICS_MAP_SPEC);
@@ -86,13 +90,13 @@ export function readDropCounters(bpfRoot: string): Record<string, { packets: num
     const key = Buffer.alloc(4);
     const value = Buffer.alloc(m.valueBytes);
     for (const [idx, name] of Object.entries(DROP_REASONS)) {
-      key.writeUInt32LE(Number(idx));
+      hostOrder.u32.write(key, Number(idx), 0);
       let packets = 0n;
       let bytes = 0n;
       if (m.lookup(key, value)) {
         for (let o = 0; o < value.length; o += 16) {
-          packets += value.readBigUInt64LE(o);
-          bytes += value.readBigUInt64LE(o + 8);
+          packets += readU64(value, o);
+          bytes += readU64(value, o + 8);
         }
       }
       out[name] = { packets: Number(packets), bytes: Number(bytes) };

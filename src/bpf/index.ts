@@ -18,3 +18,5 @@ export {
   LXC_PROGRAMS, lxcConstants, lxcLinkPath, loadEndpointProgram, unloadEndpointProgram, endpointPrograms, pinnedEndpoints,
   type LxcLoadOptions, type LxcLoadResult, type LxcUnloadOptions,
 } from './lxc.js';
+export { DropEventReader, decodeDropEvent, DROP_EVENT_SIZE, type DropEvent } from './events.js';
+export { kernelVerdict } from './kernel-verdict.js';

@@ -35,10 +35,17 @@ export interface RawBpfObject {
   close(): void;
 }
 
+/** The addon's RingReader class: non-blocking reads of a ring buffer map. */
+export interface RawRingReader {
+  consume(): Buffer[];
+  close(): void;
+}
+
 /** The addon's exports (all synchronous; failures throw Errors with syscall/errno/code/path/detail). */
 export interface BpfAddon {
   libbpfVersion: string;
   BpfObject: new (source: string | Buffer, name?: string, pinRoot?: string) => RawBpfObject;
+  RingReader: new (mapFd: number) => RawRingReader;
   mapCreate(type: number, name: string, keySize: number, valueSize: number, maxEntries: number, flags: number): number;
   objGet(path: string): number;
   objPin(fd: number, path: string): void;

@@ -2,7 +2,7 @@
 // side lays them out (bpf/lib/common.h), and round trips.
 import t from 'tap';
 import {
-  IPCACHE_MAP_SPEC, LXC_MAP_SPEC, POLICY_MAP_SPEC, formatMac, ipcacheKeyCodec, ipcacheValueCodec, lxcConstants, lxcKeyCodec,
+  DROP_EVENT_SIZE, decodeDropEvent, IPCACHE_MAP_SPEC, LXC_MAP_SPEC, POLICY_MAP_SPEC, formatMac, ipcacheKeyCodec, ipcacheValueCodec, lxcConstants, lxcKeyCodec,
   lxcValueCodec, macBytes, policyKeyCodec, policyValueCodec, type Codec,
 } from '../../src/bpf/index.js';
 
@@ -75,4 +75,34 @@ t.test('bpf_lxc constants of an endpoint', async (t) => {
   const v4only = lxcConstants({ id: 1, identity: 1, ipv4: '10.0.0.3', ifName: 'x', ifIndex: 1, mac: '', hostMac: '' });
   t.ok(v4only.endpoint_ipv6!.every((b) => b === 0), 'no IPv6: zeros');
   t.throws(() => lxcConstants({ id: 1, identity: 1, ipv4: 'fd00::1', ifName: 'x', ifIndex: 1, mac: '', hostMac: '' }), /not an ipv4 address/);
+});
+
+t.test('drop events', async (t) => {
+  const b = Buffer.alloc(DROP_EVENT_SIZE);
+  b[0] = 1; // EVENT_DROP
+  b[1] = 2; // policy-deny
+  b[2] = 0; // ingress
+  b[3] = 6;
+  b.writeUInt16LE(42, 4);
+  b.writeUInt16BE(8080, 6);
+  b.writeUInt32LE(1000, 8);
+  b.writeUInt32LE(4242, 12);
+  b.writeUInt32LE(9, 16);
+  b[20] = 4;
+  Buffer.from([10, 0, 0, 10]).copy(b, 24);
+  Buffer.from([10, 0, 0, 2]).copy(b, 40);
+  t.strictSame(decodeDropEvent(b), {
+    reason: 'policy-deny', direction: 'ingress', endpointId: 42, protocol: 6, dport: 8080, srcIdentity: 1000, dstIdentity: 4242, ifIndex: 9,
+    src: '10.0.0.10', dst: '10.0.0.2', icmpType: 0,
+  });
+  b[20] = 6;
+  Buffer.from('fd000000000000000000000000000010', 'hex').copy(b, 24);
+  t.equal(decodeDropEvent(b)?.src, 'fd00::10');
+  b[20] = 0;
+  t.equal(decodeDropEvent(b)?.src, undefined, 'no addresses for an unparsed packet');
+  b[1] = 7;
+  t.equal(decodeDropEvent(b)?.reason, 'reason-7');
+  t.equal(decodeDropEvent(Buffer.alloc(10)), undefined, 'too short');
+  b[0] = 2;
+  t.equal(decodeDropEvent(b), undefined, 'not a drop event');
 });

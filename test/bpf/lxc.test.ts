@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import {
-  BpfError, endpointPrograms, loadEndpointProgram, lxcLinkPath, openIPCacheMap, openPolicyMap, pinnedEndpoints, readDropCounters,
+  BpfError, DropEventReader, endpointPrograms, loadEndpointProgram, lxcLinkPath, openIPCacheMap, openPolicyMap, pinnedEndpoints, readDropCounters,
   syncPolicyMap, unloadEndpointProgram, type AttachMode, type PolicyMap,
 } from '../../src/bpf/index.js';
 import type { EndpointDatapathConfig, PolicyEntry } from '../../src/cells/datapath/types.js';
@@ -77,10 +77,17 @@ for (const mode of ['auto', 'legacy'] as AttachMode[]) {
     }
 
     // Empty policy: echo to the host passes, everything else drops.
+    const events = DropEventReader.open(root);
+    t.teardown(() => events.close());
+    events.read();
     t.equal(await ping(topo.podNs, HOST), true, 'ping to the host gateway passes without policy');
     const before = readDropCounters(root).policy!.packets;
     t.equal(await ping(topo.podNs, A), false, 'ping to a peer without policy drops');
     t.ok(readDropCounters(root).policy!.packets > before, 'counted as a policy drop');
+    const drop = events.read().find((e) => e.dst === A);
+    t.match(drop, {
+      reason: 'policy', direction: 'egress', endpointId: 7, protocol: 1, icmpType: 8, src: EP, dst: A, srcIdentity: 1111, dstIdentity: 1000, ifIndex: topo.ifIndex,
+    }, 'the drop is reported on the ring buffer');
 
     // L3 allow both ways for A: ping passes; B still drops.
     syncPolicyMap(policy, [allow(1000, 'egress'), allow(1000, 'ingress')]);

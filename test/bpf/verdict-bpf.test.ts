@@ -7,7 +7,7 @@
 // discovery, non-echo ICMP) are covered by the model test only.
 import t from 'tap';
 import {
-  loadEndpointProgram, openIPCacheMap, openPolicyMap, readDropCounters, syncPolicyMap, unloadEndpointProgram, type IPCacheMap,
+  kernelVerdict, loadEndpointProgram, openIPCacheMap, openPolicyMap, readDropCounters, syncPolicyMap, unloadEndpointProgram, type IPCacheMap,
 } from '../../src/bpf/index.js';
 import type { PolicyEntry } from '../../src/cells/datapath/types.js';
 import { TOPOLOGY, verdictCases, type VerdictCase } from '../fixtures/verdict-cases.js';
@@ -37,6 +37,20 @@ async function send(topo: Topology, c: VerdictCase, kind: 'tcp' | 'udp' | 'ping'
   if (kind === 'ping') return ping(clientNs, p.dst, p.src);
   return exchange(kind, clientNs, serverNs, p.src, p.dst, p.dport);
 }
+
+t.test('every case: the model over maps read back from the kernel', { skip }, async (t) => {
+  const { root, remove } = testBpfRoot();
+  t.teardown(remove);
+  const ipcache = openIPCacheMap(root);
+  t.teardown(() => ipcache.close());
+  const policy = openPolicyMap(root, 3);
+  t.teardown(() => policy.close());
+  for (const c of verdictCases) {
+    syncIPCache(ipcache, c);
+    syncPolicyMap(policy, c.policy);
+    t.strictSame(kernelVerdict(root, 3, c.direction, c.packet), c.expect, c.name);
+  }
+});
 
 t.test('verdict cases with real packets through bpf_lxc', { skip }, async (t) => {
   const cases = verdictCases.filter((c) => probeKind(c) !== undefined);
@@ -74,6 +88,7 @@ t.test('verdict cases with real packets through bpf_lxc', { skip }, async (t) =>
     const passed = await send(topo, c, kind);
     const after = readDropCounters(root);
     t.equal(passed, c.expect.allowed, `${c.name} (${kind}): ${c.expect.allowed ? 'passes' : 'drops'}`);
+    t.strictSame(kernelVerdict(root, 7, c.direction, c.packet), c.expect, `${c.name}: the model over the kernel maps agrees`);
     if (!c.expect.allowed && c.expect.reason) {
       const r = c.expect.reason;
       t.ok(after[r]!.packets > before[r]!.packets, `${c.name}: counted as a '${r}' drop`);
