@@ -5,7 +5,7 @@
  * policy changes), the API rate limiter's reports and the API server's answered requests.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { merge, type Observable, type Subscription } from 'rxjs';
+import { merge, Subscription, type Observable } from 'rxjs';
 import type { LimiterReport } from '../api-server/ratelimit/limiter.js';
 import type { RequestRecord } from '../api-server/types.js';
 import type { EndpointManager } from '../endpoint/types.js';
@@ -108,10 +108,14 @@ export function registerAgentMetrics(registry: Registry, src: MetricSources): Su
     registers,
   });
 
-  const subs = merge(...src.regenerations).subscribe((e) => {
-    regenerations.inc({ outcome: e.outcome });
-    regenerationTime.observe({ scope: 'total', status: e.outcome }, e.seconds);
-  });
+  // a Subscription of its own: merge() of no streams completes at once, and adding to a closed one unsubscribes
+  const subs = new Subscription();
+  subs.add(
+    merge(...src.regenerations).subscribe((e) => {
+      regenerations.inc({ outcome: e.outcome });
+      regenerationTime.observe({ scope: 'total', status: e.outcome }, e.seconds);
+    }),
+  );
   subs.add(src.policy.changes$.subscribe((_c: PolicyChange) => policyChanges.inc({ outcome: 'success' })));
   subs.add(src.requests.subscribe((r) => apiTime.observe({ path: r.path, method: r.method, return_code: String(r.status) }, r.seconds)));
   subs.add(
