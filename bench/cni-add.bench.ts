@@ -1,0 +1,163 @@
+/**
+ * CNI ADD and DEL through the same client (cnitool, built from shared/e2e/build-cnitool.sh) on bare
+ * network namespaces: Cellium (shim -> agent hive in this process, memory datapath unless the BPF
+ * one is available: ADD returns once the endpoint is ready) against the reference bridge +
+ * host-local plugins measured in the same run, interleaved. Also 50 concurrent ADDs until all are
+ * ready, against 50 concurrent bridge ADDs. Targets: ADD <= 1.0x bridge, 50 concurrent <= 2 s.
+ * Needs root (namespaces, veths); prints why and stops otherwise.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Hive, silentLogger } from '../src/hive/index.js';
+import { statedirCell } from '../src/cells/statedir/index.js';
+import { identityCell } from '../src/cells/identity/index.js';
+import { ipamCell } from '../src/cells/ipam/index.js';
+import { policyCell } from '../src/cells/policy/index.js';
+import { datapathCell, DatapathToken } from '../src/cells/datapath/index.js';
+import { endpointCell, EndpointManagerToken } from '../src/cells/endpoint/index.js';
+import { apiServerCell } from '../src/cells/api-server/index.js';
+import { cniServerCell, CniServerToken } from '../src/cells/cni-server/index.js';
+import { installCni } from '../src/cli/commands/install-cni.js';
+import { printTable, ratio, stats } from './lib/report.js';
+
+const RUNS = 30;
+const CONCURRENT = 50;
+const REF_PLUGINS = '/usr/lib/cni';
+
+/** The repository root (bench/ or dist/bench/ below it). */
+function root(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'cni-shim')) && dirname(dir) !== dir) dir = dirname(dir);
+  return dir;
+}
+
+/** Runs cnitool; rejects with its stderr on failure. */
+function cnitool(tool: string, verb: 'add' | 'del', net: string, ns: string, env: Record<string, string>): Promise<void> {
+  return new Promise((ok, fail) => {
+    const child = spawn(tool, [verb, net, `/var/run/netns/${ns}`], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    child.on('error', fail);
+    child.on('exit', (code) => (code === 0 ? ok() : fail(new Error(`cnitool ${verb} ${net} ${ns}: ${err.trim()}`))));
+  });
+}
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+
+function whyNot(buildScript: string): string | undefined {
+  if (process.getuid?.() !== 0) return 'needs root (network namespaces, veth pairs)';
+  if (!existsSync(buildScript)) return `needs ${buildScript} to build cnitool`;
+  if (!existsSync(join(REF_PLUGINS, 'bridge'))) return `needs ${REF_PLUGINS}/bridge (containernetworking-plugins) as the baseline`;
+  if (!existsSync(join(root(), 'bin', 'cellium-cni'))) return 'needs bin/cellium-cni (npm run build)';
+  return undefined;
+}
+
+async function main(): Promise<void> {
+  const buildScript = join(root(), '..', 'shared', 'e2e', 'build-cnitool.sh');
+  const why = whyNot(buildScript);
+  if (why) {
+    console.log(`cni-add: skipped: ${why}`);
+    return;
+  }
+  const tag = randomBytes(2).toString('hex');
+  const dir = mkdtempSync(join(tmpdir(), 'cellium-bench-cni-'));
+  const namespaces: string[] = [];
+  const hive = new Hive([statedirCell, identityCell, ipamCell, policyCell, datapathCell, endpointCell, apiServerCell, cniServerCell], { name: 'bench', logger: silentLogger() });
+  try {
+    const tool = join(dir, 'cnitool');
+    execFileSync('bash', [buildScript, tool], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const socketPath = join(dir, 'cellium.sock');
+    hive.configure({
+      values: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': join(dir, 'queue'), 'ipv4-range': '10.214.0.0/16', 'endpoint-gc-interval': '1h' },
+    });
+    hive.populate();
+    await hive.start();
+    await hive.get(CniServerToken).whenReady();
+    const binDir = join(dir, 'bin');
+    const confDir = join(dir, 'net.d');
+    await installCni({ binDir, confDir, socketPath, shim: join(root(), 'bin', 'cellium-cni') });
+    mkdirSync(join(dir, 'host-local'));
+    writeFileSync(join(confDir, '10-bench-bridge.conflist'), JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'bench-bridge',
+      plugins: [{ type: 'bridge', bridge: `cbr${tag}`, isGateway: true, ipMasq: false, ipam: { type: 'host-local', dataDir: join(dir, 'host-local'), ranges: [[{ subnet: '10.215.0.0/16' }]] } }],
+    }));
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', NETCONFPATH: confDir, CNI_PATH: `${binDir}:${REF_PLUGINS}`, CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=bench' };
+    const newNs = (kind: string, i: number): string => {
+      const name = `cb${tag}-${kind}${i}`;
+      execFileSync('ip', ['netns', 'add', name]);
+      namespaces.push(name);
+      return name;
+    };
+    const manager = hive.get(EndpointManagerToken);
+    const datapathMode = hive.get(DatapathToken).mode;
+
+    // Sequential, interleaved: cellium ADD, bridge ADD, cellium DEL, bridge DEL; 3 untimed rounds first.
+    const add = { cellium: [] as number[], bridge: [] as number[] };
+    const del = { cellium: [] as number[], bridge: [] as number[] };
+    for (let i = -3; i < RUNS; i++) {
+      const c = newNs('c', i + 3);
+      const b = newNs('b', i + 3);
+      const tc = await timed(() => cnitool(tool, 'add', 'cellium', c, env));
+      const tb = await timed(() => cnitool(tool, 'add', 'bench-bridge', b, env));
+      if (manager.getEndpoints().some((ep) => ep.state !== 'ready')) throw new Error('an endpoint was not ready when ADD returned');
+      const dc = await timed(() => cnitool(tool, 'del', 'cellium', c, env));
+      const db = await timed(() => cnitool(tool, 'del', 'bench-bridge', b, env));
+      if (i >= 0) {
+        add.cellium.push(tc);
+        add.bridge.push(tb);
+        del.cellium.push(dc);
+        del.bridge.push(db);
+      }
+    }
+    const s = { addC: stats(add.cellium), addB: stats(add.bridge), delC: stats(del.cellium), delB: stats(del.bridge) };
+
+    // Concurrent: 50 ADDs at once until every one returned (each only once its endpoint is ready).
+    let ready = 0;
+    const burst = async (net: string, kind: string): Promise<{ add: number; del: number }> => {
+      const nss = Array.from({ length: CONCURRENT }, (_, i) => newNs(kind, i));
+      const a = await timed(() => Promise.all(nss.map((n) => cnitool(tool, 'add', net, n, env))));
+      if (net === 'cellium') ready = manager.getEndpoints().filter((ep) => ep.state === 'ready').length;
+      const d = await timed(() => Promise.all(nss.map((n) => cnitool(tool, 'del', net, n, env))));
+      return { add: a, del: d };
+    };
+    const burstC = await burst('cellium', 'pc');
+    const burstB = await burst('bench-bridge', 'pb');
+
+    printTable(`CNI ADD / DEL through cnitool on bare namespaces (${RUNS} runs each, interleaved; Cellium datapath: ${String(datapathMode)})`, ['what', 'p50 ms', 'p99 ms', 'mean ms', 'vs bridge (p50)'], [
+      ['cellium ADD (until the endpoint is ready)', s.addC.p50Ms, s.addC.p99Ms, s.addC.meanMs, ratio(s.addC.p50Ms, s.addB.p50Ms, '<= 1.0x')],
+      ['bridge + host-local ADD (baseline)', s.addB.p50Ms, s.addB.p99Ms, s.addB.meanMs, '1.00x'],
+      ['cellium DEL', s.delC.p50Ms, s.delC.p99Ms, s.delC.meanMs, ratio(s.delC.p50Ms, s.delB.p50Ms)],
+      ['bridge + host-local DEL (baseline)', s.delB.p50Ms, s.delB.p99Ms, s.delB.meanMs, '1.00x'],
+    ]);
+    printTable(`${CONCURRENT} concurrent ADDs until all returned (and ${CONCURRENT} DELs)`, ['what', 'ADD wall ms', 'DEL wall ms', 'vs bridge (ADD)'], [
+      [`cellium (${ready} endpoints ready when the last ADD returned)`, burstC.add, burstC.del, `${ratio(burstC.add, burstB.add)}; target <= 2000 ms`],
+      ['bridge + host-local (baseline)', burstB.add, burstB.del, '1.00x'],
+    ]);
+  } finally {
+    await hive.stop().catch(() => undefined);
+    for (const n of namespaces) {
+      try {
+        execFileSync('ip', ['netns', 'del', n]);
+      } catch {
+        // already gone
+      }
+    }
+    try {
+      execFileSync('ip', ['link', 'del', `cbr${tag}`], { stdio: 'ignore' });
+    } catch {
+      // no bridge was created
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
