@@ -2,12 +2,19 @@
 // BPF_TCX_EGRESS, kernel >= 6.6) that can be pinned and updated atomically (bpf_link_update), and
 // the legacy clsact qdisc + direct-action filter (bpf_tc_attach, BPF_TC_F_REPLACE for an atomic
 // replace). Plus program/link info and tcx queries, for checks and inspection.
+// The attach/detach/query calls take an optional network namespace path (last argument): they then
+// run on a short-lived thread that entered that namespace (ifindexes are per namespace); no Node
+// thread ever changes namespace.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
+
+#include <thread>
 
 #include "util.h"
 
@@ -20,7 +27,33 @@ constexpr uint32_t kTcxEgress = 47;
 
 uint32_t tcxType(bool ingress) { return ingress ? kTcxIngress : kTcxEgress; }
 
-// tcxAttach(progFd, ifindex, ingress) -> link fd (appended after existing tcx programs).
+// The netns path argument at index i ("" when absent).
+std::string argNetns(const Napi::CallbackInfo &info, size_t i) {
+  return i < info.Length() && info[i].IsString() ? info[i].As<Napi::String>().Utf8Value() : "";
+}
+
+// Runs fn (returning 0 or a negative errno) in the network namespace at path ("" = the current
+// one) and returns its result; throws when the namespace cannot be entered.
+template <typename F>
+int inNetns(Napi::Env env, const std::string &path, F fn) {
+  if (path.empty()) return fn();
+  int nsfd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (nsfd < 0) throwSys(env, errno, "open", path, "network namespace");
+  int rc = 0, setnsErr = 0;
+  std::thread t([&] {
+    if (setns(nsfd, CLONE_NEWNET) < 0) {
+      setnsErr = errno;
+      return;
+    }
+    rc = fn();
+  });
+  t.join();
+  close(nsfd);
+  if (setnsErr) throwSys(env, setnsErr, "setns", path, "network namespace");
+  return rc;
+}
+
+// tcxAttach(progFd, ifindex, ingress, netns?) -> link fd (appended after existing tcx programs).
 Napi::Value TcxAttach(const Napi::CallbackInfo &info) {
   int prog = argInt(info, 0, "progFd");
   uint32_t ifindex = argU32(info, 1, "ifindex");
@@ -30,12 +63,15 @@ Napi::Value TcxAttach(const Napi::CallbackInfo &info) {
   attr.link_create.prog_fd = prog;
   attr.link_create.target_ifindex = ifindex;
   attr.link_create.attach_type = tcxType(ingress);
-  int fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof attr);
+  int fd = inNetns(info.Env(), argNetns(info, 3), [&] {
+    int r = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof attr);
+    return r < 0 ? -errno : r;
+  });
   if (fd < 0) throwSys(info.Env(), errno, "bpf_link_create", "", std::string("tcx ") + (ingress ? "ingress" : "egress") + " ifindex " + std::to_string(ifindex));
   return Napi::Number::New(info.Env(), fd);
 }
 
-// tcxQuery(ifindex, ingress) -> program ids attached with tcx, in order.
+// tcxQuery(ifindex, ingress, netns?) -> program ids attached with tcx, in order.
 Napi::Value TcxQuery(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   uint32_t ifindex = argU32(info, 0, "ifindex");
@@ -43,9 +79,10 @@ Napi::Value TcxQuery(const Napi::CallbackInfo &info) {
   __u32 ids[64];
   __u32 cnt = 64;
   __u32 attachFlags = 0;
-  if (bpf_prog_query((int)ifindex, (enum bpf_attach_type)tcxType(ingress), 0, &attachFlags, ids, &cnt) < 0) {
-    throwSys(env, errno, "bpf_prog_query", "", "tcx ifindex " + std::to_string(ifindex));
-  }
+  int err = inNetns(env, argNetns(info, 2), [&] {
+    return bpf_prog_query((int)ifindex, (enum bpf_attach_type)tcxType(ingress), 0, &attachFlags, ids, &cnt) < 0 ? -errno : 0;
+  });
+  if (err) throwSys(env, err, "bpf_prog_query", "", "tcx ifindex " + std::to_string(ifindex));
   Napi::Array out = Napi::Array::New(env, cnt);
   for (__u32 i = 0; i < cnt; i++) out.Set(i, ids[i]);
   return out;
@@ -118,7 +155,7 @@ struct bpf_tc_hook hookFor(uint32_t ifindex, bool ingress) {
   return h;
 }
 
-// tcAttach(progFd, ifindex, ingress, handle, priority, replace) -> program id. Creates the clsact
+// tcAttach(progFd, ifindex, ingress, handle, priority, replace, netns?) -> program id. Creates the clsact
 // qdisc when missing; with replace, swaps the program of an existing filter atomically.
 Napi::Value TcAttach(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
@@ -126,8 +163,6 @@ Napi::Value TcAttach(const Napi::CallbackInfo &info) {
   uint32_t ifindex = argU32(info, 1, "ifindex");
   bool ingress = argBool(info, 2, true);
   struct bpf_tc_hook hook = hookFor(ifindex, ingress);
-  int err = bpf_tc_hook_create(&hook);
-  if (err && err != -EEXIST) throwSys(env, err, "bpf_tc_hook_create", "", "clsact on ifindex " + std::to_string(ifindex));
   struct bpf_tc_opts opts;
   memset(&opts, 0, sizeof opts);
   opts.sz = sizeof opts;
@@ -135,12 +170,20 @@ Napi::Value TcAttach(const Napi::CallbackInfo &info) {
   opts.handle = argU32(info, 3, "handle");
   opts.priority = argU32(info, 4, "priority");
   opts.flags = argBool(info, 5, false) ? BPF_TC_F_REPLACE : 0;
-  err = bpf_tc_attach(&hook, &opts);
-  if (err) throwSys(env, err, "bpf_tc_attach", "", std::string(ingress ? "ingress" : "egress") + " ifindex " + std::to_string(ifindex));
+  const char *failed = "bpf_tc_attach";
+  int err = inNetns(env, argNetns(info, 6), [&] {
+    int e = bpf_tc_hook_create(&hook);
+    if (e && e != -EEXIST) {
+      failed = "bpf_tc_hook_create";
+      return e;
+    }
+    return bpf_tc_attach(&hook, &opts);
+  });
+  if (err) throwSys(env, err, failed, "", std::string(ingress ? "ingress" : "egress") + " ifindex " + std::to_string(ifindex));
   return Napi::Number::New(env, opts.prog_id);
 }
 
-// tcQuery(ifindex, ingress, handle, priority) -> program id of that filter, 0 when absent.
+// tcQuery(ifindex, ingress, handle, priority, netns?) -> program id of that filter, 0 when absent.
 Napi::Value TcQuery(const Napi::CallbackInfo &info) {
   struct bpf_tc_hook hook = hookFor(argU32(info, 0, "ifindex"), argBool(info, 1, true));
   struct bpf_tc_opts opts;
@@ -148,13 +191,13 @@ Napi::Value TcQuery(const Napi::CallbackInfo &info) {
   opts.sz = sizeof opts;
   opts.handle = argU32(info, 2, "handle");
   opts.priority = argU32(info, 3, "priority");
-  int err = bpf_tc_query(&hook, &opts);
+  int err = inNetns(info.Env(), argNetns(info, 4), [&] { return bpf_tc_query(&hook, &opts); });
   if (err == -ENOENT || err == -EINVAL) return Napi::Number::New(info.Env(), 0);
   if (err) throwSys(info.Env(), err, "bpf_tc_query");
   return Napi::Number::New(info.Env(), opts.prog_id);
 }
 
-// tcDetach(ifindex, ingress, handle, priority) -> true when a filter was removed.
+// tcDetach(ifindex, ingress, handle, priority, netns?) -> true when a filter was removed.
 Napi::Value TcDetach(const Napi::CallbackInfo &info) {
   struct bpf_tc_hook hook = hookFor(argU32(info, 0, "ifindex"), argBool(info, 1, true));
   struct bpf_tc_opts opts;
@@ -162,7 +205,7 @@ Napi::Value TcDetach(const Napi::CallbackInfo &info) {
   opts.sz = sizeof opts;
   opts.handle = argU32(info, 2, "handle");
   opts.priority = argU32(info, 3, "priority");
-  int err = bpf_tc_detach(&hook, &opts);
+  int err = inNetns(info.Env(), argNetns(info, 4), [&] { return bpf_tc_detach(&hook, &opts); });
   if (err == -ENOENT || err == -EINVAL) return Napi::Boolean::New(info.Env(), false);
   if (err) throwSys(info.Env(), err, "bpf_tc_detach");
   return Napi::Boolean::New(info.Env(), true);
