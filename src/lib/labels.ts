@@ -39,19 +39,22 @@ export function parseLabels(raws: readonly string[]): Label[] {
   return sortLabels([...byKey.values()]);
 }
 
-/** Sorts labels by source, key, value. */
+/** Sorts labels by their `source:key=value` text (code-point order, so the order is the same everywhere). */
 export function sortLabels(ls: readonly Label[]): Label[] {
-  return [...ls].sort((a, b) => formatLabel(a).localeCompare(formatLabel(b)));
+  return ls
+    .map((l) => [formatLabel(l), l] as const)
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .map(([, l]) => l);
 }
 
 /** The canonical string of a sorted label set (identity key). */
 export function labelsKey(ls: readonly Label[]): string {
-  return sortLabels(ls).map(formatLabel).join(';');
+  return formatLabels(ls).join(';');
 }
 
 /** Labels as sorted strings. */
 export function formatLabels(ls: readonly Label[]): string[] {
-  return sortLabels(ls).map(formatLabel);
+  return ls.map(formatLabel).sort();
 }
 
 /**

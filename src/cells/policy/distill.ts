@@ -14,7 +14,7 @@
  */
 import type { Direction, PolicyEntry } from '../datapath/types.js';
 import { contains, isPrefixBlock, rangeOf, subtract, type Range } from './ports.js';
-import type { CompiledRule } from './rule.js';
+import type { CompiledRule, PortProto } from './rule.js';
 import type { Selector } from './selector.js';
 import type { ResolvedPolicy } from './types.js';
 
@@ -23,47 +23,65 @@ export type PeerResolver = (sel: Selector) => Iterable<number>;
 
 const DIRECTIONS: readonly Direction[] = ['ingress', 'egress'];
 
-function entryKey(e: PolicyEntry): string {
-  return `${e.direction}/${e.identity}/${e.protocol}/${e.port}-${e.endPort ?? e.port}`;
+const ANY_PORT: readonly PortProto[] = [{ protocol: 0, port: 0 }];
+const portSigs = new WeakMap<readonly PortProto[], string>();
+
+/** A section's ports as a string, so identical (peer, ports) pairs of different rules are expanded once. */
+function portSig(ports: readonly PortProto[]): string {
+  let sig = portSigs.get(ports);
+  if (sig === undefined) portSigs.set(ports, (sig = ports.map((p) => `${p.protocol}/${p.port}-${p.endPort ?? ''}`).join(',')));
+  return sig;
 }
 
-/** Adds an entry; the same key as deny and allow keeps the deny. */
-function put(map: Map<string, PolicyEntry>, e: PolicyEntry): void {
-  const k = entryKey(e);
-  const have = map.get(k);
-  if (!have || (e.deny && !have.deny)) map.set(k, e);
+/** Adds entries keyed by direction/identity/protocol/port range; the same key as deny and allow keeps the deny. */
+class EntryMap {
+  readonly map = new Map<string, PolicyEntry>();
+
+  put(identity: number, direction: Direction, p: PortProto, deny: boolean): void {
+    const k = `${direction === 'ingress' ? 'i' : 'e'}${identity}/${p.protocol}/${p.port}-${p.endPort ?? ''}`;
+    const have = this.map.get(k);
+    if (have && (have.deny || !deny)) return;
+    this.map.set(k, p.endPort !== undefined
+      ? { identity, direction, protocol: p.protocol, port: p.port, endPort: p.endPort, deny }
+      : { identity, direction, protocol: p.protocol, port: p.port, deny });
+  }
 }
 
 /** Computes the map state of an endpoint selected by `rules` (in evaluation order). */
 export function distill(rules: readonly CompiledRule[], peers: PeerResolver, revision: number): ResolvedPolicy {
-  const map = new Map<string, PolicyEntry>();
+  const out = new EntryMap();
   const enforced = { ingress: false, egress: false };
   for (const r of rules) {
     if (r.defaultDeny.ingress) enforced.ingress = true;
     if (r.defaultDeny.egress) enforced.egress = true;
   }
-  for (const d of DIRECTIONS) if (!enforced[d]) put(map, { identity: 0, direction: d, protocol: 0, port: 0, deny: false });
+  for (const d of DIRECTIONS) if (!enforced[d]) out.put(0, d, ANY_PORT[0]!, false);
+  const expanded = new Set<string>();
   for (const r of rules) {
     for (const s of r.sections) {
-      const ports = s.ports.length ? s.ports : [{ protocol: 0, port: 0 }];
+      const ports = s.ports.length ? s.ports : ANY_PORT;
+      const sig = `${s.direction}|${s.deny}|${portSig(ports)}|`;
       for (const sel of s.peers) {
-        for (const identity of peers(sel)) {
-          for (const p of ports) put(map, { identity, direction: s.direction, protocol: p.protocol, port: p.port, ...(p.endPort !== undefined ? { endPort: p.endPort } : {}), deny: s.deny });
-        }
+        const done = sig + sel.key;
+        if (expanded.has(done)) continue;
+        expanded.add(done);
+        for (const identity of peers(sel)) for (const p of ports) out.put(identity, s.direction, p, s.deny);
       }
     }
   }
-  const entries = resolveDenies([...map.values()]);
-  const ids = (dir: Direction, deny: boolean) => [...new Set(entries.filter((e) => e.direction === dir && e.deny === deny).map((e) => e.identity))].sort((a, b) => a - b);
+  const entries = resolveDenies([...out.map.values()]);
+  const sets = { ingress: [new Set<number>(), new Set<number>()], egress: [new Set<number>(), new Set<number>()] };
+  for (const e of entries) sets[e.direction][e.deny ? 1 : 0]!.add(e.identity);
+  const sorted = (set: Set<number>) => [...set].sort((a, b) => a - b);
   return {
     revision,
     ingressEnforced: enforced.ingress,
     egressEnforced: enforced.egress,
     entries,
-    allowedIngressIdentities: ids('ingress', false),
-    allowedEgressIdentities: ids('egress', false),
-    deniedIngressIdentities: ids('ingress', true),
-    deniedEgressIdentities: ids('egress', true),
+    allowedIngressIdentities: sorted(sets.ingress[0]!),
+    allowedEgressIdentities: sorted(sets.egress[0]!),
+    deniedIngressIdentities: sorted(sets.ingress[1]!),
+    deniedEgressIdentities: sorted(sets.egress[1]!),
   };
 }
 

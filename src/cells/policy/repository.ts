@@ -95,7 +95,7 @@ export class Repository implements PolicyRepository {
 
   /** See PolicyRepository. */
   resolve(identity: Identity): ResolvedPolicy {
-    return distill(this.rulesFor(identity), (sel) => this.peerIds(sel), this.rev);
+    return distill(this.rulesFor(identity), (sel) => this.identitiesOf(sel), this.rev);
   }
 
   /** See PolicyRepository. */
@@ -111,6 +111,11 @@ export class Repository implements PolicyRepository {
   /** Resolves once every CIDR identity allocation or release started so far has finished. */
   async settled(): Promise<void> {
     while (this.pending.size) await Promise.allSettled([...this.pending]);
+  }
+
+  /** Every compiled rule, in insertion order. */
+  compiled(): CompiledRule[] {
+    return [...this.rules.values()];
   }
 
   /** The rules that select an identity, in insertion order. */
@@ -131,7 +136,8 @@ export class Repository implements PolicyRepository {
     return found.sort((a, b) => a.seq - b.seq);
   }
 
-  private peerIds(sel: Selector): Iterable<number> {
+  /** Identities a selector stands for in the map state (the wildcard: identity 0). */
+  identitiesOf(sel: Selector): Iterable<number> {
     return sel.kind === 'wildcard' ? ZERO : this.cache.identitiesOf(sel.key);
   }
 

@@ -50,16 +50,22 @@ function labelMatches(l: Label, r: Requirement): boolean {
 }
 
 function requirementHolds(ls: readonly Label[], r: Requirement): boolean {
-  const hits = ls.filter((l) => labelMatches(l, r));
+  let present = false;
+  let valueIn = false;
+  for (const l of ls) {
+    if (!labelMatches(l, r)) continue;
+    present = true;
+    if (r.values.includes(l.value)) valueIn = true;
+  }
   switch (r.op) {
     case 'In':
-      return hits.some((l) => r.values.includes(l.value));
+      return valueIn;
     case 'NotIn':
-      return !hits.some((l) => r.values.includes(l.value));
+      return !valueIn;
     case 'Exists':
-      return hits.length > 0;
+      return present;
     case 'DoesNotExist':
-      return hits.length === 0;
+      return !present;
   }
 }
 
