@@ -9,7 +9,8 @@ import { apiServerCell, ApiServerToken } from '../../src/cells/api-server/index.
 import { EndpointAPIManagerToken, EndpointManagerToken } from '../../src/cells/endpoint/index.js';
 import { IPAMToken } from '../../src/cells/ipam/index.js';
 import { cniServerCell, CniNetOpsToken, CniServerToken } from '../../src/cells/cni-server/index.js';
-import { CNI_REQUEST_PATH, encodeCniRequest, sendCniRequest } from '../../src/cni/protocol.js';
+import { CNI_REQUEST_PATH, encodeCniRequest, sendCniRequest, type CniRequest } from '../../src/cni/protocol.js';
+import { createSpecValidator } from '../../src/api/spec.js';
 import { CONTROL_PLANE, cniReq, tempDir } from './helpers.js';
 import { FakeNet } from './fake-net.js';
 
@@ -45,18 +46,31 @@ t.test('the route serves CNI commands on the agent socket; the DEL queue is repl
   t.equal(h.get(IPAMToken).ownerOf(res.ips[0]!.address.split('/')[0]!), undefined);
   t.ok(h.get(EndpointAPIManagerToken));
 
+  const spec = createSpecValidator();
+  for (const call of [cniReq('ADD', { containerId: 'c3' }), cniReq('DEL', { containerId: 'c3' }), cniReq('CHECK', { containerId: 'zz' })]) {
+    const raw = await post(socketPath, call);
+    t.equal(raw.status, 200);
+    t.same(spec.response('PostCelliumCni', 200, raw.body === '' ? undefined : JSON.parse(raw.body), raw.headers), [], `${call.command}: the answer matches api/openapi.yaml`);
+  }
   server.setReady(false);
-  const status = await new Promise<number>((resolve, reject) => {
-    const payload = encodeCniRequest(cniReq('ADD'));
-    const r = request({ socketPath, path: CNI_REQUEST_PATH, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
-    r.on('error', reject);
-    r.end(payload);
-  });
-  t.equal(status, 503, 'not ready: 503 (the shim then answers code 11, or queues a DEL)');
+  const notReady = await post(socketPath, cniReq('ADD'));
+  t.equal(notReady.status, 503, 'not ready: 503 (the shim then answers code 11, or queues a DEL)');
+  t.same(spec.response('PostCelliumCni', 503, JSON.parse(notReady.body), notReady.headers), [], '503 matches the spec');
   server.setReady(true);
   await h.hive.stop();
   t.ok(net.closed, 'netlink handles closed at stop');
 });
+
+/** Posts a request on the socket; resolves with the raw answer. */
+function post(socketPath: string, call: CniRequest): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const payload = encodeCniRequest(call);
+    const r = request({ socketPath, path: CNI_REQUEST_PATH, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body }));
+    });
+    r.on('error', reject);
+    r.end(payload);
+  });
+}
