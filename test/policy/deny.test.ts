@@ -1,7 +1,7 @@
 import t from 'tap';
 import { Proto, type PolicyEntry } from '../../src/cells/datapath/types.js';
 import { resolveDenies } from '../../src/cells/policy/index.js';
-import { policyHive, rules, lpmVerdict } from './helpers.js';
+import { policyHive, rules, lpmVerdict, refVerdict } from './helpers.js';
 
 const entry = (identity: number, protocol: number, port: number, deny: boolean, endPort?: number): PolicyEntry =>
   ({ identity, direction: 'ingress', protocol, port, deny, ...(endPort ? { endPort } : {}) });
@@ -73,8 +73,9 @@ t.test('map state under the LPM lookup agrees with rule-by-rule evaluation (trac
         for (const port of [64, 79, 80, 81, 90, 95, 96, 100, 101, 443, 8080, 9000]) {
           const want = repo.trace({ identity: peer.id }, { identity: web.id }, port, pname).ingress.verdict;
           const got = lpmVerdict(entries, 'ingress', peer.id, proto, port);
-          if (got !== want) {
-            t.fail(`round ${round} peer ${peer.labels[0]} ${pname}/${port}: map state says ${got}, rules say ${want}\n${JSON.stringify(rs)}\n${JSON.stringify(entries)}`);
+          const ref = refVerdict(entries, 'ingress', peer.id, proto, port);
+          if (got !== want || ref !== want) {
+            t.fail(`round ${round} peer ${peer.labels[0]} ${pname}/${port}: map state says ${got} (reference ${ref}), rules say ${want}\n${JSON.stringify(rs)}\n${JSON.stringify(entries)}`);
             return;
           }
           checked++;

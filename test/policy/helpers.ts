@@ -1,9 +1,10 @@
-/** Test helpers for the policy cell: a mock IdentityAllocator, a reference LPM evaluator, a hive. */
+/** Test helpers for the policy cell: a mock IdentityAllocator, verdicts over the LPM policy map, a hive. */
 import { Subject } from 'rxjs';
 import { testHive, type TestLike } from '../../src/hive/index.js';
 import { policyCell, PolicyRepositoryToken, type Repository } from '../../src/cells/policy/index.js';
 import { IdentityAllocatorToken, makeIdentity, reservedIdentities, reservedFor, cidrLabel, type Identity, type IdentityAllocator, type IdentityChange } from '../../src/cells/identity/index.js';
 import type { Direction, PolicyEntry } from '../../src/cells/datapath/types.js';
+import { PolicyLpm } from '../../src/cells/datapath/policy-lpm.js';
 import { labelsKey, parseLabels, sortLabels, type Label } from '../../src/lib/labels.js';
 
 /** An in-memory allocator standing in for the identity cell. */
@@ -102,8 +103,17 @@ function lookup(entries: readonly PolicyEntry[], dir: Direction, identity: numbe
   return best;
 }
 
-/** The datapath's verdict per datapath/types.ts PolicyEntry: peer and identity-0 lookups, deny from either drops. */
+/** The datapath's verdict through the datapath's own LPM table (src/cells/datapath/policy-lpm.ts). */
 export function lpmVerdict(entries: readonly PolicyEntry[], dir: Direction, peer: number, proto: number, port: number): 'allowed' | 'denied' {
+  const lpm = PolicyLpm.fromPolicy(entries);
+  const a = lpm.lookup(dir === 'egress', peer, proto, port);
+  const b = lpm.lookup(dir === 'egress', 0, proto, port);
+  if (a?.deny || b?.deny) return 'denied';
+  return a || b ? 'allowed' : 'denied';
+}
+
+/** The same verdict from this file's reference evaluator, which also rejects allow/deny ties. */
+export function refVerdict(entries: readonly PolicyEntry[], dir: Direction, peer: number, proto: number, port: number): 'allowed' | 'denied' {
   const a = lookup(entries, dir, peer, proto, port);
   const b = lookup(entries, dir, 0, proto, port);
   if (a?.deny || b?.deny) return 'denied';
