@@ -3,10 +3,12 @@
 // traffic checks (allow/deny/missing entries, both directions, L3 and L4), unload and errors.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import {
   BpfError, DropEventReader, endpointPrograms, loadEndpointProgram, lxcLinkPath, openIPCacheMap, openPolicyMap, pinnedEndpoints, readDropCounters,
-  syncPolicyMap, unloadEndpointProgram, type AttachMode, type PolicyMap,
+  syncPolicyMap, unloadEndpointProgram, type AttachMode, type LxcLoadResult, type PolicyMap,
 } from '../../src/bpf/index.js';
 import type { EndpointDatapathConfig, PolicyEntry } from '../../src/cells/datapath/types.js';
 import { createTopology, exchange, ping, skipUnlessBpf, testBpfRoot, type Topology } from './topology.js';
@@ -126,6 +128,25 @@ for (const mode of ['auto', 'legacy'] as AttachMode[]) {
     t.equal(unloadEndpointProgram(7, topo.ifIndex, { bpfRoot: root, netns: topo.hostNsPath }), false, 'a second unload finds nothing');
   });
 }
+
+t.test('programs survive the loading process; another process replaces them through the pins', { skip }, async (t) => {
+  const { root, topo, cfg } = setup(t);
+  const opts = { bpfRoot: root, netns: topo.hostNsPath };
+  const child = join(dirname(fileURLToPath(import.meta.url)), 'load-child.ts');
+  const out = execFileSync(process.execPath, [...process.execArgv.filter((a) => a.includes('typescript')), child, JSON.stringify(cfg()), JSON.stringify(opts)], {
+    encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+  });
+  t.teardown(() => unloadEndpointProgram(7, topo.ifIndex, opts));
+  const first = JSON.parse(out.trim().split('\n').at(-1)!) as LxcLoadResult;
+  t.equal(first.attachments.from_container.mode, 'tcx');
+  const progs = endpointPrograms(topo.ifIndex, topo.hostNsPath);
+  t.strictSame(progs.from_container.tcx, [first.attachments.from_container.progId], 'still attached after the loader exited');
+  t.equal(await ping(topo.podNs, A), false, 'and still enforcing (no policy for A)');
+  const second = loadEndpointProgram(cfg({ identity: 3333 }), opts);
+  t.equal(second.attachments.from_container.replaced, true, 'this process replaced it through the pinned link');
+  t.equal(second.attachments.from_container.linkId, first.attachments.from_container.linkId);
+  t.strictSame(endpointPrograms(topo.ifIndex, topo.hostNsPath).from_container.tcx, [second.attachments.from_container.progId]);
+});
 
 t.test('two endpoints load the same object with different constants', { skip }, async (t) => {
   const one = setup(t);
