@@ -131,6 +131,11 @@ t.test('404 and 405 answer JSON', async (t) => {
   t.equal(na.status, 405);
   t.equal(na.headers.allow, 'GET');
   t.match(na.body, /method POST is not allowed on \/v1\/healthz/);
+  const huge = await tr.request('GET', `/healthz?x=${'a'.repeat(20_000)}`);
+  t.equal(huge.status, 431, 'the HTTP parser\'s refusals answer JSON too');
+  t.match(huge.body, /malformed HTTP request/);
+  const bodyIgnored = await tr.request('GET', '/healthz', { body: { any: 'thing' } });
+  t.equal(bodyIgnored.status, 200, 'an operation without a request body ignores one, like Cilium');
   const unserved = await tr.request('GET', '/map');
   t.equal(unserved.status, 501);
   t.match(unserved.body, /GetMap is not served/);

@@ -109,7 +109,8 @@ export function createDispatcher(opts: DispatchOptions): Dispatcher {
     pathParams: Readonly<Record<string, string>>,
     signal: AbortSignal,
   ): Promise<void> {
-    const raw = await readBody(req, maxBodyBytes);
+    // like Cilium's go-swagger server, an operation without a request body does not read one
+    const raw = validator.spec.operation(operationId).requestBody ? await readBody(req, maxBodyBytes) : (req.resume(), undefined);
     if (raw === 'too-large') return send(res, 413, `the request body exceeds ${maxBodyBytes} bytes (--api-max-body-bytes)`, { connection: 'close' });
     const contentType = (req.headers['content-type'] ?? JSON_TYPE).split(';')[0]!.trim().toLowerCase();
     let body: unknown;

@@ -4,6 +4,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Observable } from 'rxjs';
 import type { Lifecycle } from '../../hive/lifecycle.js';
 import type { Logger } from '../../hive/logger.js';
@@ -73,6 +74,7 @@ export class ApiServerImpl implements ApiServer {
 
   private newServer(): Server {
     const s = createServer({ keepAliveTimeout: 30_000 }, this.dispatcher.app);
+    s.on('clientError', answerClientError);
     this.servers.push(s);
     return s;
   }
@@ -94,6 +96,18 @@ export class ApiServerImpl implements ApiServer {
     this.tcp = undefined;
     removeSocket(this.cfg.socketPath);
   }
+}
+
+/**
+ * Answers a request node's HTTP parser refused (bad request line, headers too large) with a JSON
+ * Error body like every other answer, then closes the connection.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (!socket.writable) return void socket.destroy();
+  const code = err.code ?? '';
+  const [status, text] = code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout'] : [400, 'Bad Request'];
+  const body = JSON.stringify(`malformed HTTP request: ${err.message}`);
+  socket.end(`HTTP/1.1 ${status} ${text}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }
 
 /** Starts `server` listening on a unix socket path or a TCP host/port; rejects on a listen error. */
