@@ -54,6 +54,14 @@ t.test('CiliumNetworkPolicy namespaces: the subject and namespace-less peers are
   t.equal(allowedFrom(q.entries, prodClient.id), 'allowed');
   t.equal(allowedFrom(q.entries, devClient.id), 'denied', '{} in a namespaced policy is "this namespace", not everything');
   t.notOk(repo.resolve(devWeb).ingressEnforced, 'endpointSelector {} of a namespaced policy: that namespace only');
+  // stored rules show the namespace they select, so re-importing them as bare rules keeps their meaning
+  const stored = repo.get();
+  t.same((stored[0] as { endpointSelector: unknown }).endpointSelector, { matchLabels: { 'k8s:io.kubernetes.pod.namespace': 'prod' } });
+  const before = repo.resolve(prodWeb).entries;
+  repo.delete('all');
+  repo.import(JSON.stringify(stored));
+  t.same(repo.resolve(prodWeb).entries, before);
+  t.notOk(repo.resolve(devWeb).ingressEnforced);
 });
 
 t.test('entities: world, host, cluster, all, remote-node', async (t) => {

@@ -78,16 +78,25 @@ function namespaceReq(ns: string): Requirement {
   return requirement(`k8s:${POD_NAMESPACE_KEY}`, 'In', [ns]);
 }
 
-function subjectSelector(input: RuleInput): Selector {
-  const reqs = selectorRequirements(input.spec.endpointSelector as RawSelector, `${input.pointer}/endpointSelector`);
+/** Adds the namespace to a selector of our own copy of the spec, so stored rules show what they select. */
+function pinNamespace(raw: RawSelector, ns: string): void {
+  raw.matchLabels = { ...raw.matchLabels, [`k8s:${POD_NAMESPACE_KEY}`]: ns };
+}
+
+function subjectSelector(input: RuleInput, spec: Record<string, unknown>): Selector {
+  const raw = spec.endpointSelector as RawSelector;
+  const reqs = selectorRequirements(raw, `${input.pointer}/endpointSelector`);
   const ns = input.resource?.namespace;
+  if (ns) pinNamespace(raw, ns);
   return labelSelector(ns ? [...reqs, namespaceReq(ns)] : reqs);
 }
 
 function peerEndpointSelector(raw: RawSelector, pointer: string, ns: string | undefined): Selector {
   const reqs = selectorRequirements(raw, pointer);
   const scoped = ns && !hasRequirementOn(reqs, POD_NAMESPACE_KEY) && !reqs.some((r) => r.source === 'reserved');
-  return labelSelector(scoped ? [...reqs, namespaceReq(ns)] : reqs);
+  if (!scoped) return labelSelector(reqs);
+  pinNamespace(raw, ns);
+  return labelSelector([...reqs, namespaceReq(ns)]);
 }
 
 function parsePorts(raw: RawPeerRule['toPorts'], pointer: string): PortProto[] {
@@ -154,7 +163,8 @@ function dedupe(sels: Selector[]): Selector[] {
 
 /** Compiles one validated input into a rule with sequence number `seq`. */
 export function compileRule(input: RuleInput, seq: number): CompiledRule {
-  const spec = input.spec as Record<string, unknown>;
+  // our own copy: namespaces are pinned into its selectors, and it is what `get` returns
+  const spec = structuredClone(input.spec) as Record<string, unknown>;
   const ns = input.resource?.namespace;
   const cidrs = new Set<string>();
   const sections: Section[] = [];
@@ -168,7 +178,7 @@ export function compileRule(input: RuleInput, seq: number): CompiledRule {
   return {
     seq,
     labels,
-    subject: subjectSelector(input),
+    subject: subjectSelector(input, spec),
     sections,
     defaultDeny: { ingress: dd.ingress ?? (has('ingress') || has('ingressDeny')), egress: dd.egress ?? (has('egress') || has('egressDeny')) },
     cidrs: [...cidrs],
