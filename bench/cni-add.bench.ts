@@ -1,7 +1,7 @@
 /**
  * CNI ADD and DEL through the same client (cnitool, built from shared/e2e/build-cnitool.sh) on bare
- * network namespaces: Cellium (shim -> agent hive in this process, memory datapath unless the BPF
- * one is available: ADD returns once the endpoint is ready) against the reference bridge +
+ * network namespaces: Cellium (shim -> the agent's hive from src/cells.ts in this process, datapath
+ * `auto`; ADD returns once the endpoint is ready) against the reference bridge +
  * host-local plugins measured in the same run, interleaved. Also 50 concurrent ADDs until all are
  * ready, against 50 concurrent bridge ADDs. Targets: ADD <= 1.0x bridge, 50 concurrent <= 2 s.
  * Needs root (namespaces, veths); prints why and stops otherwise.
@@ -13,13 +13,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Hive, silentLogger } from '../src/hive/index.js';
-import { statedirCell } from '../src/cells/statedir/index.js';
-import { identityCell } from '../src/cells/identity/index.js';
-import { ipamCell } from '../src/cells/ipam/index.js';
-import { policyCell } from '../src/cells/policy/index.js';
-import { datapathCell, DatapathToken } from '../src/cells/datapath/index.js';
-import { endpointCell, EndpointManagerToken } from '../src/cells/endpoint/index.js';
-import { apiServerCell } from '../src/cells/api-server/index.js';
+import { agentCells } from '../src/cells.js';
+import { DatapathToken } from '../src/cells/datapath/index.js';
+import { EndpointManagerToken } from '../src/cells/endpoint/index.js';
 import { cniServerCell, CniServerToken } from '../src/cells/cni-server/index.js';
 import { installCni } from '../src/cli/commands/install-cni.js';
 import { printTable, ratio, stats } from './lib/report.js';
@@ -70,7 +66,9 @@ async function main(): Promise<void> {
   const tag = randomBytes(2).toString('hex');
   const dir = mkdtempSync(join(tmpdir(), 'cellium-bench-cni-'));
   const namespaces: string[] = [];
-  const hive = new Hive([statedirCell, identityCell, ipamCell, policyCell, datapathCell, endpointCell, apiServerCell, cniServerCell], { name: 'bench', logger: silentLogger() });
+  // The whole agent as src/cells.ts builds it (datapath `auto`: BPF when registered and available).
+  const cells = agentCells.includes(cniServerCell) ? agentCells : [...agentCells, cniServerCell];
+  const hive = new Hive(cells, { name: 'bench', logger: silentLogger() });
   try {
     const tool = join(dir, 'cnitool');
     execFileSync('bash', [buildScript, tool], { stdio: ['ignore', 'ignore', 'inherit'] });

@@ -2,7 +2,9 @@
 // API server on a temporary socket, CNI server over the real netlink addon; memory datapath unless
 // told otherwise), the built shim run like a runtime runs it, and unique network namespaces.
 import { join } from 'node:path';
-import { testHive, type Cell, type TestHive, type TestLike } from '../../src/hive/index.js';
+import { Hive, silentLogger, testHive, type Cell, type TestHive, type TestLike } from '../../src/hive/index.js';
+import { agentCells } from '../../src/cells.js';
+import { DatapathProvidersToken } from '../../src/cells/datapath/index.js';
 import { apiServerCell } from '../../src/cells/api-server/index.js';
 import { cniServerCell, CniServerToken } from '../../src/cells/cni-server/index.js';
 import { buildShim, runShim, SHIM, type ShimRun } from '../cni-shim/run-shim.js';
@@ -24,12 +26,29 @@ export interface Agent {
   readonly dir: string;
 }
 
+/** Every cell of the agent (src/cells.ts) plus the CNI server when src/cells.ts does not have it yet. */
+export function fullAgentCells(): readonly Cell[] {
+  return agentCells.includes(cniServerCell) ? agentCells : [...agentCells, cniServerCell];
+}
+
+/** Why the agent cannot run `--datapath-mode=bpf` here, or false when it can. */
+export function bpfUnavailable(): string | false {
+  const hive = new Hive(agentCells, { name: 'probe', logger: silentLogger() });
+  hive.configure({ values: {} });
+  hive.populate();
+  const bpf = hive.get(DatapathProvidersToken).find((p) => p.mode === 'bpf');
+  if (!bpf) return 'needs the BPF datapath (--datapath-mode=bpf), which src/cells.ts does not register yet';
+  const why = bpf.unavailable();
+  return why === undefined ? false : `the BPF datapath cannot run here: ${why}`;
+}
+
 /** Starts the agent's cells with the CNI server; stopped when the test ends. `pool` must be unique per test file. */
-export async function startAgent(t: TestLike, pool: string, opts: { config?: Record<string, unknown>; cells?: readonly Cell[] } = {}): Promise<Agent> {
+export async function startAgent(t: TestLike, pool: string, opts: { config?: Record<string, unknown>; cells?: readonly Cell[]; base?: readonly Cell[] } = {}): Promise<Agent> {
   const dir = tempDir(t, 'e2e');
   const socketPath = join(dir, 'cellium.sock');
   const queueDir = join(dir, 'delete-queue');
-  const h = await testHive(t, [...CONTROL_PLANE, apiServerCell, cniServerCell, ...(opts.cells ?? [])], {
+  const base = opts.base ?? [...CONTROL_PLANE, apiServerCell, cniServerCell];
+  const h = await testHive(t, [...base, ...(opts.cells ?? [])], {
     config: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': queueDir, 'ipv4-range': pool, ...opts.config },
   });
   await h.get(CniServerToken).whenReady();

@@ -7,13 +7,12 @@ import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { Cell } from '../../src/hive/index.js';
 import { runCli } from '../../src/cli/main.js';
 import type { CliIO } from '../../src/cli/context.js';
 import { endpointHandlersCell, policyHandlersCell } from '../../src/cells/api-handlers/index.js';
 import { EndpointManagerToken } from '../../src/cells/endpoint/index.js';
 import { IPAMToken } from '../../src/cells/ipam/index.js';
-import { buildShim, startAgent, uniq, type Agent } from './agent.js';
+import { bpfUnavailable, buildShim, fullAgentCells, startAgent, uniq, type Agent } from './agent.js';
 
 const run = promisify(execFile);
 const SETUP = join(import.meta.dirname, 'podman-setup.sh');
@@ -22,19 +21,6 @@ function skipReason(): string | false {
   if (process.getuid?.() !== 0) return 'needs root: runs podman containers';
   if (!existsSync('/usr/bin/podman')) return 'needs podman (scripts/packages.d/30-e2e.txt; setup.sh installs it as root)';
   return false;
-}
-
-/** The BPF datapath cells when this tree has them, else why not. */
-async function bpfCells(): Promise<Cell[] | string> {
-  const path = '../../src/cells/datapath-bpf/index.js';
-  let mod: Record<string, unknown>;
-  try {
-    mod = (await import(path)) as Record<string, unknown>;
-  } catch {
-    return 'needs the BPF datapath (src/cells/datapath-bpf, --datapath-mode=bpf), not in this tree yet';
-  }
-  const cells = Object.entries(mod).filter(([k, v]) => /Cell$/.test(k) && v !== null && typeof v === 'object').map(([, v]) => v as Cell);
-  return cells.length ? cells : 'src/cells/datapath-bpf exports no cell';
 }
 
 function cliIO(t: Test): CliIO & { out: string[] } {
@@ -63,7 +49,7 @@ async function ping(from: string, to: string): Promise<boolean> {
 }
 
 /** Starts the agent, installs the CNI files for podman and runs two containers; all undone at the end. */
-async function twoContainers(t: Test, pool: string, cells: readonly Cell[], config: Record<string, unknown> = {}) {
+async function twoContainers(t: Test, pool: string, bpf: boolean) {
   buildShim();
   execFileSync('bash', [SETUP], { stdio: ['ignore', 'ignore', 'inherit'] });
   // Teardowns run in the order they are added: containers first (their DEL needs the shim and the
@@ -71,7 +57,10 @@ async function twoContainers(t: Test, pool: string, cells: readonly Cell[], conf
   const names = [`cel-a-${uniq()}`, `cel-b-${uniq()}`];
   t.teardown(() => run('podman', ['rm', '-f', '-t', '0', ...names]).catch(() => undefined));
   t.teardown(() => runCli(['install-cni', '--uninstall'], cliIO(t)));
-  const agent = await startAgent(t, pool, { cells: [endpointHandlersCell, policyHandlersCell, ...cells], config });
+  // The BPF case runs the whole agent (src/cells.ts); the other the control plane plus the handlers the CLI calls.
+  const agent = bpf
+    ? await startAgent(t, pool, { base: fullAgentCells(), config: { 'datapath-mode': 'bpf' } })
+    : await startAgent(t, pool, { cells: [endpointHandlersCell, policyHandlersCell] });
   await cli(t, agent, 'install-cni');
   const info: Array<{ name: string; id: string; ip: string }> = [];
   for (const name of names) {
@@ -84,7 +73,7 @@ async function twoContainers(t: Test, pool: string, cells: readonly Cell[], conf
 }
 
 t.test('two podman containers on the cellium network ping each other; rm -f frees everything', { skip: skipReason() }, async (t) => {
-  const { agent, a, b } = await twoContainers(t, '10.213.0.0/24', []);
+  const { agent, a, b } = await twoContainers(t, '10.213.0.0/24', false);
   const manager = agent.h.get(EndpointManagerToken);
   const ipam = agent.h.get(IPAMToken);
   for (const c of [a, b]) {
@@ -104,10 +93,8 @@ t.test('two podman containers on the cellium network ping each other; rm -f free
   t.same(ipam.status()[0]!.allocated, {}, 'no IP left');
 });
 
-const bpf = await bpfCells();
-
-t.test('a policy imported with the CLI blocks the ping; deleting it restores the ping', { skip: skipReason() || (typeof bpf === 'string' ? bpf : false) }, async (t) => {
-  const { agent, a, b } = await twoContainers(t, '10.213.1.0/24', bpf as Cell[], { 'datapath-mode': 'bpf' });
+t.test('a policy imported with the CLI blocks the ping; deleting it restores the ping', { skip: skipReason() || bpfUnavailable() }, async (t) => {
+  const { agent, a, b } = await twoContainers(t, '10.213.1.0/24', true);
   const manager = agent.h.get(EndpointManagerToken);
   const epA = manager.lookup(`container-id:${a.id}`)!;
   const epB = manager.lookup(`container-id:${b.id}`)!;
