@@ -109,3 +109,20 @@ t.test('a DEL made while the agent is down is queued and replayed by the next ag
   t.notOk(ipJson<{ ifname: string }>('link').some((l) => l.ifname === lxc), 'and removed the veth');
   t.ok(second.socketPath);
 });
+
+t.test('STATUS and GC (CNI 1.1) through the shim', { skip: skipUnlessRoot }, async (t) => {
+  const agent = await startAgent(t, '10.211.3.0/24');
+  const status = await cni('STATUS', { containerId: '' }, conf(agent, {}, '1.1.0'));
+  t.same([status.code, status.stdout], [0, ''], 'STATUS: ready');
+  const pods = [netns(t, 'cs-g1'), netns(t, 'cs-g2')];
+  const ids = pods.map(() => `gc-${uniq()}`);
+  for (const [i, ns] of pods.entries()) t.equal((await cni('ADD', { containerId: ids[i]!, netns: ns.path }, conf(agent, {}, '1.1.0'))).code, 0);
+  const gc = await cni('GC', { containerId: '' }, conf(agent, { 'cni.dev/valid-attachments': [{ containerID: ids[0], ifname: 'eth0' }] }, '1.1.0'));
+  t.same([gc.code, gc.stdout], [0, ''], 'GC succeeds');
+  const manager = agent.h.get(EndpointManagerToken);
+  t.ok(manager.lookup(`cni-attachment-id:${ids[0]}:eth0`), 'the valid attachment is kept');
+  t.notOk(manager.lookup(`cni-attachment-id:${ids[1]}:eth0`), 'the stale one is removed');
+  t.notOk(ipJson<{ ifname: string }>('link').some((l) => l.ifname === hostIfName(ids[1]!, 'eth0')), 'with its veth');
+  t.equal(Object.keys(agent.h.get(IPAMToken).status()[0]!.allocated).length, 1, 'and its IP');
+  t.equal((await cni('DEL', { containerId: ids[0]!, netns: pods[0]!.path }, conf(agent, {}, '1.1.0'))).code, 0);
+});
