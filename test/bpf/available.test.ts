@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import t from 'tap';
 import { bpfAvailable } from '../../src/bpf/index.js';
-import { skipUnlessBpf } from './topology.js';
+import { skipUnlessBpf } from './fixtures/topology.js';
 
 const skip = skipUnlessBpf();
 

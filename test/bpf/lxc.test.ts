@@ -11,7 +11,7 @@ import {
   syncPolicyMap, unloadEndpointProgram, type AttachMode, type LxcLoadResult, type PolicyMap,
 } from '../../src/bpf/index.js';
 import type { EndpointDatapathConfig, PolicyEntry } from '../../src/cells/datapath/types.js';
-import { createTopology, exchange, ping, skipUnlessBpf, testBpfRoot, type Topology } from './topology.js';
+import { createTopology, exchange, ping, skipUnlessBpf, testBpfRoot, type Topology } from './fixtures/topology.js';
 
 const skip = skipUnlessBpf();
 const EP = '10.0.0.2';
@@ -109,16 +109,16 @@ for (const mode of ['auto', 'legacy'] as AttachMode[]) {
 
     // L4: egress TCP 8080 to A only; ingress TCP 9090 from A only (other direction open for replies).
     syncPolicyMap(policy, [allow(1000, 'egress', 6, 8080), allow(0, 'ingress')]);
-    t.equal(await exchange('tcp', topo.podNs, topo.hostNs, EP, A, 8080), true, 'egress L4 allow passes');
-    t.equal(await exchange('tcp', topo.podNs, topo.hostNs, EP, A, 8081), false, 'egress other port drops');
+    t.equal(await exchange('tcp', topo.podAgent, topo.hostAgent, EP, A, 8080), true, 'egress L4 allow passes');
+    t.equal(await exchange('tcp', topo.podAgent, topo.hostAgent, EP, A, 8081), false, 'egress other port drops');
     syncPolicyMap(policy, [allow(1000, 'ingress', 6, 9090), allow(0, 'egress')]);
-    t.equal(await exchange('tcp', topo.hostNs, topo.podNs, A, EP, 9090), true, 'ingress L4 allow passes');
-    t.equal(await exchange('tcp', topo.hostNs, topo.podNs, B, EP, 9090), false, 'ingress from another identity drops');
+    t.equal(await exchange('tcp', topo.hostAgent, topo.podAgent, A, EP, 9090), true, 'ingress L4 allow passes');
+    t.equal(await exchange('tcp', topo.hostAgent, topo.podAgent, B, EP, 9090), false, 'ingress from another identity drops');
     syncPolicyMap(policy, [allow(0, 'ingress'), { ...allow(1000, 'ingress', 6, 9090), deny: true }, allow(0, 'egress')]);
     const denies = readDropCounters(root)['policy-deny']!.packets;
-    t.equal(await exchange('tcp', topo.hostNs, topo.podNs, A, EP, 9090), false, 'ingress deny drops');
+    t.equal(await exchange('tcp', topo.hostAgent, topo.podAgent, A, EP, 9090), false, 'ingress deny drops');
     t.ok(readDropCounters(root)['policy-deny']!.packets > denies, 'counted as a policy-deny drop');
-    t.equal(await exchange('tcp', topo.hostNs, topo.podNs, B, EP, 9090), true, 'the wildcard allow still admits B');
+    t.equal(await exchange('tcp', topo.hostAgent, topo.podAgent, B, EP, 9090), true, 'the wildcard allow still admits B');
 
     t.equal(unloadEndpointProgram(7, topo.ifIndex, { bpfRoot: root, netns: topo.hostNsPath }), true);
     const gone = endpointPrograms(topo.ifIndex, topo.hostNsPath);
@@ -132,7 +132,7 @@ for (const mode of ['auto', 'legacy'] as AttachMode[]) {
 t.test('programs survive the loading process; another process replaces them through the pins', { skip }, async (t) => {
   const { root, topo, cfg } = setup(t);
   const opts = { bpfRoot: root, netns: topo.hostNsPath };
-  const child = join(dirname(fileURLToPath(import.meta.url)), 'load-child.ts');
+  const child = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'load-child.ts');
   const out = execFileSync(process.execPath, [...process.execArgv.filter((a) => a.includes('typescript')), child, JSON.stringify(cfg()), JSON.stringify(opts)], {
     encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
   });

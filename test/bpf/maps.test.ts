@@ -6,7 +6,7 @@ import {
 } from '../../src/bpf/index.js';
 import { expandPolicy, policyKeyId } from '../../src/cells/datapath/policy-lpm.js';
 import type { PolicyEntry } from '../../src/cells/datapath/types.js';
-import { skipUnlessBpf, testBpfRoot } from './topology.js';
+import { skipUnlessBpf, testBpfRoot } from './fixtures/topology.js';
 
 const skip = skipUnlessBpf();
 

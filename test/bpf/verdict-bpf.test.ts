@@ -11,7 +11,7 @@ import {
 } from '../../src/bpf/index.js';
 import type { PolicyEntry } from '../../src/cells/datapath/types.js';
 import { TOPOLOGY, verdictCases, type VerdictCase } from '../fixtures/verdict-cases.js';
-import { createTopology, exchange, ping, skipUnlessBpf, testBpfRoot, type Topology } from './topology.js';
+import { createTopology, exchange, ping, skipUnlessBpf, testBpfRoot, type Topology } from './fixtures/topology.js';
 
 const skip = skipUnlessBpf();
 
@@ -33,9 +33,9 @@ function syncIPCache(m: IPCacheMap, c: VerdictCase): void {
 
 async function send(topo: Topology, c: VerdictCase, kind: 'tcp' | 'udp' | 'ping'): Promise<boolean> {
   const p = c.packet;
-  const [clientNs, serverNs] = c.direction === 'egress' ? [topo.podNs, topo.hostNs] : [topo.hostNs, topo.podNs];
-  if (kind === 'ping') return ping(clientNs, p.dst, p.src);
-  return exchange(kind, clientNs, serverNs, p.src, p.dst, p.dport);
+  if (kind === 'ping') return ping(c.direction === 'egress' ? topo.podNs : topo.hostNs, p.dst, p.src);
+  const [client, server] = c.direction === 'egress' ? [topo.podAgent, topo.hostAgent] : [topo.hostAgent, topo.podAgent];
+  return exchange(kind, client, server, p.src, p.dst, p.dport);
 }
 
 t.test('every case: the model over maps read back from the kernel', { skip }, async (t) => {
