@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <thread>
+#include <vector>
 
 #include "util.h"
 
@@ -130,11 +131,26 @@ Napi::Value ProgInfo(const Napi::CallbackInfo &info) {
   if (bpf_obj_get_info_by_fd(fd, &pi, &len) < 0) throwSys(env, errno, "bpf_obj_get_info_by_fd");
   char tag[2 * BPF_TAG_SIZE + 1];
   for (int i = 0; i < BPF_TAG_SIZE; i++) snprintf(tag + 2 * i, 3, "%02x", pi.tag[i]);
+  // A second call fills the ids of the maps the program uses.
+  __u32 nmaps = pi.nr_map_ids;
+  std::vector<__u32> mapIds(nmaps);
+  if (nmaps > 0) {
+    struct bpf_prog_info again;
+    memset(&again, 0, sizeof again);
+    again.nr_map_ids = nmaps;
+    again.map_ids = (__u64)(uintptr_t)mapIds.data();
+    len = sizeof again;
+    if (bpf_obj_get_info_by_fd(fd, &again, &len) < 0) throwSys(env, errno, "bpf_obj_get_info_by_fd");
+    if (again.nr_map_ids < nmaps) nmaps = again.nr_map_ids;
+  }
   Napi::Object o = Napi::Object::New(env);
   o.Set("id", pi.id);
   o.Set("type", pi.type);
   o.Set("name", std::string(pi.name, strnlen(pi.name, sizeof pi.name)));
   o.Set("tag", std::string(tag));
+  Napi::Array ids = Napi::Array::New(env, nmaps);
+  for (__u32 i = 0; i < nmaps; i++) ids.Set(i, mapIds[i]);
+  o.Set("mapIds", ids);
   return o;
 }
 
@@ -143,6 +159,14 @@ Napi::Value ProgGetFdById(const Napi::CallbackInfo &info) {
   uint32_t id = argU32(info, 0, "id");
   int fd = bpf_prog_get_fd_by_id(id);
   if (fd < 0) throwSys(info.Env(), errno, "bpf_prog_get_fd_by_id", "", "id " + std::to_string(id));
+  return Napi::Number::New(info.Env(), fd);
+}
+
+// mapGetFdById(id) -> fd of the map with that id.
+Napi::Value MapGetFdById(const Napi::CallbackInfo &info) {
+  uint32_t id = argU32(info, 0, "id");
+  int fd = bpf_map_get_fd_by_id(id);
+  if (fd < 0) throwSys(info.Env(), errno, "bpf_map_get_fd_by_id", "", "id " + std::to_string(id));
   return Napi::Number::New(info.Env(), fd);
 }
 
@@ -221,6 +245,7 @@ void registerLinks(Napi::Env env, Napi::Object exports) {
   exports.Set("linkInfo", Napi::Function::New(env, LinkInfo, "linkInfo"));
   exports.Set("progInfo", Napi::Function::New(env, ProgInfo, "progInfo"));
   exports.Set("progGetFdById", Napi::Function::New(env, ProgGetFdById, "progGetFdById"));
+  exports.Set("mapGetFdById", Napi::Function::New(env, MapGetFdById, "mapGetFdById"));
   exports.Set("tcAttach", Napi::Function::New(env, TcAttach, "tcAttach"));
   exports.Set("tcQuery", Napi::Function::New(env, TcQuery, "tcQuery"));
   exports.Set("tcDetach", Napi::Function::New(env, TcDetach, "tcDetach"));

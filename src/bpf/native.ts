@@ -19,7 +19,7 @@ export interface RawMapInfo { type: number; id: number; keySize: number; valueSi
 /** Link info from the kernel (ifindex/attachType for tcx links). */
 export interface RawLinkInfo { id: number; type: number; progId: number; ifindex: number; attachType: number }
 /** Program info from the kernel. */
-export interface RawProgInfo { id: number; type: number; name: string; tag: string }
+export interface RawProgInfo { id: number; type: number; name: string; tag: string; mapIds: number[] }
 
 /** The addon's BpfObject class. */
 export interface RawBpfObject {
@@ -66,6 +66,7 @@ export interface BpfAddon {
   linkInfo(fd: number): RawLinkInfo;
   progInfo(fd: number): RawProgInfo;
   progGetFdById(id: number): number;
+  mapGetFdById(id: number): number;
   tcAttach(progFd: number, ifindex: number, ingress: boolean, handle: number, priority: number, replace: boolean, netns?: string): number;
   tcQuery(ifindex: number, ingress: boolean, handle: number, priority: number, netns?: string): number;
   tcDetach(ifindex: number, ingress: boolean, handle: number, priority: number, netns?: string): boolean;

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import {
-  BpfError, DropEventReader, endpointPrograms, loadEndpointProgram, lxcLinkPath, openIPCacheMap, openPolicyMap, pinnedEndpoints, readDropCounters,
+  BpfError, DropEventReader, endpointPrograms, isEndpointLoaded, loadEndpointProgram, lxcLinkPath, openIPCacheMap, openPolicyMap, pinnedEndpoints, readDropCounters,
   syncPolicyMap, unloadEndpointProgram, type AttachMode, type LxcLoadResult, type PolicyMap,
 } from '../../src/bpf/index.js';
 import type { EndpointDatapathConfig, PolicyEntry } from '../../src/cells/datapath/types.js';
@@ -103,6 +103,9 @@ for (const mode of ['auto', 'legacy'] as AttachMode[]) {
     t.not(second.attachments.from_container.progId, first.attachments.from_container.progId);
     if (mode === 'auto') t.equal(second.attachments.from_container.linkId, first.attachments.from_container.linkId, 'same tcx link, updated in place');
     t.match(rodataOf(second.attachments.to_container.progId), { endpoint_identity: 2222 });
+    t.equal(isEndpointLoaded(cfg({ identity: 2222 }), topo.hostNsPath), true, 'loaded with exactly this configuration');
+    t.equal(isEndpointLoaded(cfg({ identity: 1111 }), topo.hostNsPath), false, 'not with the previous one');
+    t.equal(isEndpointLoaded(cfg({ identity: 2222, mac: '02:00:00:00:00:99' }), topo.hostNsPath), false, 'a different MAC is a different configuration');
     const after = endpointPrograms(topo.ifIndex, topo.hostNsPath);
     t.strictSame(attachedIds(after.from_container), [second.attachments.from_container.progId], 'only the new program is attached');
     t.equal(await ping(topo.podNs, A), true, 'the policy map survived the reload');
@@ -124,6 +127,7 @@ for (const mode of ['auto', 'legacy'] as AttachMode[]) {
     const gone = endpointPrograms(topo.ifIndex, topo.hostNsPath);
     t.strictSame([attachedIds(gone.from_container), attachedIds(gone.to_container)], [[], []], 'nothing attached after unload');
     t.equal(existsSync(lxcLinkPath(root, 7, 'from_container')), false, 'link pins removed');
+    t.equal(isEndpointLoaded(cfg({ identity: 2222 }), topo.hostNsPath), false, 'not loaded after unload');
     t.equal(await ping(topo.podNs, B), true, 'without the program B is reachable');
     t.equal(unloadEndpointProgram(7, topo.ifIndex, { bpfRoot: root, netns: topo.hostNsPath }), false, 'a second unload finds nothing');
   });

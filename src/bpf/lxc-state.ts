@@ -1,0 +1,75 @@
+/**
+ * What is attached to an endpoint's interface right now, read from the kernel: the programs at
+ * each hook and the .rodata constants they were loaded with, so "is this endpoint loaded with
+ * exactly this configuration" (Loader.isLoaded) is answered by the kernel, across agent restarts.
+ */
+import type { EndpointDatapathConfig } from '../cells/datapath/types.js';
+import { attachedPrograms } from './attach.js';
+import { BpfMap } from './bpf-map.js';
+import { sys } from './errors.js';
+import { LXC_PROGRAMS, lxcConstants } from './lxc.js';
+import { loadAddon, objectPath, type RawVariable } from './native.js';
+import { BpfObject } from './object.js';
+
+let variables: RawVariable[] | undefined;
+
+/** The .rodata layout of the built bpf_lxc (read once). */
+function lxcVariables(): RawVariable[] {
+  if (!variables) {
+    const obj = BpfObject.openCached(objectPath('bpf_lxc'), { name: 'bpf_lxc' });
+    try {
+      variables = obj.variables();
+    } finally {
+      obj.close();
+    }
+  }
+  return variables;
+}
+
+/** The .rodata constants of the loaded program `progId`, by variable name (undefined when it has none). */
+export function programConstants(progId: number): Record<string, Buffer> | undefined {
+  const a = loadAddon();
+  const fd = sys(() => a.progGetFdById(progId));
+  let mapIds: number[];
+  try {
+    mapIds = sys(() => a.progInfo(fd)).mapIds;
+  } finally {
+    a.close(fd);
+  }
+  for (const id of mapIds) {
+    const m = BpfMap.fromFd(sys(() => a.mapGetFdById(id)));
+    try {
+      if (!m.info.name.endsWith('.rodata')) continue;
+      const value = m.lookup(Buffer.alloc(4));
+      if (!value) return undefined;
+      const out: Record<string, Buffer> = {};
+      for (const v of lxcVariables()) out[v.name] = Buffer.from(value.subarray(v.offset, v.offset + v.size));
+      return out;
+    } finally {
+      m.close();
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Whether bpf_lxc is attached to cfg.ifIndex exactly once at both hooks, loaded with the constants
+ * of `cfg` (endpoint id, identity, addresses, ifindex, MACs).
+ */
+export function isEndpointLoaded(cfg: EndpointDatapathConfig, netns?: string): boolean {
+  const want = lxcConstants(cfg);
+  for (const hook of Object.values(LXC_PROGRAMS)) {
+    let progs: { tcx: number[]; legacy?: number };
+    try {
+      progs = attachedPrograms({ ifindex: cfg.ifIndex, hook, netns });
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ENODEV') return false;
+      throw err;
+    }
+    const ids = [...progs.tcx, ...(progs.legacy ? [progs.legacy] : [])];
+    if (ids.length !== 1) return false;
+    const have = programConstants(ids[0]!);
+    if (!have || Object.entries(want).some(([name, v]) => !have[name]?.equals(v))) return false;
+  }
+  return true;
+}
