@@ -19,6 +19,7 @@ export { ENTITIES, ENTITY_NAMES } from './entities.js';
 export { distill, resolveDenies } from './distill.js';
 export { protocolNumber } from './trace.js';
 export { POD_NAMESPACE_KEY, resourceLabels } from './compile.js';
+export { cidrIPCacheCell, cidrOfIdentity } from './cidr-ipcache.js';
 
 /** Builds the repository and its selector cache; the cache stops following identities at stop. */
 function newRepository(allocator: IdentityAllocator, lc: Lifecycle, log: Logger): Repository {
