@@ -3,13 +3,14 @@
  * its endpointSelector and to peer selectors that name no namespace), Cilium's derived rule labels,
  * ports expanded to protocol/port keys, CIDRs checked. Errors name the field and the fix.
  */
-import { Proto, type Direction } from '../datapath/types.js';
+import type { Direction } from '../datapath/types.js';
 import { formatCidr, parseCidr } from '../ipam/addr.js';
 import { formatLabel, parseLabel, sortLabels, type Label } from '../../lib/labels.js';
 import { ENTITIES } from './entities.js';
 import { invalidField } from './errors.js';
 import type { RuleInput, RuleSource } from './parse.js';
-import type { CompiledRule, PortProto, Section } from './rule.js';
+import { parsePorts } from './port-rules.js';
+import type { CompiledRule, Section } from './rule.js';
 import { cidrSelector, hasRequirementOn, labelSelector, requirement, WILDCARD, type Operator, type Requirement, type Selector } from './selector.js';
 
 /** The namespace label of pods (Cilium's `k8s:io.kubernetes.pod.namespace`). */
@@ -29,8 +30,6 @@ interface RawPeerRule {
   toCIDR?: string[];
   toPorts?: { ports?: { port: string | number; endPort?: number; protocol?: string }[] }[];
 }
-
-const PROTO_NUMBER: Record<string, number> = { TCP: Proto.TCP, UDP: Proto.UDP, SCTP: Proto.SCTP, ICMP: Proto.ICMP, ANY: Proto.ANY };
 
 /** Cilium's derived labels of a policy resource (pkg/policy/utils GetPolicyLabels). */
 export function resourceLabels(src: RuleSource): Label[] {
@@ -99,38 +98,6 @@ function peerEndpointSelector(raw: RawSelector, pointer: string, ns: string | un
   return labelSelector([...reqs, namespaceReq(ns)]);
 }
 
-function parsePorts(raw: RawPeerRule['toPorts'], pointer: string): PortProto[] {
-  const out: PortProto[] = [];
-  (raw ?? []).forEach((pr, i) => {
-    if (!pr.ports || pr.ports.length === 0) {
-      throw invalidField(`${pointer}/toPorts/${i}/ports`, 'a toPorts entry without ports', 'list ports ([{port: "80", protocol: TCP}]) or drop toPorts to allow every port');
-    }
-    pr.ports.forEach((pp, j) => {
-      const at = `${pointer}/toPorts/${i}/ports/${j}`;
-      const port = Number(pp.port);
-      if (!(port >= 0 && port <= 65535)) throw invalidField(`${at}/port`, `${JSON.stringify(pp.port)} is not a port number`, 'give 0-65535');
-      const protoName = pp.protocol ?? 'ANY';
-      const protocol = PROTO_NUMBER[protoName]!;
-      const endPort = pp.endPort;
-      if (endPort !== undefined && endPort !== 0 && endPort < port) {
-        throw invalidField(`${at}/endPort`, `endPort ${endPort} is below port ${port}`, `set endPort >= ${port}, or drop it for a single port`);
-      }
-      if (endPort !== undefined && endPort > port && port === 0) {
-        throw invalidField(`${at}/port`, 'a port range needs a start port above 0', 'set port to the first port of the range');
-      }
-      if (protocol === Proto.ICMP && port !== 0) {
-        throw invalidField(`${at}/port`, 'ICMP has no ports', 'use port "0" with protocol ICMP');
-      }
-      const range = endPort !== undefined && endPort > port ? { endPort } : {};
-      if (protocol === Proto.ANY && port !== 0) {
-        for (const p of [Proto.TCP, Proto.UDP, Proto.SCTP]) out.push({ protocol: p, port, ...range });
-      } else {
-        out.push({ protocol, port: protocol === Proto.ANY ? 0 : port, ...(protocol === Proto.ANY ? {} : range) });
-      }
-    });
-  });
-  return out;
-}
 
 function compileSection(raw: RawPeerRule, pointer: string, direction: Direction, deny: boolean, ns: string | undefined, cidrs: Set<string>): Section {
   const dir = direction === 'ingress' ? 'from' : 'to';

@@ -7,11 +7,11 @@
 import { Subject } from 'rxjs';
 import type { Logger } from '../../hive/logger.js';
 import type { Identity, IdentityAllocator, IdentityChange } from '../identity/types.js';
-import { makeIdentity } from '../identity/reserved.js';
-import { parseLabel, parseLabels, type Label } from '../../lib/labels.js';
+import { parseLabels, type Label } from '../../lib/labels.js';
 import { compileRule } from './compile.js';
 import { distill } from './distill.js';
-import { invalidField, unknownIdentity } from './errors.js';
+import { invalidField } from './errors.js';
+import { addTo, hasLabels, removeFrom, subjectIdentity } from './repository-helpers.js';
 import { parsePolicyText } from './parse.js';
 import { peerSelectors, type CompiledRule } from './rule.js';
 import type { SelectorCache } from './selector-cache.js';
@@ -20,24 +20,6 @@ import { tracePolicy } from './trace.js';
 import type { CachedSelector, PolicyChange, PolicyRepository, PolicyRule, ResolvedPolicy, TraceResult, TraceSubject } from './types.js';
 
 const ZERO: readonly number[] = [0];
-
-function addTo<K, V>(index: Map<K, Set<V>>, key: K, v: V): void {
-  let set = index.get(key);
-  if (!set) index.set(key, (set = new Set()));
-  set.add(v);
-}
-
-function removeFrom<K, V>(index: Map<K, Set<V>>, key: K, v: V): void {
-  const set = index.get(key);
-  set?.delete(v);
-  if (set?.size === 0) index.delete(key);
-}
-
-/** Whether a rule's labels include every label of the filter (a filter label without source matches any source). */
-function hasLabels(rule: CompiledRule, filter: readonly Label[]): boolean {
-  const mine = rule.labels.map(parseLabel);
-  return filter.every((f) => mine.some((l) => l.key === f.key && l.value === f.value && (f.source === 'unspec' || l.source === f.source)));
-}
 
 /** See the module comment. */
 export class Repository implements PolicyRepository {
@@ -100,7 +82,7 @@ export class Repository implements PolicyRepository {
 
   /** See PolicyRepository. */
   trace(src: TraceSubject, dst: TraceSubject, dport: number, protocol: string): TraceResult {
-    return tracePolicy((id) => this.rulesFor(id), this.subjectIdentity(src, 'src'), this.subjectIdentity(dst, 'dst'), dport, protocol);
+    return tracePolicy((id) => this.rulesFor(id), this.traceSubject(src, 'src'), this.traceSubject(dst, 'dst'), dport, protocol);
   }
 
   /** See PolicyRepository. */
@@ -139,6 +121,10 @@ export class Repository implements PolicyRepository {
   /** Identities a selector stands for in the map state (the wildcard: identity 0). */
   identitiesOf(sel: Selector): Iterable<number> {
     return sel.kind === 'wildcard' ? ZERO : this.cache.identitiesOf(sel.key);
+  }
+
+  private traceSubject(s: TraceSubject, which: 'src' | 'dst'): Identity {
+    return subjectIdentity(s, which, (id) => this.cache.identity(id) ?? this.allocator.lookup(id), (ls) => this.allocator.lookupByLabels(ls));
   }
 
   private matching(labels: readonly string[], pointer: string): CompiledRule[] {
@@ -214,18 +200,4 @@ export class Repository implements PolicyRepository {
     if (affected.size) this.commit(affected, {});
   }
 
-  private subjectIdentity(s: TraceSubject, which: 'src' | 'dst'): Identity {
-    if ('identity' in s) {
-      const found = this.cache.identity(s.identity) ?? this.allocator.lookup(s.identity);
-      if (!found) throw unknownIdentity(`/${which}/identity`, s.identity);
-      return found;
-    }
-    let ls: Label[];
-    try {
-      ls = parseLabels(s.labels);
-    } catch (err) {
-      throw invalidField(`/${which}/labels`, (err as Error).message, 'give labels as source:key=value (e.g. k8s:app=web)');
-    }
-    return this.allocator.lookupByLabels(ls) ?? makeIdentity(-1, ls, false);
-  }
 }
