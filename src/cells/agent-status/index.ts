@@ -1,12 +1,15 @@
 /**
  * The agent status collector (module `agent-status`): gathers what GET /healthz reports in
  * Cilium's StatusResponse shape: the agent's state (from the hive's health tree), controllers,
- * IPAM, the identity range, the datapath and its BPF maps, and the health tree itself.
+ * IPAM, the identity range, the datapath and its BPF maps, and the health tree itself. Like
+ * Cilium's status collector, the expensive probe (listing the BPF maps) runs in the background
+ * every STATUS_PROBE_INTERVAL_MS and /healthz answers with its last result.
  */
 import { readFileSync } from 'node:fs';
 import { module, provide } from '../../hive/cell.js';
 import { ControllerManagerToken, type ControllerManager } from '../../hive/controller/manager.js';
 import { HealthTreeToken, type HealthNode, type HealthTree } from '../../hive/health.js';
+import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { token } from '../../hive/token.js';
 import { repoPath } from '../../api/repo-files.js';
 import type { StatusResponse } from '../../api/models.js';
@@ -18,6 +21,8 @@ import { IPAMToken, type IPAM } from '../ipam/types.js';
 export interface AgentStatus {
   /** The StatusResponse; with `brief`, only the agent state (`cilium`). */
   status(brief?: boolean): Promise<StatusResponse>;
+  /** The same as JSON text, serialized once per change of the status (GET /healthz is polled). */
+  statusJson(brief?: boolean): Promise<string>;
 }
 
 /** Token for the status collector. */
@@ -53,9 +58,16 @@ function healthModel(n: HealthNode): NonNullable<StatusResponse['cellium-health'
   return { name: n.name, level: n.level, message: n.message, ...(n.error ? { error: n.error } : {}), updatedAt: n.updatedAt, children: n.children.map(healthModel) };
 }
 
+/** How often the background probe lists the BPF maps (Cilium's status collector interval). */
+export const STATUS_PROBE_INTERVAL_MS = 5000;
+
+type MapStatus = NonNullable<NonNullable<StatusResponse['bpf-maps']>['maps']>;
+
 /** The default collector. */
 export class StatusCollector implements AgentStatus {
   private readonly version = agentVersion();
+  private maps?: Promise<MapStatus>;
+  private cached?: { readonly key: readonly unknown[]; readonly value: StatusResponse; text?: string };
 
   constructor(
     private readonly health: HealthTree,
@@ -63,14 +75,56 @@ export class StatusCollector implements AgentStatus {
     private readonly ipam: IPAM,
     private readonly identities: IdentityAllocator,
     private readonly datapath: Datapath,
-  ) {}
+    jobs: Jobs,
+  ) {
+    jobs.timer('status-probe-bpf-maps', async () => {
+      const next = this.probeMaps();
+      await next;
+      this.maps = next;
+    }, STATUS_PROBE_INTERVAL_MS);
+  }
+
+  private async probeMaps(): Promise<MapStatus> {
+    return (await this.datapath.maps.list()).map((m) => ({ name: m.name, size: m.entries.length }));
+  }
 
   /** See AgentStatus. */
   async status(brief = false): Promise<StatusResponse> {
+    if (brief) return { cilium: agentState(this.health.snapshot(), this.version, this.datapath.mode) };
+    return (await this.collect()).value;
+  }
+
+  /** See AgentStatus. */
+  async statusJson(brief = false): Promise<string> {
+    if (brief) return JSON.stringify(await this.status(true));
+    const c = await this.collect();
+    c.text ??= JSON.stringify(c.value);
+    return c.text;
+  }
+
+  /**
+   * The full status, rebuilt only when something in it changed: the health tree (a new snapshot
+   * object on every change), the controllers' run counts, the IPAM allocations or the maps probe.
+   */
+  private async collect(): Promise<{ readonly value: StatusResponse; text?: string }> {
+    if (!this.maps) {
+      const probe = this.probeMaps();
+      this.maps = probe;
+      probe.catch(() => {
+        if (this.maps === probe) this.maps = undefined;
+      });
+    }
     const tree = this.health.snapshot();
-    const cilium = agentState(tree, this.version, this.datapath.mode);
-    if (brief) return { cilium };
+    const controllers = this.controllers.statuses();
     const pools = this.ipam.status();
+    const mapsProbe = this.maps;
+    const key = [
+      tree,
+      mapsProbe,
+      controllers.map((c) => `${c.name}:${c.status['success-count']}:${c.status['failure-count']}`).join(','),
+      pools.map((p) => Object.keys(p.allocated).join(',')).join(';'),
+    ];
+    if (this.cached && key.every((k, i) => k === this.cached!.key[i])) return this.cached;
     const allocations: Record<string, string> = {};
     let used = 0;
     let size = 0;
@@ -79,10 +133,11 @@ export class StatusCollector implements AgentStatus {
       used += Object.keys(p.allocated).length;
       size += p.size;
     }
-    const maps = await this.datapath.maps.list();
+    // a failing datapath probe leaves the maps out rather than failing the whole status
+    const maps = await mapsProbe.catch((): MapStatus => []);
     const range = this.identities.range;
-    return {
-      cilium,
+    const value: StatusResponse = {
+      cilium: agentState(tree, this.version, this.datapath.mode),
       'datapath-mode': 'veth',
       ipam: {
         allocations,
@@ -90,11 +145,13 @@ export class StatusCollector implements AgentStatus {
         ipv6: pools.filter((p) => p.family === 'ipv6').map((p) => p.cidr),
         status: `${used}/${size} allocated`,
       },
-      controllers: this.controllers.statuses().map((c) => ({ ...c, configuration: { ...c.configuration }, status: { ...c.status } })),
+      controllers: controllers.map((c) => ({ ...c, configuration: { ...c.configuration }, status: { ...c.status } })),
       'identity-range': { 'min-identity': range.minGlobal, 'max-identity': range.maxGlobal },
-      'bpf-maps': { maps: maps.map((m) => ({ name: m.name, size: m.entries.length })) },
+      'bpf-maps': { maps: maps.map((m) => ({ ...m })) },
       'cellium-health': healthModel(tree),
     };
+    this.cached = { key, value };
+    return this.cached;
   }
 }
 
@@ -102,5 +159,5 @@ export class StatusCollector implements AgentStatus {
 export const agentStatusCell = module(
   'agent-status',
   'Agent status collector',
-  provide(AgentStatusToken, StatusCollector, HealthTreeToken, ControllerManagerToken, IPAMToken, IdentityAllocatorToken, DatapathToken),
+  provide(AgentStatusToken, StatusCollector, HealthTreeToken, ControllerManagerToken, IPAMToken, IdentityAllocatorToken, DatapathToken, JobsToken),
 );

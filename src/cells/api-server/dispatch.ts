@@ -141,7 +141,8 @@ export function createDispatcher(opts: DispatchOptions): Dispatcher {
     }
     try {
       const result = await route.handle(apiReq);
-      send(res, result.status, result.body, result.headers);
+      if (result.json !== undefined) sendJsonText(res, result.status, result.json, result.headers);
+      else send(res, result.status, result.body, result.headers);
     } catch (err) {
       if (err instanceof HttpError) send(res, err.status, err.body ?? err.message, err.headers);
       else if (err instanceof RateLimitedError) send(res, 429, err.message, { 'retry-after': String(err.retryAfterSec) });
@@ -169,7 +170,12 @@ export function send(res: ServerResponse, status: number, body: unknown, headers
     res.end();
     return;
   }
-  const payload = JSON.stringify(body);
+  sendJsonText(res, status, JSON.stringify(body), headers);
+}
+
+/** Writes an answer whose body is already JSON text. */
+export function sendJsonText(res: ServerResponse, status: number, payload: string, headers: Readonly<Record<string, string>> = {}): void {
+  if (res.headersSent || res.destroyed) return;
   res.writeHead(status, { ...headers, 'content-type': JSON_TYPE, 'content-length': String(Buffer.byteLength(payload)) });
   res.end(payload);
 }

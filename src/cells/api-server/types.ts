@@ -28,6 +28,8 @@ export interface ApiRequest {
 export interface ApiResult {
   readonly status: number;
   readonly body?: unknown;
+  /** The body already serialized as JSON text (sent as is, instead of `body`). */
+  readonly json?: string;
   readonly headers?: Readonly<Record<string, string>>;
 }
 
