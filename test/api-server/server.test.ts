@@ -126,11 +126,11 @@ t.test('404 and 405 answer JSON', async (t) => {
   const nf = await tr.request('GET', '/nothing-here');
   t.equal(nf.status, 404);
   t.match(nf.headers['content-type'], /application\/json/);
-  t.match(nf.body, /no API at GET \/v1\/nothing-here/);
+  t.match(nf.body, /no such API path: GET \/v1\/nothing-here/);
   const na = await tr.request('POST', '/healthz');
   t.equal(na.status, 405);
   t.equal(na.headers.allow, 'GET');
-  t.match(na.body, /method POST is not allowed on \/v1\/healthz/);
+  t.match(na.body, /POST is not allowed on \/v1\/healthz \(allowed: GET\)/);
   const huge = await tr.request('GET', `/healthz?x=${'a'.repeat(20_000)}`);
   t.equal(huge.status, 431, 'the HTTP parser\'s refusals answer JSON too');
   t.match(huge.body, /malformed HTTP request/);

@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Express } from 'express';
 import { Subject, type Observable } from 'rxjs';
 import type { Logger } from '../../hive/logger.js';
+import { checkHttpRequest } from '../../api/http-check.js';
 import { validationErrorBody, type FieldError, type SpecValidator } from '../../api/spec.js';
 import { HttpError, RateLimitedError, RouteConflictError } from './errors.js';
 import type { ApiLimiterSet } from './ratelimit/set.js';
@@ -73,15 +74,14 @@ export function createDispatcher(opts: DispatchOptions): Dispatcher {
     const began = performance.now();
     const url = req.url ?? '/';
     const method = (req.method ?? 'GET').toUpperCase();
-    const match = spec.match(method, url);
-    if (!match) {
-      send(res, 404, `no API at ${method} ${url.split('?')[0]}: see api/openapi.yaml for the paths under /v1`);
-      return finish(res, { operationId: '-', method, path: '-' }, began);
-    }
-    const op = match.operation;
+    // the path as checkHttpRequest sees it (dot segments resolved), so both find the same operation
+    const pathname = URL.canParse(url, 'http://agent') ? new URL(url, 'http://agent').pathname : undefined;
+    const op = pathname === undefined ? undefined : spec.match(method, pathname)?.operation;
     if (!op) {
-      const allowed = match.allowed.map((m) => m.toUpperCase());
-      send(res, 405, `method ${method} is not allowed on ${url.split('?')[0]} (allowed: ${allowed.join(', ')})`, { allow: allowed.join(', ') });
+      // 404 / 405 answered the way src/api/http-check.ts words them for every server
+      const refused = checkHttpRequest(validator, { method, url, headers: req.headers });
+      if (refused.ok) send(res, 404, `no such API path: ${method} ${pathname ?? url}`);
+      else send(res, refused.status, refused.body, refused.allow ? { allow: refused.allow } : {});
       return finish(res, { operationId: '-', method, path: '-' }, began);
     }
     const rec = { operationId: op.operationId, method, path: op.fullPath };
@@ -92,7 +92,7 @@ export function createDispatcher(opts: DispatchOptions): Dispatcher {
       inFlight.delete(ac);
       if (!res.writableFinished) ac.abort(new Error('the client closed the connection'));
     });
-    void handle(req, res, route, op.operationId, match.pathParams, ac.signal)
+    void handle(req, res, route, op.operationId, ac.signal)
       .catch((err: unknown) => {
         log.error({ err, operationId: op.operationId }, 'API handler failed');
         if (!res.headersSent) send(res, 500, `${op.operationId} failed: ${(err as Error)?.message ?? String(err)}`);
@@ -106,7 +106,6 @@ export function createDispatcher(opts: DispatchOptions): Dispatcher {
     res: ServerResponse,
     route: ApiRoute | undefined,
     operationId: string,
-    pathParams: Readonly<Record<string, string>>,
     signal: AbortSignal,
   ): Promise<void> {
     // like Cilium's go-swagger server, an operation without a request body does not read one
@@ -125,8 +124,9 @@ export function createDispatcher(opts: DispatchOptions): Dispatcher {
         body = raw;
       }
     }
-    const v = validator.request(operationId, { path: pathParams, query: parseQuery(req.url ?? ''), headers: req.headers, body, contentType });
-    if (!v.ok) return sendValidation(res, v.error);
+    const checked = checkHttpRequest(validator, { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body });
+    if (!checked.ok) return send(res, checked.status, checked.body, checked.allow ? { allow: checked.allow } : {});
+    const v = checked.request;
     if (!route) return send(res, 501, `${operationId} is not served by this agent: the cell that handles it is not running`);
     const apiReq: ApiRequest = { operationId, path: v.path, query: v.query, headers: v.headers, body: v.body, contentType: v.contentType, signal, raw: req };
     let limited;
@@ -182,18 +182,6 @@ export function sendJsonText(res: ServerResponse, status: number, payload: strin
 
 function sendValidation(res: ServerResponse, e: FieldError): void {
   send(res, 400, validationErrorBody(e));
-}
-
-/** The query string as a record; repeated keys become arrays. */
-export function parseQuery(url: string): Record<string, string | string[]> {
-  const q = url.indexOf('?');
-  const out: Record<string, string | string[]> = {};
-  if (q < 0) return out;
-  for (const [k, v] of new URLSearchParams(url.slice(q + 1))) {
-    const prev = out[k];
-    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
-  }
-  return out;
 }
 
 /** Reads the body as UTF-8 text; undefined when there is none, 'too-large' past the limit. */
