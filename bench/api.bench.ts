@@ -100,20 +100,30 @@ async function main(): Promise<void> {
   const hive = await startAgent(dir, socketPath);
   const agent = new Agent({ keepAlive: true, maxSockets: 16 });
   try {
-    // creations
+    // creations: each variant on a fresh agent (same table size), the in-process baseline first
     const N = 300;
-    const seq = await throughput(N, 1, async (i) => {
-      const r = await send(agent, socketPath, 'PUT', '/v1/endpoint/0', pod(i, 0));
+    const fresh = async (name: string, fn: (h: Hive, sock: string) => Promise<number>): Promise<number> => {
+      const sub = join(dir, name);
+      const sock = join(sub, 'cellium.sock');
+      const h = await startAgent(sub, sock);
+      try {
+        return await fn(h, sock);
+      } finally {
+        await h.stop();
+      }
+    };
+    const direct = await fresh('direct', (h) => {
+      const api = h.get(EndpointAPIManagerToken);
+      return throughput(N, 1, async (i) => {
+        await api.createEndpoint({}, pod(i, 2));
+      });
+    });
+    const put = (sock: string, net: number) => async (i: number) => {
+      const r = await send(agent, sock, 'PUT', '/v1/endpoint/0', pod(i, net));
       if (r.status !== 201) throw new Error(`PUT answered ${r.status}: ${r.body}`);
-    });
-    const par = await throughput(N, 8, async (i) => {
-      const r = await send(agent, socketPath, 'PUT', '/v1/endpoint/0', pod(i, 1));
-      if (r.status !== 201) throw new Error(`PUT answered ${r.status}: ${r.body}`);
-    });
-    const api = hive.get(EndpointAPIManagerToken);
-    const direct = await throughput(N, 1, async (i) => {
-      await api.createEndpoint({}, pod(i, 2));
-    });
+    };
+    const seq = await fresh('seq', (_h, sock) => throughput(N, 1, put(sock, 0)));
+    const par = await fresh('par', (_h, sock) => throughput(N, 8, put(sock, 1)));
     printTable(`PUT /endpoint: creations per second (${N} each, memory datapath, sync-build-endpoint, rate limiting off)`, ['what', 'creations/s', 'vs in-process'], [
       ['over the socket, 1 in flight', seq, ratio(seq, direct)],
       ['over the socket, 8 in flight', par, ratio(par, direct)],
