@@ -61,8 +61,13 @@ export class FakeNet implements NetOps {
     this.failures.clear();
   }
 
+  /** The host namespace's operations (for setting up scenarios). */
   host(): LinkOps {
     return this.ops(this.hostNs);
+  }
+
+  async inHost<T>(fn: (ops: LinkOps) => Promise<T>): Promise<T> {
+    return fn(this.ops(this.hostNs));
   }
 
   async inNetns<T>(netnsPath: string, fn: (ops: LinkOps) => Promise<T>): Promise<T> {

@@ -114,7 +114,7 @@ async function addVeth(d: CniDeps, call: ParsedCall, signal: AbortSignal | undef
   const hostName = hostIfName(req.containerId, req.ifName);
   const mtu = conf.mtu ?? d.cfg.cniMtu;
   const links = await setupVeth(d.net, { hostName, ifName: req.ifName, netns: req.netns, mtu, addresses });
-  undo.push([`delete ${hostName}`, () => d.net.host().deleteLink(hostName)]);
+  undo.push([`delete ${hostName}`, () => d.net.inHost((h) => h.deleteLink(hostName))]);
   await createEndpoint(d, changeRequest(call, links, allocs), signal, undo);
   const ips: ResultIP[] = addresses.map((a) => ({ address: podCidr(a), gateway: a.gateway, interface: 1 }));
   return {

@@ -21,7 +21,7 @@ export async function runCheck(d: CniDeps, call: ParsedCall): Promise<void> {
   const index = prev.interfaces.findIndex((i) => i.name === req.ifName && i.sandbox !== undefined);
   if (index < 0) throw checkFailed(`prevResult.interfaces has no ${req.ifName} inside a sandbox`);
   const want = prev.interfaces[index]!;
-  if (ep.ifName && !(await d.net.host().getLink(ep.ifName))) throw checkFailed(`host interface ${ep.ifName} of endpoint ${ep.id} is gone`);
+  if (ep.ifName && !(await d.net.inHost((h) => h.getLink(ep.ifName!)))) throw checkFailed(`host interface ${ep.ifName} of endpoint ${ep.id} is gone`);
   if (!d.net.netnsExists(req.netns)) throw checkFailed(`network namespace ${req.netns} does not exist`);
   const { link, addrs } = await d.net.inNetns(req.netns, async (ops) => {
     const l = await ops.getLink(req.ifName);

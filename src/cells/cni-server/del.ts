@@ -38,7 +38,7 @@ export async function removeAttachment(d: CniDeps, containerId: string, ifName: 
   releaseLedgerIPs(d, key);
   if (hostName !== ours) return;
   try {
-    await d.net.host().deleteLink(ours);
+    await d.net.inHost((h) => h.deleteLink(ours));
   } catch (err) {
     throw ioFailure(`deleting ${ours}`, err);
   }

@@ -81,27 +81,28 @@ async function configurePod(pod: LinkOps, s: VethSetup, hostMac: string): Promis
  * Creates and configures the veth pair. On failure whatever was created is removed (deleting the
  * host side takes the peer and the routes with it) before the error is thrown.
  */
-export async function setupVeth(net: NetOps, s: VethSetup): Promise<PodLinks> {
-  const host = net.host();
-  let hostLink: LinkInfo;
-  try {
-    hostLink = await createVeth(host, s);
-  } catch (err) {
-    throw ioFailure(`creating the veth pair ${s.hostName} / ${s.ifName} in ${s.netns}`, err);
-  }
-  try {
-    await host.setUp(s.hostName);
-    // The host routes between pods: forwarding on, and no reverse-path filter on the lxc device.
-    if (s.addresses.some((a) => a.family === 'ipv4')) await host.writeSysctl('net.ipv4.ip_forward', 1);
-    if (s.addresses.some((a) => a.family === 'ipv6')) await host.writeSysctl('net.ipv6.conf.all.forwarding', 1);
-    await host.writeSysctl(`net.ipv4.conf.${s.hostName}.rp_filter`, 0);
-    const pod = await net.inNetns(s.netns, (ops) => configurePod(ops, s, hostLink.mac));
-    for (const a of s.addresses) await host.addRoute({ dst: a.ip, dev: s.hostName, scope: 'link' });
-    return { host: hostLink, pod };
-  } catch (err) {
-    await host.deleteLink(s.hostName).catch(() => false);
-    throw ioFailure(`configuring ${s.ifName} in ${s.netns} (host side ${s.hostName})`, err);
-  }
+export function setupVeth(net: NetOps, s: VethSetup): Promise<PodLinks> {
+  return net.inHost(async (host) => {
+    let hostLink: LinkInfo;
+    try {
+      hostLink = await createVeth(host, s);
+    } catch (err) {
+      throw ioFailure(`creating the veth pair ${s.hostName} / ${s.ifName} in ${s.netns}`, err);
+    }
+    try {
+      await host.setUp(s.hostName);
+      // The host routes between pods: forwarding on, and no reverse-path filter on the lxc device.
+      if (s.addresses.some((a) => a.family === 'ipv4')) await host.writeSysctl('net.ipv4.ip_forward', 1);
+      if (s.addresses.some((a) => a.family === 'ipv6')) await host.writeSysctl('net.ipv6.conf.all.forwarding', 1);
+      await host.writeSysctl(`net.ipv4.conf.${s.hostName}.rp_filter`, 0);
+      const pod = await net.inNetns(s.netns, (ops) => configurePod(ops, s, hostLink.mac));
+      for (const a of s.addresses) await host.addRoute({ dst: a.ip, dev: s.hostName, scope: 'link' });
+      return { host: hostLink, pod };
+    } catch (err) {
+      await host.deleteLink(s.hostName).catch(() => false);
+      throw ioFailure(`configuring ${s.ifName} in ${s.netns} (host side ${s.hostName})`, err);
+    }
+  });
 }
 
 /**
@@ -117,7 +118,7 @@ export async function findChainedLinks(net: NetOps, netns: string, ifName: strin
   }
   if (!pod) throw new CniFailure(4, `invalid network configuration: prevResult names ${ifName} in ${netns}, but it does not exist there`);
   const peer = pod.peerIndex;
-  const host = peer ? (await net.host().listLinks()).find((l) => l.index === peer && l.kind === 'veth') : undefined;
+  const host = peer ? (await net.inHost((h) => h.listLinks())).find((l) => l.index === peer && l.kind === 'veth') : undefined;
   if (!host) {
     throw new CniFailure(4, `invalid network configuration: ${ifName} in ${netns} has no veth peer in the host namespace (chaining needs a veth created by the previous plugin)`);
   }
