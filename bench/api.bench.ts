@@ -88,7 +88,10 @@ function pod(n: number, net: number): EndpointChangeRequest {
 
 async function startAgent(dir: string, socketPath: string): Promise<Hive> {
   const hive = new Hive(agentCells, { logger: silentLogger() });
-  hive.configure({ values: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'datapath-mode': 'memory', 'ipv4-range': '10.220.0.0/16', 'enable-api-rate-limit': false } });
+  const flags = new Set(hive.config.entries().map((e) => e.flag));
+  // directories the agent would otherwise share with the host's agent, when its cells declare them
+  const own = Object.fromEntries([['bpf-root', join(dir, 'bpf')], ['cni-delete-queue-dir', join(dir, 'delete-queue')]].filter(([f]) => flags.has(f!)));
+  hive.configure({ values: { ...own, 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'datapath-mode': 'memory', 'ipv4-range': '10.220.0.0/16', 'enable-api-rate-limit': false } });
   await hive.start();
   return hive;
 }

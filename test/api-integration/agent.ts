@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { agentCells } from '../../src/cells.js';
-import { testHive, type TestHive, type TestLike } from '../../src/hive/index.js';
+import { Hive, silentLogger, testHive, type TestHive, type TestLike } from '../../src/hive/index.js';
 import { CelliumClient } from '../../src/api/client.js';
 import { createSpecValidator, type FieldError } from '../../src/api/spec.js';
 import type { ApiResponse, RequestOptions } from '../../src/api/transport.js';
@@ -23,13 +23,22 @@ export interface TestAgent {
   call(operationId: string, method: string, path: string, opts?: RequestOptions): Promise<ApiResponse & { problems: FieldError[] }>;
 }
 
+/** The flags the agent declares (the cell set grows; only isolate what exists). */
+const FLAGS = new Set(new Hive(agentCells, { logger: silentLogger() }).config.entries().map((e) => e.flag));
+
+/** Flags that would otherwise point at the host's shared directories, each under `dir`. */
+export function isolatedDirs(dir: string): Record<string, string> {
+  const wanted: Record<string, string> = { 'state-dir': join(dir, 'state'), 'bpf-root': join(dir, 'bpf'), 'cni-delete-queue-dir': join(dir, 'delete-queue') };
+  return Object.fromEntries(Object.entries(wanted).filter(([flag]) => FLAGS.has(flag)));
+}
+
 /** Starts the whole agent (memory datapath) on a temporary socket; stopped when the test ends. */
 export async function startAgent(t: TestLike, config: Record<string, unknown> = {}): Promise<TestAgent> {
   const dir = mkdtempSync(join(tmpdir(), 'cellium-api-it-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const socketPath = join(dir, 'run', 'cellium.sock');
   const h = await testHive(t, agentCells, {
-    config: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'datapath-mode': 'memory', 'ipv4-range': '10.210.0.0/16', 'ipv6-range': 'fd00:210::/112', ...config },
+    config: { ...isolatedDirs(dir), 'socket-path': socketPath, 'datapath-mode': 'memory', 'ipv4-range': '10.210.0.0/16', 'ipv6-range': 'fd00:210::/112', ...config },
   });
   const client = new CelliumClient({ socketPath });
   t.teardown(() => client.close());
