@@ -72,7 +72,13 @@ t.test('the seeds flow: allocate, PUT with sync-build-endpoint -> 201 ready, GET
 
   const patch = await a.call('PatchEndpointID', 'PATCH', `/endpoint/${ep.id}`, { body: { labels: ['k8s:app=web'] } });
   t.same(patch.problems, []);
-  t.ok([200, 400].includes(patch.status), `PATCH answered ${patch.status}`);
+  t.equal(patch.status, 200);
+  const unknown = await a.call('PatchEndpointID', 'PATCH', '/endpoint/4001', { body: { labels: ['k8s:app=web'] } });
+  t.equal(unknown.status, 404);
+  t.same(unknown.problems, []);
+  const badPatch = await a.call('PatchEndpointID', 'PATCH', `/endpoint/${ep.id}`, { body: { state: 'sleeping' } });
+  t.equal(badPatch.status, 400);
+  t.equal((badPatch.body as { error: { field: string } }).error.field, '/body/state');
 
   const log = await a.call('GetEndpointIDLog', 'GET', `/endpoint/${ep.id}/log`);
   t.same(log.problems, []);
