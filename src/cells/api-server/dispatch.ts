@@ -8,7 +8,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Express } from 'express';
 import { Subject, type Observable } from 'rxjs';
 import type { Logger } from '../../hive/logger.js';
-import { checkHttpRequest } from '../../api/http-check.js';
+import { checkHttpRequest, queryRecord } from '../../api/http-check.js';
+import type { OperationInfo } from '../../api/spec-document.js';
 import { validationErrorBody, type FieldError, type SpecValidator } from '../../api/spec.js';
 import { HttpError, RateLimitedError, RouteConflictError } from './errors.js';
 import type { ApiLimiterSet } from './ratelimit/set.js';
@@ -35,6 +36,19 @@ export interface Dispatcher {
 }
 
 const JSON_TYPE = 'application/json';
+/** Base for parsing request targets (only the path and query are used). */
+const BASE = 'http://agent';
+
+/** One request on its way through the pipeline. */
+interface Call {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly route: ApiRoute | undefined;
+  readonly op: OperationInfo;
+  readonly pathParams: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+  readonly signal: () => AbortSignal;
+}
 
 /** Indexes the routes by operationId; throws RouteConflictError on an unknown or doubly served operation. */
 export function indexRoutes(validator: SpecValidator, groups: readonly ApiRouteGroup[]): Map<string, ApiRoute> {
@@ -66,55 +80,59 @@ export function createDispatcher(opts: DispatchOptions): Dispatcher {
   app.disable('etag');
   app.set('query parser', false);
 
-  const finish = (res: ServerResponse, rec: Omit<RequestRecord, 'status' | 'seconds'>, began: number): void => {
-    requests.next({ ...rec, status: res.statusCode, seconds: (performance.now() - began) / 1000 });
+  const finish = (res: ServerResponse, operationId: string, method: string, path: string, began: number): void => {
+    requests.next({ operationId, method, path, status: res.statusCode, seconds: (performance.now() - began) / 1000 });
   };
 
   app.use((req: IncomingMessage, res: ServerResponse) => {
     const began = performance.now();
     const url = req.url ?? '/';
     const method = (req.method ?? 'GET').toUpperCase();
-    // the path as checkHttpRequest sees it (dot segments resolved), so both find the same operation
-    const pathname = URL.canParse(url, 'http://agent') ? new URL(url, 'http://agent').pathname : undefined;
-    const op = pathname === undefined ? undefined : spec.match(method, pathname)?.operation;
-    if (!op) {
+    // parsed once, the way checkHttpRequest parses it (dot segments resolved), so both agree
+    const parsed = URL.canParse(url, BASE) ? new URL(url, BASE) : undefined;
+    const match = parsed && spec.match(method, parsed.pathname);
+    const op = match?.operation;
+    if (!parsed || !match || !op) {
       // 404 / 405 answered the way src/api/http-check.ts words them for every server
       const refused = checkHttpRequest(validator, { method, url, headers: req.headers });
-      if (refused.ok) send(res, 404, `no such API path: ${method} ${pathname ?? url}`);
+      if (refused.ok) send(res, 404, `no such API path: ${method} ${parsed?.pathname ?? url}`);
       else send(res, refused.status, refused.body, refused.allow ? { allow: refused.allow } : {});
-      return finish(res, { operationId: '-', method, path: '-' }, began);
+      return finish(res, '-', method, '-', began);
     }
-    const rec = { operationId: op.operationId, method, path: op.fullPath };
-    const route = routes.get(op.operationId);
-    const ac = new AbortController();
-    inFlight.add(ac);
+    // the abort signal is made on first use (most reads never look at it)
+    let ac: AbortController | undefined;
+    const signal = (): AbortSignal => {
+      if (!ac) {
+        ac = new AbortController();
+        inFlight.add(ac);
+      }
+      return ac.signal;
+    };
     res.once('close', () => {
+      if (!ac) return;
       inFlight.delete(ac);
       if (!res.writableFinished) ac.abort(new Error('the client closed the connection'));
     });
-    void handle(req, res, route, op.operationId, ac.signal)
+    const call: Call = { req, res, route: routes.get(op.operationId), op, pathParams: match.pathParams, query: parsed.searchParams, signal };
+    void handle(call)
       .catch((err: unknown) => {
         log.error({ err, operationId: op.operationId }, 'API handler failed');
         if (!res.headersSent) send(res, 500, `${op.operationId} failed: ${(err as Error)?.message ?? String(err)}`);
         else res.destroy();
       })
-      .finally(() => finish(res, rec, began));
+      .finally(() => finish(res, op.operationId, method, op.fullPath, began));
   });
 
-  async function handle(
-    req: IncomingMessage,
-    res: ServerResponse,
-    route: ApiRoute | undefined,
-    operationId: string,
-    signal: AbortSignal,
-  ): Promise<void> {
+  async function handle({ req, res, route, op, pathParams, query, signal }: Call): Promise<void> {
+    const operationId = op.operationId;
     // like Cilium's go-swagger server, an operation without a request body does not read one
-    const raw = validator.spec.operation(operationId).requestBody ? await readBody(req, maxBodyBytes) : (req.resume(), undefined);
+    const raw = op.requestBody ? await readBody(req, maxBodyBytes) : skipBody(req);
     if (raw === 'too-large') return send(res, 413, `the request body exceeds ${maxBodyBytes} bytes (--api-max-body-bytes)`, { connection: 'close' });
-    const contentType = (req.headers['content-type'] ?? JSON_TYPE).split(';')[0]!.trim().toLowerCase();
+    const contentType = req.headers['content-type'];
+    const mediaType = (contentType ?? JSON_TYPE).split(';')[0]!.trim().toLowerCase();
     let body: unknown;
     if (raw !== undefined) {
-      if (contentType === JSON_TYPE || contentType.endsWith('+json')) {
+      if (mediaType === JSON_TYPE || mediaType.endsWith('+json')) {
         try {
           body = JSON.parse(raw);
         } catch (err) {
@@ -124,18 +142,35 @@ export function createDispatcher(opts: DispatchOptions): Dispatcher {
         body = raw;
       }
     }
-    const checked = checkHttpRequest(validator, { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body });
-    if (!checked.ok) return send(res, checked.status, checked.body, checked.allow ? { allow: checked.allow } : {});
-    const v = checked.request;
+    const checked = validator.request(operationId, {
+      path: pathParams,
+      query: queryRecord(query),
+      headers: req.headers,
+      body,
+      ...(contentType !== undefined ? { contentType } : {}),
+    });
+    if (!checked.ok) return sendValidation(res, checked.error);
+    const v = checked;
     if (!route) return send(res, 501, `${operationId} is not served by this agent: the cell that handles it is not running`);
-    const apiReq: ApiRequest = { operationId, path: v.path, query: v.query, headers: v.headers, body: v.body, contentType: v.contentType, signal, raw: req };
+    const apiReq: ApiRequest = {
+      operationId,
+      path: v.path,
+      query: v.query,
+      headers: v.headers,
+      body: v.body,
+      contentType: v.contentType,
+      get signal() {
+        return signal();
+      },
+      raw: req,
+    };
     let limited;
     if (route.limiter) {
       try {
-        limited = await limiters.wait(route.limiter, signal);
+        limited = await limiters.wait(route.limiter, signal());
       } catch (err) {
         if (err instanceof RateLimitedError) return send(res, 429, err.message, { 'retry-after': String(err.retryAfterSec) });
-        if (signal.aborted) return;
+        if (signal().aborted) return;
         throw err;
       }
     }
@@ -182,6 +217,12 @@ export function sendJsonText(res: ServerResponse, status: number, payload: strin
 
 function sendValidation(res: ServerResponse, e: FieldError): void {
   send(res, 400, validationErrorBody(e));
+}
+
+/** Drains a body nobody reads (only when one was sent); always undefined. */
+function skipBody(req: IncomingMessage): undefined {
+  if (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) req.resume();
+  return undefined;
 }
 
 /** Reads the body as UTF-8 text; undefined when there is none, 'too-large' past the limit. */
