@@ -7,7 +7,9 @@ import { agentStatusCell } from './cells/agent-status/index.js';
 import { apiHandlerCells } from './cells/api-handlers/index.js';
 import { metricsCell } from './cells/api-metrics/index.js';
 import { apiServerCell } from './cells/api-server/index.js';
+import { cniServerCell } from './cells/cni-server/index.js';
 import { datapathCell } from './cells/datapath/index.js';
+import { bpfDatapathCell } from './cells/datapath-bpf/index.js';
 import { endpointCell, EndpointManagerToken, type EndpointManager } from './cells/endpoint/index.js';
 import { identityCell, IdentityAllocatorToken, type IdentityAllocator } from './cells/identity/index.js';
 import { ipamCell, IPAMToken, type IPAM } from './cells/ipam/index.js';
@@ -17,11 +19,11 @@ import { statedirCell } from './cells/statedir/index.js';
 /** Infrastructure: state directory, API server, metrics, status. */
 export const infrastructure: readonly Cell[] = [statedirCell, apiServerCell, metricsCell, agentStatusCell];
 
-/** Control plane: identities, policy, IPAM, endpoints, API handlers. */
-export const controlPlane: readonly Cell[] = [identityCell, policyCell, ipamCell, endpointCell, ...apiHandlerCells];
+/** Control plane: identities, policy, IPAM, endpoints, API handlers, the CNI server (cellium-cni's agent side). */
+export const controlPlane: readonly Cell[] = [identityCell, policyCell, ipamCell, endpointCell, ...apiHandlerCells, cniServerCell];
 
-/** Datapath: the selected datapath (memory or BPF), loader and maps. */
-export const datapath: readonly Cell[] = [datapathCell];
+/** Datapath: the selection (memory or BPF), the BPF datapath (pinned maps and their reconcilers, the bpf_lxc loader). */
+export const datapath: readonly Cell[] = [datapathCell, bpfDatapathCell];
 
 /**
  * What the agent runs besides what the API server pulls in: invoking these constructs them (and

@@ -61,6 +61,20 @@ t.test('the route serves CNI commands on the agent socket; the DEL queue is repl
   t.ok(net.closed, 'netlink handles closed at stop');
 });
 
+t.test('a DEL queue directory that cannot be listed is logged and the server still becomes ready', async (t) => {
+  const dir = tempDir(t, 'cell');
+  const socketPath = join(dir, 'cellium.sock');
+  const notADir = join(dir, 'queue');
+  writeFileSync(notADir, '');
+  const h = await testHive(t, [...CONTROL_PLANE, apiServerCell, cniServerCell], {
+    config: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': notADir },
+    replace: [[CniNetOpsToken, new FakeNet()]],
+  });
+  await h.get(CniServerToken).whenReady();
+  const status = await sendCniRequest(socketPath, cniReq('STATUS', { containerId: '', netns: '', ifName: '' }, {}, '1.1.0'));
+  t.same(status, { exitCode: 0, body: '' }, 'STATUS succeeds');
+});
+
 /** Posts a request on the socket; resolves with the raw answer. */
 function post(socketPath: string, call: CniRequest): Promise<{ status: number; headers: Record<string, string>; body: string }> {
   return new Promise((resolve, reject) => {

@@ -281,4 +281,7 @@ t.test('the DEL queue is replayed in order and emptied', async (t) => {
   const { readdirSync } = await import('node:fs');
   t.same(readdirSync(dir), ['.0000000000000000004-13.tmp'], 'queue emptied (temporary files untouched)');
   t.same(await r.server.replayDeleteQueue(join(dir, 'missing')), { done: [], dropped: [] }, 'a missing directory is an empty queue');
+  writeFileSync(join(dir, 'not-a-dir'), '');
+  const unreadable = await r.server.replayDeleteQueue(join(dir, 'not-a-dir'));
+  t.match(unreadable, { done: [], dropped: [], unreadable: /ENOTDIR/ }, 'a directory that cannot be listed is reported, not thrown');
 });

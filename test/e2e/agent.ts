@@ -26,11 +26,6 @@ export interface Agent {
   readonly dir: string;
 }
 
-/** Every cell of the agent (src/cells.ts) plus the CNI server when src/cells.ts does not have it yet. */
-export function fullAgentCells(): readonly Cell[] {
-  return agentCells.includes(cniServerCell) ? agentCells : [...agentCells, cniServerCell];
-}
-
 /** Why the agent cannot run `--datapath-mode=bpf` here, or false when it can. */
 export function bpfUnavailable(): string | false {
   const hive = new Hive(agentCells, { name: 'probe', logger: silentLogger() });

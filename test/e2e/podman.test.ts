@@ -12,7 +12,8 @@ import type { CliIO } from '../../src/cli/context.js';
 import { endpointHandlersCell, policyHandlersCell } from '../../src/cells/api-handlers/index.js';
 import { EndpointManagerToken } from '../../src/cells/endpoint/index.js';
 import { IPAMToken } from '../../src/cells/ipam/index.js';
-import { bpfUnavailable, buildShim, fullAgentCells, startAgent, uniq, type Agent } from './agent.js';
+import { agentCells } from '../../src/cells.js';
+import { bpfUnavailable, buildShim, startAgent, uniq, type Agent } from './agent.js';
 
 const run = promisify(execFile);
 const SETUP = join(import.meta.dirname, 'podman-setup.sh');
@@ -59,7 +60,7 @@ async function twoContainers(t: Test, pool: string, bpf: boolean) {
   t.teardown(() => runCli(['install-cni', '--uninstall'], cliIO(t)));
   // The BPF case runs the whole agent (src/cells.ts); the other the control plane plus the handlers the CLI calls.
   const agent = bpf
-    ? await startAgent(t, pool, { base: fullAgentCells(), config: { 'datapath-mode': 'bpf' } })
+    ? await startAgent(t, pool, { base: agentCells, config: { 'datapath-mode': 'bpf' } })
     : await startAgent(t, pool, { cells: [endpointHandlersCell, policyHandlersCell] });
   await cli(t, agent, 'install-cni');
   const info: Array<{ name: string; id: string; ip: string }> = [];

@@ -3,6 +3,8 @@
  * (`<unix-ns>-<pid>-<container id>.json`, see docs/cni.md). At start every file is decoded, run as
  * a DEL in name order (the order the DELs came in) and removed, whatever the outcome: a file that
  * cannot be decoded is logged and dropped (the shim wrote it atomically, so it is not partial).
+ * A directory that cannot be listed (not a directory, no permission) is logged as an error and the
+ * replay gives up, as Cilium's agent does: the server must still come up and serve new commands.
  */
 import { readdir, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -15,6 +17,8 @@ export interface ReplayOutcome {
   readonly done: string[];
   /** Files dropped: undecodable, not a DEL, or the DEL failed (`file: why`). */
   readonly dropped: string[];
+  /** Why the directory could not be listed (nothing was replayed), when it could not. */
+  readonly unreadable?: string;
 }
 
 /** The queue files, in the order they were written (temporary `.name.tmp` files are skipped). */
@@ -29,8 +33,16 @@ export async function queuedFiles(dir: string): Promise<string[]> {
 
 /** Replays the queue once through `del`. */
 export async function replayDeleteQueue(dir: string, del: (req: CniRequest) => Promise<CniResponse>, log: Logger): Promise<ReplayOutcome> {
+  let files: string[];
+  try {
+    files = await queuedFiles(dir);
+  } catch (err) {
+    const why = (err as Error).message;
+    log.error({ dir, err: why }, 'cannot list the CNI DEL queue directory: DELs queued while the agent was down are not replayed');
+    return { done: [], dropped: [], unreadable: why };
+  }
   const out: ReplayOutcome = { done: [], dropped: [] };
-  for (const name of await queuedFiles(dir)) {
+  for (const name of files) {
     const path = join(dir, name);
     try {
       const req = decodeCniRequest(await readFile(path));

@@ -57,10 +57,10 @@ function newServer(p: ServerParams): CniServer {
     },
   });
   p.jobs.oneShot('cni-delete-queue', async () => {
-    await server.replayDeleteQueue(p.cfg.cniDeleteQueueDir);
+    const first = await server.replayDeleteQueue(p.cfg.cniDeleteQueueDir);
     server.setReady(true);
-    // DELs the shim queued while this start was in progress.
-    await server.replayDeleteQueue(p.cfg.cniDeleteQueueDir);
+    // DELs the shim queued while this start was in progress (unless the directory cannot be listed).
+    if (first.unreadable === undefined) await server.replayDeleteQueue(p.cfg.cniDeleteQueueDir);
   });
   return server;
 }

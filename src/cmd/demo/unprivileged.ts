@@ -23,7 +23,8 @@ export async function unprivilegedDemo(n: Narrator): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'cellium-demo-'));
   const socket = join(dir, 'cellium.sock');
   n.step('Start the agent on the in-memory datapath (not root: no BPF, no network namespaces)');
-  const agent = await startAgent(n, ['--datapath-mode=memory', `--state-dir=${dir}/state`, `--socket-path=${socket}`, '--ipv4-range=10.233.0.0/24'], socket);
+  const agent = await startAgent(n, ['--datapath-mode=memory', `--state-dir=${dir}/state`, `--socket-path=${socket}`, `--cni-delete-queue-dir=${dir}/delete-queue`,
+    '--ipv4-range=10.233.0.0/24'], socket);
   const client = new CelliumClient({ socketPath: socket });
   try {
     cli(n, socket, ['status']);
