@@ -67,6 +67,15 @@ t.test('createEndpoint (sync build): identity, policy, maps, program, state dir,
   }
 });
 
+t.test('a request without MACs gives a model without mac / host-mac (never an empty string)', async (t) => {
+  const s = await start(t, 'no-mac');
+  const ep = await s.api.createEndpoint(ctx, req(2, { mac: undefined, 'host-mac': undefined }));
+  const net = ep.toModel().status.networking;
+  t.notOk('mac' in net, 'no mac key');
+  t.notOk('host-mac' in net, 'no host-mac key');
+  t.equal(net['interface-name'], 'lxc2', 'the rest of the networking model is there');
+});
+
 t.test('invalid change requests are refused naming the field', async (t) => {
   const s = await start(t, 'invalid');
   const cases: Array<[Record<string, unknown>, string]> = [

@@ -397,8 +397,9 @@ export class Endpoint implements EndpointView {
           ],
           'interface-name': s.ifName,
           'interface-index': s.ifIndex,
-          mac: s.mac,
-          'host-mac': s.hostMac,
+          // Unknown MACs are left out, as Cilium's omitempty does (an empty string is not a MAC).
+          ...(s.mac ? { mac: s.mac } : {}),
+          ...(s.hostMac ? { 'host-mac': s.hostMac } : {}),
           'container-interface-name': s.containerIfName,
         },
         policy: {
