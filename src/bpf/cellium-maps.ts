@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { IPCACHE_MAP, LXC_MAP, policyMapName } from '../cells/datapath/map-names.js';
 import { expandPolicy, policyKeyId, type PolicyKey } from '../cells/datapath/policy-lpm.js';
 import type { PolicyEntry } from '../cells/datapath/types.js';
-import { BpfMap } from './bpf-map.js';
+import { BpfMap, type MapSpec } from './bpf-map.js';
 import {
   DROP_REASONS, hostOrder, IPCACHE_MAP_SPEC, LXC_MAP_SPEC, METRICS_MAP, METRICS_MAP_SPEC, POLICY_MAP_SPEC, ipcacheKeyCodec, ipcacheValueCodec,
   lxcKeyCodec, lxcValueCodec, policyKeyCodec, policyValueCodec, type IPCacheValue, type LxcValue,
@@ -27,20 +27,37 @@ export function policyMapPath(bpfRoot: string, endpointId: number): string {
   return join(bpfRoot, policyMapName(endpointId));
 }
 
-/** Opens (or creates and pins) cellium_ipcache under the BPF root. */
-export function openIPCacheMap(bpfRoot: string): IPCacheMap {
-  return new TypedMap(BpfMap.openOrCreate(join(bpfRoot, IPCACHE_MAP), IPCACHE_MAP_SPEC), ipcacheKeyCodec, ipcacheValueCodec);
+/**
+ * Opens (or creates and pins) cellium_ipcache under the BPF root. With `maxEntries`, a pinned map
+ * of another size is replaced by a new one of that size; without it, any pinned size is kept.
+ */
+export function openIPCacheMap(bpfRoot: string, maxEntries?: number): IPCacheMap {
+  return new TypedMap(openSized(join(bpfRoot, IPCACHE_MAP), IPCACHE_MAP_SPEC, maxEntries), ipcacheKeyCodec, ipcacheValueCodec);
 }
 
-/** Opens (or creates and pins) cellium_lxc under the BPF root. */
-export function openLxcMap(bpfRoot: string): LxcMap {
-  return new TypedMap(BpfMap.openOrCreate(join(bpfRoot, LXC_MAP), LXC_MAP_SPEC), lxcKeyCodec, lxcValueCodec);
+/** Opens (or creates and pins) cellium_lxc under the BPF root (`maxEntries` as for openIPCacheMap). */
+export function openLxcMap(bpfRoot: string, maxEntries?: number): LxcMap {
+  return new TypedMap(openSized(join(bpfRoot, LXC_MAP), LXC_MAP_SPEC, maxEntries), lxcKeyCodec, lxcValueCodec);
 }
 
-/** Opens (or creates and pins) an endpoint's policy map. */
-export function openPolicyMap(bpfRoot: string, endpointId: number): PolicyMap {
+/** Opens (or creates and pins) an endpoint's policy map (`maxEntries` as for openIPCacheMap). */
+export function openPolicyMap(bpfRoot: string, endpointId: number, maxEntries?: number): PolicyMap {
   const spec = { ...POLICY_MAP_SPEC, name: policyMapName(endpointId) };
-  return new TypedMap(BpfMap.openOrCreate(policyMapPath(bpfRoot, endpointId), spec), policyKeyCodec, policyValueCodec);
+  return new TypedMap(openSized(policyMapPath(bpfRoot, endpointId), spec, maxEntries), policyKeyCodec, policyValueCodec);
+}
+
+/** The map pinned at `path` when its layout fits `spec` (any size unless `maxEntries` is given), else a new one. */
+function openSized(path: string, spec: MapSpec, maxEntries: number | undefined): BpfMap {
+  if (maxEntries !== undefined) return BpfMap.openOrCreate(path, { ...spec, maxEntries });
+  let pinned: BpfMap | undefined;
+  try {
+    pinned = BpfMap.openPinned(path);
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'ENOENT') throw err;
+  }
+  if (pinned?.matches({ ...spec, maxEntries: pinned.info.maxEntries })) return pinned;
+  pinned?.close();
+  return BpfMap.openOrCreate(path, spec);
 }
 
 /** Removes an endpoint's policy map pin; false when there was none. */

@@ -20,4 +20,4 @@ export {
 } from './lxc.js';
 export { DropEventReader, decodeDropEvent, DROP_EVENT_SIZE, type DropEvent } from './events.js';
 export { kernelVerdict } from './kernel-verdict.js';
-export { isEndpointLoaded, programConstants } from './lxc-state.js';
+export { isEndpointLoaded, programConstants, programMapIds } from './lxc-state.js';

@@ -26,17 +26,21 @@ function lxcVariables(): RawVariable[] {
   return variables;
 }
 
-/** The .rodata constants of the loaded program `progId`, by variable name (undefined when it has none). */
-export function programConstants(progId: number): Record<string, Buffer> | undefined {
+/** The ids of the maps the loaded program `progId` uses. */
+export function programMapIds(progId: number): number[] {
   const a = loadAddon();
   const fd = sys(() => a.progGetFdById(progId));
-  let mapIds: number[];
   try {
-    mapIds = sys(() => a.progInfo(fd)).mapIds;
+    return sys(() => a.progInfo(fd)).mapIds;
   } finally {
     a.close(fd);
   }
-  for (const id of mapIds) {
+}
+
+/** The .rodata constants of the loaded program `progId`, by variable name (undefined when it has none). */
+export function programConstants(progId: number): Record<string, Buffer> | undefined {
+  const a = loadAddon();
+  for (const id of programMapIds(progId)) {
     const m = BpfMap.fromFd(sys(() => a.mapGetFdById(id)));
     try {
       if (!m.info.name.endsWith('.rodata')) continue;
@@ -54,9 +58,10 @@ export function programConstants(progId: number): Record<string, Buffer> | undef
 
 /**
  * Whether bpf_lxc is attached to cfg.ifIndex exactly once at both hooks, loaded with the constants
- * of `cfg` (endpoint id, identity, addresses, ifindex, MACs).
+ * of `cfg` (endpoint id, identity, addresses, ifindex, MACs) and, when `mapIds` is given, bound to
+ * every one of those maps (e.g. the endpoint's pinned policy map and the shared maps).
  */
-export function isEndpointLoaded(cfg: EndpointDatapathConfig, netns?: string): boolean {
+export function isEndpointLoaded(cfg: EndpointDatapathConfig, netns?: string, mapIds: readonly number[] = []): boolean {
   const want = lxcConstants(cfg);
   for (const hook of Object.values(LXC_PROGRAMS)) {
     let progs: { tcx: number[]; legacy?: number };
@@ -70,6 +75,10 @@ export function isEndpointLoaded(cfg: EndpointDatapathConfig, netns?: string): b
     if (ids.length !== 1) return false;
     const have = programConstants(ids[0]!);
     if (!have || Object.entries(want).some(([name, v]) => !have[name]?.equals(v))) return false;
+    if (mapIds.length) {
+      const bound = new Set(programMapIds(ids[0]!));
+      if (mapIds.some((id) => !bound.has(id))) return false;
+    }
   }
   return true;
 }

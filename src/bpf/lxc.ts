@@ -65,6 +65,12 @@ export interface LxcLoadOptions {
   /** Network namespace of the interface (default: the agent's). */
   readonly netns?: string;
   readonly mode?: AttachMode;
+  /**
+   * Maps the object reuses instead of its own definitions, by the object's map name (e.g.
+   * `cellium_lxc`, `cellium_policy`): fds the caller keeps owning. This is how maps sized by the
+   * agent's configuration (rather than the ELF's max_entries) are bound to the program.
+   */
+  readonly reuseMaps?: Readonly<Record<string, number>>;
 }
 
 /** What a load did. */
@@ -85,6 +91,7 @@ export function loadEndpointProgram(cfg: EndpointDatapathConfig, o: LxcLoadOptio
     obj.setConstants(lxcConstants(cfg));
     const policyPath = policyMapPath(o.bpfRoot, cfg.id);
     obj.setMapPinPath(OBJECT_POLICY_MAP, policyPath);
+    for (const [name, fd] of Object.entries(o.reuseMaps ?? {})) obj.reuseMap(name, fd);
     obj.load();
     mkdirSync(join(o.bpfRoot, 'links'), { recursive: true });
     const attachments = {} as Record<keyof typeof LXC_PROGRAMS, TcAttachment>;

@@ -79,9 +79,15 @@ export function pickProvider(mode: DatapathMode, providers: readonly DatapathPro
   return p;
 }
 
-/** Selects and builds the datapath. */
+/** Selects and builds the datapath; in auto mode, says in one warning line why a preferred datapath was passed over. */
 export function selectDatapath(cfg: DatapathConfig, providers: readonly DatapathProvider[], log: Logger): SelectedDatapath {
   const provider = pickProvider(cfg.datapathMode, providers);
+  if (cfg.datapathMode === 'auto') {
+    for (const p of providers) {
+      if (!p.preferInAuto || p === provider) continue;
+      log.warn({ skipped: p.mode, mode: provider.mode, reason: p.unavailable() }, `--datapath-mode=auto: the ${p.mode} datapath cannot run here (${p.unavailable() ?? 'not chosen'}); using the ${provider.mode} datapath`);
+    }
+  }
   const datapath = provider.create();
   log.info({ requested: cfg.datapathMode, mode: datapath.mode }, 'datapath selected');
   return { requested: cfg.datapathMode, provider, datapath };

@@ -1,0 +1,91 @@
+/**
+ * The BPF datapath cell (module `datapath-bpf`): contributes the `bpf` provider to the datapath
+ * selection (`--datapath-mode=bpf`, and `auto` when BPF works here), with pinned maps written by
+ * reconcilers (desired-state tables with a status per object, batched writes, retries with
+ * backoff, periodic prune and repair) and the bpf_lxc loader. Once the endpoint cell restored the
+ * endpoints, the programs and maps of endpoints that no longer exist are removed and pruning
+ * starts. docs/cells/datapath-bpf.md describes it.
+ */
+import { config, invoke, module, provideInto } from '../../hive/cell.js';
+import { HealthToken, type Health } from '../../hive/health.js';
+import { JobsToken, type Jobs } from '../../hive/jobs.js';
+import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
+import { LoggerToken, type Logger } from '../../hive/logger.js';
+import { bpfAvailable } from '../../bpf/index.js';
+import { DatapathProvidersToken, SelectedDatapathToken, sysfsLinkChecker, type DatapathProvider, type SelectedDatapath } from '../datapath/select.js';
+import { EndpointManagerToken, EndpointRestorerToken, type EndpointManager, type EndpointRestorer } from '../endpoint/index.js';
+import { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from './config.js';
+import { BpfDatapath } from './datapath.js';
+import type { BpfTableReport } from './maps.js';
+
+export { BpfDatapath, hostAddressCidrs } from './datapath.js';
+export { BpfMaps, METRICS_MAP_NAME, type BpfMapsOptions, type BpfTableReport } from './maps.js';
+export { BpfLoader, ifIndexOf } from './loader.js';
+export { KernelMaps } from './kernel-maps.js';
+export { BpfDatapathError } from './errors.js';
+export { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from './config.js';
+export { policyObjectKey, parsePolicyObjectKey, type PolicyObject } from './tables.js';
+
+/** How often the module's health is refreshed from the tables' status. */
+const STATUS_INTERVAL_MS = 2000;
+
+/** One line per table: `cellium_lxc done 4/4`, with the errors when there are any. */
+export function describeTables(reports: readonly BpfTableReport[]): { ok: boolean; message: string } {
+  const ok = reports.every((r) => r.errors === 0);
+  const message = reports.map((r) => `${r.name} ${r.state} ${r.done}/${r.objects}${r.errors ? ` (${r.errors} failing: ${r.lastErrors.join('; ')})` : ''}`).join(', ');
+  return { ok, message };
+}
+
+interface ProviderDeps {
+  readonly cfg: BpfDatapathConfig;
+  readonly lc: Lifecycle;
+  readonly jobs: Jobs;
+  readonly health: Health;
+  readonly log: Logger;
+}
+
+/** The BPF datapath's provider: available when the addon loads, bpf_lxc is built and bpf() works. */
+export function bpfDatapathProvider(d: ProviderDeps): DatapathProvider {
+  return {
+    mode: 'bpf',
+    preferInAuto: true,
+    unavailable: () => {
+      const a = bpfAvailable();
+      return a.ok ? undefined : a.reason;
+    },
+    create: () => {
+      const dp = new BpfDatapath(d.cfg, d.log);
+      d.lc.append({ name: 'bpf-datapath', onStart: () => dp.start(), onStop: () => dp.stop() });
+      d.jobs.timer('bpf-map-status', async () => {
+        const { ok, message } = describeTables(dp.maps.report());
+        if (ok) d.health.ok(message);
+        else d.health.degraded(message);
+      }, STATUS_INTERVAL_MS);
+      if (d.cfg.bpfMapPruneInterval > 0) d.jobs.timer('bpf-map-prune', async () => void (await dp.prune()), d.cfg.bpfMapPruneInterval);
+      return dp;
+    },
+    linkExists: sysfsLinkChecker,
+  };
+}
+
+/** Once endpoints are restored: stale programs and maps go, pruning starts (BPF datapath only). */
+function afterRestore(selected: SelectedDatapath, restorer: EndpointRestorer, manager: EndpointManager, log: Logger): void {
+  const dp = selected.datapath;
+  if (!(dp instanceof BpfDatapath)) return;
+  void restorer.done
+    .then(() => dp.restoreDone(manager.getEndpoints().map((e) => e.id)))
+    .catch((err: unknown) => log.error({ err: (err as Error).message }, 'BPF datapath: removing stale endpoint programs failed'));
+}
+
+/** The BPF datapath cell. */
+export const bpfDatapathCell = module(
+  'datapath-bpf',
+  'BPF datapath: pinned maps written by reconcilers, the bpf_lxc loader',
+  config(BpfDatapathConfigToken, bpfDatapathConfigSchema),
+  provideInto(
+    DatapathProvidersToken,
+    (cfg: BpfDatapathConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger) => bpfDatapathProvider({ cfg, lc, jobs, health, log }),
+    BpfDatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
+  ),
+  invoke('bpf-datapath-restore', afterRestore, SelectedDatapathToken, EndpointRestorerToken, EndpointManagerToken, LoggerToken),
+);

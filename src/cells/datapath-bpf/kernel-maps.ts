@@ -1,0 +1,112 @@
+/**
+ * The datapath's kernel maps, open for the agent's lifetime: cellium_lxc and cellium_ipcache
+ * (sized by the configuration), the endpoints' policy maps (opened or created on first use and
+ * kept open, so the loader binds the program to the very map the reconciler writes), and the drop
+ * counters. Everything is pinned under the BPF root, so it outlives the agent.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import {
+  ensureBpffs, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readDropCounters, removePolicyMap,
+  type IPCacheMap, type LxcMap, type PolicyMap,
+} from '../../bpf/index.js';
+import { endpointOfPolicyMap } from '../datapath/map-names.js';
+import type { BpfDatapathConfig } from './config.js';
+import { BpfDatapathError, wrapBpf } from './errors.js';
+
+/** The open kernel maps. */
+export class KernelMaps {
+  private lxcMap?: LxcMap;
+  private ipcacheMap?: IPCacheMap;
+  private readonly policyMaps = new Map<number, PolicyMap>();
+
+  constructor(private readonly cfg: Pick<BpfDatapathConfig, 'bpfRoot' | 'bpfPolicyMapMax' | 'bpfLxcMapMax' | 'bpfIpcacheMapMax'>) {}
+
+  /** The BPF root. */
+  get root(): string {
+    return this.cfg.bpfRoot;
+  }
+
+  /** Mounts bpffs when needed and opens (or creates) the shared maps with the configured sizes. */
+  open(): void {
+    try {
+      ensureBpffs(this.cfg.bpfRoot);
+      this.lxcMap = openLxcMap(this.cfg.bpfRoot, this.cfg.bpfLxcMapMax);
+      this.ipcacheMap = openIPCacheMap(this.cfg.bpfRoot, this.cfg.bpfIpcacheMapMax);
+    } catch (err) {
+      this.close();
+      throw wrapBpf('map', `opening the datapath maps under ${this.cfg.bpfRoot}`, err);
+    }
+  }
+
+  /** Closes every fd (the pinned maps stay). */
+  close(): void {
+    this.lxcMap?.close();
+    this.ipcacheMap?.close();
+    this.lxcMap = this.ipcacheMap = undefined;
+    for (const m of this.policyMaps.values()) m.close();
+    this.policyMaps.clear();
+  }
+
+  /** cellium_lxc. */
+  get lxc(): LxcMap {
+    if (!this.lxcMap) throw new BpfDatapathError('not-started', 'the BPF datapath maps are not open (the datapath has not started)');
+    return this.lxcMap;
+  }
+
+  /** cellium_ipcache. */
+  get ipcache(): IPCacheMap {
+    if (!this.ipcacheMap) throw new BpfDatapathError('not-started', 'the BPF datapath maps are not open (the datapath has not started)');
+    return this.ipcacheMap;
+  }
+
+  /** An endpoint's policy map, opened (or created with the configured size) and kept open. */
+  policy(endpointId: number): PolicyMap {
+    let m = this.policyMaps.get(endpointId);
+    if (m && !existsSync(policyMapPath(this.cfg.bpfRoot, endpointId))) {
+      // unpinned behind our back (by hand, or by a crash cleanup): start over with a pinned map
+      m.close();
+      this.policyMaps.delete(endpointId);
+      m = undefined;
+    }
+    if (!m) {
+      try {
+        m = openPolicyMap(this.cfg.bpfRoot, endpointId, this.cfg.bpfPolicyMapMax);
+      } catch (err) {
+        throw wrapBpf('map', `opening the policy map of endpoint ${endpointId}`, err);
+      }
+      this.policyMaps.set(endpointId, m);
+    }
+    return m;
+  }
+
+  /** An endpoint's policy map when it is pinned (never creates one). */
+  existingPolicy(endpointId: number): PolicyMap | undefined {
+    if (!existsSync(policyMapPath(this.cfg.bpfRoot, endpointId))) {
+      this.forgetPolicy(endpointId);
+      return undefined;
+    }
+    return this.policy(endpointId);
+  }
+
+  /** Closes and unpins an endpoint's policy map; false when it was not pinned. */
+  removePolicy(endpointId: number): boolean {
+    this.forgetPolicy(endpointId);
+    return removePolicyMap(this.cfg.bpfRoot, endpointId);
+  }
+
+  /** Endpoint IDs that have a policy map pinned under the root. */
+  pinnedPolicyMaps(): number[] {
+    if (!existsSync(this.cfg.bpfRoot)) return [];
+    return readdirSync(this.cfg.bpfRoot).map(endpointOfPolicyMap).filter((id): id is number => id !== undefined).sort((a, b) => a - b);
+  }
+
+  /** Drop counters by reason (cellium_metrics, summed over CPUs). */
+  dropCounters(): Record<string, { packets: number; bytes: number }> {
+    return readDropCounters(this.cfg.bpfRoot);
+  }
+
+  private forgetPolicy(endpointId: number): void {
+    this.policyMaps.get(endpointId)?.close();
+    this.policyMaps.delete(endpointId);
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * BpfLoader: the Loader of the BPF datapath. rewrite+load loads bpf_lxc (the object's ELF is read
+ * once per process and never recompiled; each load only sets the endpoint's .rodata constants) and
+ * attaches it to the endpoint's host interface, replacing the old program atomically through the
+ * pinned tcx links. The program is bound to the very maps the reconcilers write: the endpoint's
+ * policy map and the shared maps, with the sizes of the configuration.
+ */
+import { readFileSync } from 'node:fs';
+import { isEndpointLoaded, loadEndpointProgram, unloadEndpointProgram, type AttachMode, type BpfMap } from '../../bpf/index.js';
+import { IPCACHE_MAP, LXC_MAP } from '../datapath/map-names.js';
+import type { EndpointDatapathConfig, Loader } from '../datapath/types.js';
+import { wrapBpf } from './errors.js';
+import type { KernelMaps } from './kernel-maps.js';
+
+/** The object's name of the per-endpoint policy map (bound to cellium_policy_<id>). */
+const OBJECT_POLICY_MAP = 'cellium_policy';
+
+/** The ifindex of a host interface, or 0 when it does not exist (any more). */
+export function ifIndexOf(ifName: string): number {
+  if (!/^[^/\0]{1,15}$/.test(ifName) || ifName === '.' || ifName === '..') return 0;
+  try {
+    return Number(readFileSync(`/sys/class/net/${ifName}/ifindex`, 'utf8').trim()) || 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Loads, checks and unloads endpoint programs. */
+export class BpfLoader implements Loader {
+  /** How many programs were loaded (for status and tests). */
+  loads = 0;
+
+  constructor(
+    private readonly kernel: KernelMaps,
+    private readonly opts: { readonly object?: string; readonly mode?: AttachMode } = {},
+  ) {}
+
+  /** See Loader. */
+  async reloadEndpoint(cfg: EndpointDatapathConfig, signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
+    const what = `loading bpf_lxc for endpoint ${cfg.id} on ${cfg.ifName} (ifindex ${cfg.ifIndex})`;
+    try {
+      loadEndpointProgram(cfg, { bpfRoot: this.kernel.root, object: this.opts.object, mode: this.opts.mode, reuseMaps: Object.fromEntries(Object.entries(this.boundMaps(cfg.id)).map(([n, m]) => [n, m.fd])) });
+      this.loads++;
+    } catch (err) {
+      throw wrapBpf('program', what, err);
+    }
+  }
+
+  /** See Loader: detaches the programs (the interface may be gone already) and unpins the policy map. */
+  async unloadEndpoint(id: number, ifName: string): Promise<void> {
+    try {
+      unloadEndpointProgram(id, ifIndexOf(ifName), { bpfRoot: this.kernel.root, removePolicyMap: false });
+      this.kernel.removePolicy(id);
+    } catch (err) {
+      throw wrapBpf('program', `unloading the program of endpoint ${id} (${ifName})`, err);
+    }
+  }
+
+  /** See Loader: attached once at both hooks, with these constants, bound to the maps this agent writes. */
+  async isLoaded(cfg: EndpointDatapathConfig): Promise<boolean> {
+    try {
+      return isEndpointLoaded(cfg, undefined, Object.values(this.boundMaps(cfg.id)).map((m) => m.info.id));
+    } catch (err) {
+      throw wrapBpf('program', `checking the program of endpoint ${cfg.id} on ${cfg.ifName}`, err);
+    }
+  }
+
+  /** The maps bpf_lxc reuses instead of its own definitions, by the object's map names. */
+  private boundMaps(id: number): Record<string, BpfMap> {
+    return { [OBJECT_POLICY_MAP]: this.kernel.policy(id).map, [LXC_MAP]: this.kernel.lxc.map, [IPCACHE_MAP]: this.kernel.ipcache.map };
+  }
+}

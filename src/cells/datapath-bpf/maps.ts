@@ -1,0 +1,231 @@
+/**
+ * BpfMaps: the DatapathMaps of the BPF datapath. Regeneration sets the desired state (lxc entries,
+ * ipcache entries, each endpoint's policy map state); it lands in desired-state tables with a
+ * status per object, and one reconciler per table writes the changes to the kernel incrementally
+ * and in batches, retries failures with backoff, and prunes/repairs the kernel maps periodically.
+ * `flush()` waits for the writes and reports the ones that failed; `list()`/`get()` read the
+ * kernel's contents with each table's status.
+ */
+import { DesiredTable, Reconciler, type DesiredObject, type ReconcilerStats, type TableStatus } from '../../lib/reconciler/index.js';
+import type { IPCacheValue, LxcValue } from '../../bpf/index.js';
+import { IPCACHE_MAP, LXC_MAP, endpointOfPolicyMap, policyMapName } from '../datapath/map-names.js';
+import { expandPolicy, policyKeyId } from '../datapath/policy-lpm.js';
+import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, PolicyEntry, ReconcileStatus } from '../datapath/types.js';
+import type { KernelMaps } from './kernel-maps.js';
+import { ipcacheKey, ipcacheOps, lxcKey, lxcOps, lxcValue, policyObject, policyObjectKey, policyOps, type PolicyObject } from './tables.js';
+
+/** The metrics map (drop counters by reason), listed with the others. */
+export const METRICS_MAP_NAME = 'cellium_metrics';
+
+/** Reconciler timing (see ReconcilerOptions); pruning is driven by the owner through prune(). */
+export interface BpfMapsOptions {
+  readonly retryMinMs?: number;
+  readonly retryMaxMs?: number;
+  /** Called for every failed write (logging). */
+  readonly onError?: (table: string, key: string, err: Error) => void;
+}
+
+/** Status and counters of one table, for the status API. */
+export interface BpfTableReport extends TableStatus {
+  readonly reconciler: ReconcilerStats;
+}
+
+/** The BPF datapath's maps. */
+export class BpfMaps implements DatapathMaps {
+  readonly lxcTable = new DesiredTable<LxcValue>(LXC_MAP);
+  readonly ipcacheTable = new DesiredTable<IPCacheValue>(IPCACHE_MAP);
+  readonly policyTable = new DesiredTable<PolicyObject>('cellium_policy', (a, b) => a.deny === b.deny && a.endpointId === b.endpointId);
+  private readonly reconcilers: readonly Reconciler<never>[];
+  private readonly lxcKeys = new Map<number, string[]>();
+  private readonly policyKeys = new Map<number, Set<string>>();
+  private readonly policyErrors = new Map<number, string>();
+  /** Endpoints whose policy map is to be unpinned once its entries are gone. */
+  private readonly removedPolicies = new Set<number>();
+  private touched: { table: DesiredTable<unknown>; key: string }[] = [];
+  private rejected: string[] = [];
+
+  constructor(private readonly kernel: KernelMaps, private readonly opts: BpfMapsOptions) {
+    const o = (table: string) => ({
+      retryMinMs: opts.retryMinMs, retryMaxMs: opts.retryMaxMs,
+      onError: (key: string, err: Error) => opts.onError?.(table, key, err),
+    });
+    this.reconcilers = [
+      new Reconciler(this.lxcTable, lxcOps(kernel), o(LXC_MAP)),
+      new Reconciler(this.ipcacheTable, ipcacheOps(kernel), o(IPCACHE_MAP)),
+      new Reconciler(this.policyTable, policyOps(kernel, () => this.policyKeys.keys()), o('cellium_policy')),
+    ] as unknown as Reconciler<never>[];
+  }
+
+  /** Starts the reconcilers (the kernel maps must be open). */
+  start(): void {
+    for (const r of this.reconcilers) r.start();
+  }
+
+  /** Stops the reconcilers after the round in progress. */
+  async stop(): Promise<void> {
+    await Promise.all(this.reconcilers.map((r) => r.stop()));
+  }
+
+  /** Prunes and repairs every kernel map now (the datapath calls it every prune interval once restore is done). */
+  async prune(): Promise<{ pruned: number; repaired: number }> {
+    let pruned = 0;
+    let repaired = 0;
+    for (const r of this.reconcilers) {
+      const x = await r.prune();
+      pruned += x.pruned;
+      repaired += x.repaired;
+    }
+    return { pruned, repaired };
+  }
+
+  /** See DatapathMaps. */
+  setEndpoint(endpointId: number, entries: readonly LxcEntry[]): void {
+    const keys: string[] = [];
+    for (const e of entries) {
+      const key = lxcKey(e.ip);
+      keys.push(key);
+      this.upsert(this.lxcTable, key, lxcValue({ ifIndex: e.ifIndex, identity: e.identity, endpointId: e.endpointId, mac: e.mac }));
+    }
+    for (const old of this.lxcKeys.get(endpointId) ?? []) {
+      if (!keys.includes(old) && this.lxcTable.get(old)?.value.endpointId === endpointId) this.lxcTable.delete(old);
+    }
+    this.lxcKeys.set(endpointId, keys);
+  }
+
+  /** See DatapathMaps. */
+  deleteEndpoint(endpointId: number): void {
+    for (const key of this.lxcKeys.get(endpointId) ?? []) {
+      if (this.lxcTable.get(key)?.value.endpointId === endpointId) this.lxcTable.delete(key);
+    }
+    this.lxcKeys.delete(endpointId);
+  }
+
+  /** See DatapathMaps. */
+  upsertIPCache(entry: IPCacheEntry): void {
+    this.upsert(this.ipcacheTable, ipcacheKey(entry.cidr), { identity: entry.identity, flags: 0 });
+  }
+
+  /** See DatapathMaps. */
+  deleteIPCache(cidr: string): void {
+    this.ipcacheTable.delete(ipcacheKey(cidr));
+  }
+
+  /** See DatapathMaps: a policy the map cannot hold keeps the old one and is reported by the next flush. */
+  setPolicy(endpointId: number, entries: readonly PolicyEntry[]): void {
+    let expanded;
+    try {
+      expanded = expandPolicy(entries);
+    } catch (err) {
+      const msg = (err as Error).message;
+      this.policyErrors.set(endpointId, msg);
+      this.rejected.push(`${policyMapName(endpointId)}: ${msg}`);
+      return;
+    }
+    this.policyErrors.delete(endpointId);
+    this.removedPolicies.delete(endpointId);
+    const want = new Set<string>();
+    for (const e of expanded) {
+      const key = policyObjectKey(endpointId, e.key);
+      want.add(key);
+      this.upsert(this.policyTable, key, policyObject(endpointId, e.key, e.deny));
+    }
+    for (const old of this.policyKeys.get(endpointId) ?? []) if (!want.has(old)) this.policyTable.delete(old);
+    this.policyKeys.set(endpointId, want);
+  }
+
+  /** See DatapathMaps: the entries are deleted, then the map is unpinned by the next flush. */
+  deletePolicy(endpointId: number): void {
+    for (const key of this.policyKeys.get(endpointId) ?? []) this.policyTable.delete(key);
+    this.policyKeys.delete(endpointId);
+    this.policyErrors.delete(endpointId);
+    this.removedPolicies.add(endpointId);
+  }
+
+  /** Endpoints with a desired policy map. */
+  policyEndpoints(): number[] {
+    return [...this.policyKeys.keys()].sort((a, b) => a - b);
+  }
+
+  /** See DatapathMaps: waits for the writes so far; returns the failed ones (and rejected policies). */
+  async flush(signal?: AbortSignal): Promise<readonly string[]> {
+    const touched = this.touched;
+    const rejected = this.rejected;
+    this.touched = [];
+    this.rejected = [];
+    await Promise.all(this.reconcilers.map((r) => r.flush()));
+    signal?.throwIfAborted();
+    for (const id of this.removedPolicies) {
+      if (this.policyKeys.has(id)) continue;
+      this.kernel.removePolicy(id);
+      this.removedPolicies.delete(id);
+    }
+    const failures = [...rejected];
+    const seen = new Set<string>();
+    for (const { table, key } of touched) {
+      const o = table.get(key);
+      if (!o || o.state !== 'error' || seen.has(`${table.name}/${key}`)) continue;
+      seen.add(`${table.name}/${key}`);
+      failures.push(`${table.name} ${key}: ${o.message ?? 'write failed'}`);
+    }
+    return failures;
+  }
+
+  /** Status and reconciler counters of every table. */
+  report(): BpfTableReport[] {
+    return [this.lxcTable, this.ipcacheTable, this.policyTable].map((t, i) => ({ ...t.status(), reconciler: this.reconcilers[i]!.stats() }));
+  }
+
+  /** See DatapathMaps. */
+  async list(): Promise<readonly MapDump[]> {
+    const names = [LXC_MAP, IPCACHE_MAP, METRICS_MAP_NAME, ...this.policyEndpoints().map(policyMapName)];
+    const out: MapDump[] = [];
+    for (const n of names) {
+      const d = await this.get(n);
+      if (d) out.push(d);
+    }
+    return out;
+  }
+
+  /** See DatapathMaps: the kernel's contents of the map, with the reconciliation status of its table. */
+  async get(name: string): Promise<MapDump | undefined> {
+    const path = `${this.kernel.root}/${name}`;
+    if (name === LXC_MAP) {
+      const entries = this.kernel.lxc.entries().map(([ip, v]) => ({ key: ip, value: `id=${v.endpointId} ifindex=${v.ifIndex} identity=${v.identity} mac=${v.mac}` }));
+      return { name, path, status: tableStatus(this.lxcTable.status()), entries };
+    }
+    if (name === IPCACHE_MAP) {
+      const entries = this.kernel.ipcache.entries().map(([cidr, v]) => ({ key: cidr, value: `identity=${v.identity}` }));
+      return { name, path, status: tableStatus(this.ipcacheTable.status()), entries };
+    }
+    if (name === METRICS_MAP_NAME) {
+      const entries = Object.entries(this.kernel.dropCounters()).map(([reason, c]) => ({ key: reason, value: `packets=${c.packets} bytes=${c.bytes}` }));
+      return { name, path, status: { state: 'done', updatedAt: new Date().toISOString() }, entries };
+    }
+    const id = endpointOfPolicyMap(name);
+    if (id === undefined) return undefined;
+    const keys = this.policyKeys.get(id);
+    const map = this.kernel.existingPolicy(id);
+    if (!keys && !map) return undefined;
+    const entries = (map?.entries() ?? []).map(([k, deny]) => ({ key: policyKeyId(k), value: deny ? 'deny' : 'allow' }));
+    return { name, path, status: this.policyStatus(id, keys), entries };
+  }
+
+  private policyStatus(id: number, keys: ReadonlySet<string> | undefined): ReconcileStatus {
+    const rejected = this.policyErrors.get(id);
+    if (rejected) return { state: 'error', message: rejected, updatedAt: new Date().toISOString() };
+    const objs = [...(keys ?? [])].map((k) => this.policyTable.get(k)).filter((o): o is DesiredObject<PolicyObject> => !!o);
+    const updatedAt = objs.reduce((t, o) => (o.updatedAt > t ? o.updatedAt : t), '') || new Date().toISOString();
+    const err = objs.find((o) => o.state === 'error');
+    if (err) return { state: 'error', message: `${err.key}: ${err.message ?? 'write failed'}`, updatedAt };
+    return { state: objs.some((o) => o.state === 'pending') ? 'pending' : 'done', updatedAt };
+  }
+
+  private upsert<V>(table: DesiredTable<V>, key: string, value: V): void {
+    table.upsert(key, value);
+    this.touched.push({ table: table as DesiredTable<unknown>, key });
+  }
+}
+
+function tableStatus(s: TableStatus): ReconcileStatus {
+  return { state: s.state, ...(s.errors ? { message: s.lastErrors.join('; ') } : {}), updatedAt: s.updatedAt };
+}

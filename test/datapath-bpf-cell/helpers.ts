@@ -1,0 +1,23 @@
+// Helpers of the BPF datapath cell tests: a BpfDatapath on a per-test BPF root (removed at the
+// end), and the reason these privileged tests skip on a machine without root or BPF.
+import { silentLogger, type TestLike } from '../../src/hive/index.js';
+import { BpfDatapath, bpfDatapathConfigSchema, type BpfDatapathConfig } from '../../src/cells/datapath-bpf/index.js';
+import { skipUnlessBpf, testBpfRoot } from '../bpf/fixtures/topology.js';
+
+export { skipUnlessBpf };
+
+/** The cell's defaults with a fresh BPF root and the given overrides. */
+export function bpfConfig(t: TestLike, over: Partial<BpfDatapathConfig> = {}): BpfDatapathConfig {
+  const { root, remove } = testBpfRoot();
+  t.teardown(remove);
+  const defaults = Object.fromEntries(Object.entries(bpfDatapathConfigSchema).map(([k, f]) => [k, f.default])) as unknown as BpfDatapathConfig;
+  return { ...defaults, bpfRoot: root, ...over };
+}
+
+/** A started BpfDatapath (stopped at the end), with fast retries. */
+export function startedDatapath(t: TestLike, over: Partial<BpfDatapathConfig> = {}): BpfDatapath {
+  const dp = new BpfDatapath(bpfConfig(t, over), silentLogger(), { retryMinMs: 20, retryMaxMs: 200 });
+  dp.start();
+  t.teardown(() => dp.stop());
+  return dp;
+}
