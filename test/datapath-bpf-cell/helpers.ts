@@ -1,8 +1,9 @@
 // Helpers of the BPF datapath cell tests: a BpfDatapath on a per-test BPF root (removed at the
-// end), and the reason these privileged tests skip on a machine without root or BPF.
+// end), a host-side veth, and the reason these privileged tests skip without root or BPF.
 import { silentLogger, type TestLike } from '../../src/hive/index.js';
 import { BpfDatapath, bpfDatapathConfigSchema, type BpfDatapathConfig } from '../../src/cells/datapath-bpf/index.js';
 import { skipUnlessBpf, testBpfRoot } from '../bpf/fixtures/topology.js';
+import { ip, ipJson, uniq } from '../netlink/netns.js';
 
 export { skipUnlessBpf };
 
@@ -20,4 +21,20 @@ export function startedDatapath(t: TestLike, over: Partial<BpfDatapathConfig> = 
   dp.start();
   t.teardown(() => dp.stop());
   return dp;
+}
+
+/** A veth whose host side (`lxc…`) stays in this network namespace; removed at the end. */
+export function hostVeth(t: TestLike): { ifName: string; ifIndex: number; mac: string } {
+  const ifName = `lxct${uniq()}`;
+  ip('link', 'add', ifName, 'type', 'veth', 'peer', 'name', `pt${ifName.slice(4)}`);
+  t.teardown(() => {
+    try {
+      ip('link', 'del', ifName);
+    } catch {
+      // already gone (the test removed it)
+    }
+  });
+  ip('link', 'set', ifName, 'up');
+  const [link] = ipJson<{ ifindex: number; address: string }>('link', 'show', ifName);
+  return { ifName, ifIndex: link!.ifindex, mac: link!.address };
 }

@@ -57,10 +57,15 @@ export class BpfLoader implements Loader {
     }
   }
 
-  /** See Loader: attached once at both hooks, with these constants, bound to the maps this agent writes. */
+  /**
+   * See Loader: attached once at both hooks, with these constants, and looking up the very policy
+   * map and ipcache this agent writes (cellium_lxc is bound too, but the program does not read it,
+   * so the kernel does not list it among the program's maps).
+   */
   async isLoaded(cfg: EndpointDatapathConfig): Promise<boolean> {
     try {
-      return isEndpointLoaded(cfg, undefined, Object.values(this.boundMaps(cfg.id)).map((m) => m.info.id));
+      const maps = this.boundMaps(cfg.id);
+      return isEndpointLoaded(cfg, undefined, [maps[OBJECT_POLICY_MAP]!.info.id, maps[IPCACHE_MAP]!.info.id]);
     } catch (err) {
       throw wrapBpf('program', `checking the program of endpoint ${cfg.id} on ${cfg.ifName}`, err);
     }

@@ -1,0 +1,58 @@
+// Privileged: the BPF datapath's loader. rewrite+load attaches bpf_lxc with the endpoint's
+// constants, bound to the policy map the reconciler writes (at the configured size); isLoaded
+// answers from the kernel (constants and map binding); unload detaches and unpins; after restore,
+// programs and maps of endpoints that no longer exist are removed and live ones are kept.
+import t from 'tap';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { BpfMap, endpointPrograms, lxcLinkPath, programMapIds } from '../../src/bpf/index.js';
+import { policyMapName, type EndpointDatapathConfig } from '../../src/cells/datapath/index.js';
+import { hostVeth, skipUnlessBpf, startedDatapath } from './helpers.js';
+
+const skip = skipUnlessBpf();
+
+t.test('load, check, reload with new constants, unload', { skip }, async (t) => {
+  const dp = startedDatapath(t, { bpfPolicyMapMax: 1024 });
+  const link = hostVeth(t);
+  const cfg: EndpointDatapathConfig = { id: 321, identity: 70000, ipv4: '10.78.0.5', ifName: link.ifName, ifIndex: link.ifIndex, mac: '02:00:00:00:03:21', hostMac: link.mac };
+  t.notOk(await dp.loader.isLoaded(cfg), 'nothing is loaded at first');
+  await dp.loader.reloadEndpoint(cfg);
+  t.ok(await dp.loader.isLoaded(cfg), 'loaded with this configuration');
+  t.notOk(await dp.loader.isLoaded({ ...cfg, identity: 70001 }), 'another identity is not what is loaded');
+
+  const progs = endpointPrograms(link.ifIndex);
+  t.equal(progs.from_container.tcx.length + (progs.from_container.legacy ? 1 : 0), 1, 'one program at tc ingress');
+  const policy = BpfMap.openPinned(join(dp.cfg.bpfRoot, policyMapName(321)));
+  t.teardown(() => policy.close());
+  t.equal(policy.info.maxEntries, 1024, 'the policy map has the configured size');
+  const progId = progs.from_container.tcx[0] ?? progs.from_container.legacy!;
+  t.ok(programMapIds(progId).includes(policy.info.id), 'the program uses the pinned policy map the reconciler writes');
+
+  await dp.loader.reloadEndpoint({ ...cfg, identity: 70001 });
+  t.ok(await dp.loader.isLoaded({ ...cfg, identity: 70001 }), 'reloaded with the new identity');
+  const after = endpointPrograms(link.ifIndex);
+  t.equal(after.to_container.tcx.length + (after.to_container.legacy ? 1 : 0), 1, 'still exactly one program at tc egress after the reload');
+  t.equal(dp.loader.loads, 2);
+
+  await dp.loader.unloadEndpoint(321, link.ifName);
+  const gone = endpointPrograms(link.ifIndex);
+  t.same([gone.from_container.tcx, gone.to_container.tcx], [[], []], 'no tcx program left');
+  t.notOk(gone.from_container.legacy ?? gone.to_container.legacy, 'no legacy filter left');
+  t.notOk(existsSync(join(dp.cfg.bpfRoot, policyMapName(321))), 'the policy map pin is gone');
+  t.notOk(existsSync(lxcLinkPath(dp.cfg.bpfRoot, 321, 'from_container')), 'the link pins are gone');
+  await t.resolves(dp.loader.unloadEndpoint(321, 'lxcgone000'), 'unloading again, or with the interface gone, is fine');
+});
+
+t.test('after restore, programs and maps of endpoints that no longer exist are removed', { skip }, async (t) => {
+  const dp = startedDatapath(t);
+  const live = hostVeth(t);
+  const stale = hostVeth(t);
+  const base = { identity: 70002, hostMac: live.mac, mac: '02:00:00:00:00:01' };
+  await dp.loader.reloadEndpoint({ ...base, id: 10, ifName: live.ifName, ifIndex: live.ifIndex });
+  await dp.loader.reloadEndpoint({ ...base, id: 11, ifName: stale.ifName, ifIndex: stale.ifIndex });
+  t.same(await dp.restoreDone([10]), [11], 'endpoint 11 is not live: removed');
+  t.ok(existsSync(join(dp.cfg.bpfRoot, policyMapName(10))), 'the live endpoint keeps its policy map');
+  t.equal(endpointPrograms(live.ifIndex).from_container.tcx.length, 1, 'and its program');
+  t.notOk(existsSync(join(dp.cfg.bpfRoot, policyMapName(11))), 'the stale policy map is gone');
+  t.same(endpointPrograms(stale.ifIndex).from_container.tcx, [], 'the stale program is detached');
+});
