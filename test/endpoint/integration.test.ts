@@ -51,6 +51,11 @@ t.test('real cells, memory datapath: create, enforce policy, delete, restore', a
   t.ok(change.affected === 'all' || change.affected.has(server.identity!), 'the server identity is affected');
   for (let i = 0; i < 100 && server.toModel().status.policy?.realized?.['policy-revision'] !== change.revision; i++) await new Promise((r) => setTimeout(r, 10));
   t.equal(server.toModel().status.policy?.realized?.['policy-revision'], change.revision, 'regenerated after the policy change');
+  const regens = (ep: typeof other) => (ep as unknown as { regenerations: number }).regenerations;
+  const otherRegens = regens(other);
+  for (let i = 0; i < 100 && other.toModel().status.policy?.realized?.['policy-revision'] !== change.revision; i++) await new Promise((r) => setTimeout(r, 10));
+  t.equal(other.toModel().status.policy?.realized?.['policy-revision'], change.revision, 'an endpoint the change does not select realizes the new revision too (bumped, like Cilium)');
+  t.equal(regens(other), otherRegens, 'without a regeneration');
   t.same(await dp.verdict(server.id, 'ingress', pkt(client.ipv4!, 80)), { allowed: true, peerIdentity: client.identity });
   t.same(await dp.verdict(server.id, 'ingress', pkt(client.ipv4!, 81)), { allowed: false, reason: 'policy', peerIdentity: client.identity });
   t.same(await dp.verdict(server.id, 'ingress', pkt(other.ipv4!, 80)), { allowed: false, reason: 'policy', peerIdentity: other.identity });

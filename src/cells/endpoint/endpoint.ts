@@ -335,6 +335,19 @@ export class Endpoint implements EndpointView {
     return this.queue.enqueue(what, fn);
   }
 
+  /**
+   * Cilium's bumpPolicyRevision: a policy change that does not select this endpoint's identity
+   * leaves its map state valid, so its policy holds at `revision` too. Skipped while a
+   * regeneration is queued (that one realizes the newest revision itself); while one is running,
+   * only the desired policy moves (the build realizes it when it finishes).
+   */
+  bumpPolicyRevision(revision: number): void {
+    if (this.regenerationQueued) return;
+    if (this.desiredPolicy && this.desiredPolicy.revision < revision) this.desiredPolicy = { ...this.desiredPolicy, revision };
+    if (this.storedState === 'regenerating') return;
+    if (this.realizedPolicy && this.realizedPolicy.revision < revision) this.realizedPolicy = { ...this.realizedPolicy, revision };
+  }
+
   /** Whether a regeneration is queued and not yet running. */
   get regenerationQueued(): boolean {
     return this.queue?.regenerationQueued ?? false;

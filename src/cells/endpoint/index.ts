@@ -103,7 +103,10 @@ function newManager(d: ManagerDeps): EndpointManagerImpl {
   }, d.cfg.endpointGcInterval);
   d.jobs.timer('endpoint-periodic-regeneration', () => m.regenerateAll('periodic endpoint regeneration'), d.cfg.endpointRegenInterval);
   d.jobs.observer('endpoint-policy-updates', d.policy.changes$, (change) => {
-    for (const ep of m.withIdentities(change.affected)) {
+    const affected = m.withIdentities(change.affected);
+    const skip = new Set(affected);
+    for (const ep of m.list()) if (!skip.has(ep)) ep.bumpPolicyRevision(change.revision);
+    for (const ep of affected) {
       ep.regenerate(`policy change (revision ${change.revision})`, 'no-rebuild').catch((err: Error) => {
         if (!ep.signal.aborted) d.log.warn({ endpointID: ep.id, err: err.message }, 'regeneration after a policy change failed');
       });
