@@ -131,6 +131,20 @@ t.test('policy delete: labels, --all, neither', async (t) => {
   t.equal(both.code, 2);
 });
 
+t.test('policy delete --wait waits until every endpoint realized the new revision', async (t) => {
+  const realized = (rev: number): Endpoint => ({ ...fx.endpoint12, status: { ...fx.endpoint12.status, policy: { realized: { 'policy-revision': rev } } } });
+  const agent = await startFakeAgent(t, {
+    DeletePolicy: { status: 200, body: { revision: 9, policy: '[]' } },
+    GetEndpoint: (_req, n) => ({ status: 200, body: [realized(n < 2 ? 8 : 9)] }),
+  });
+  const r = await cli(agent.socketPath, ['policy', 'delete', '--all', '--wait']);
+  t.equal(r.code, 0, r.stderr);
+  t.equal(r.stdout, 'Revision: 9\n');
+  t.match(r.stderr, /^waiting for policy revision 9: 0\/1 endpoints$/m);
+  t.match(r.stderr, /^waiting for policy revision 9: 1\/1 endpoints$/m);
+  t.equal(agent.requests('GetEndpoint').length, 2, 'polled until the revision was realized');
+});
+
 t.test('policy trace: --dport 80/TCP, labels or identities', async (t) => {
   const agent = await startFakeAgent(t, { GetCelliumPolicyTrace: { status: 200, body: fx.traceAllowed } });
   const r = await cli(agent.socketPath, ['policy', 'trace', '--src', 'k8s:app=client', '--dst', 'k8s:app=web', '--dst', 'k8s:env=prod', '--dport', '80/TCP']);

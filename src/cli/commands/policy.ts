@@ -87,11 +87,14 @@ export const policyCommands: CommandGroup = (program, rt) => {
     .description('delete the rules carrying all the given labels, or every rule with --all')
     .argument('[labels...]')
     .option('--all', 'delete every rule')
+    .option('--wait', 'wait until every endpoint enforces the new revision (progress on stderr)')
+    .option('--wait-timeout <duration>', 'give up waiting after this long', '60s')
     .action(
-      rt.action(async (ctx, labels: string[], opts: { all?: boolean }) => {
+      rt.action(async (ctx, labels: string[], opts: { all?: boolean; wait?: boolean; waitTimeout: string }) => {
         if (opts.all && labels.length) throw new UsageError('give either labels or --all, not both');
         if (!opts.all && !labels.length) throw new UsageError('give the labels of the rules to delete, or --all');
         const p = await ctx.client.deletePolicy(opts.all ? 'all' : labels);
+        if (opts.wait) await waitForPolicyRevision(ctx, p.revision, { timeoutSeconds: parseSeconds(opts.waitTimeout) });
         ctx.print({ revision: p.revision }, (r) => `Revision: ${r.revision}\n`);
       }),
     );

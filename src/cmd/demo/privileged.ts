@@ -22,7 +22,8 @@ const BPF_ROOT = '/sys/fs/bpf/cellium-demo';
 const TCP_PROBE = `const s=require('net').connect({host:process.argv[1],port:+process.argv[2],timeout:1500});` +
   `s.on('connect',()=>{console.log('connected to '+process.argv[1]+':'+process.argv[2]);s.destroy();process.exit(0)});` +
   `s.on('timeout',()=>{console.log('timed out (dropped)');process.exit(1)});s.on('error',e=>{console.log(e.code);process.exit(1)})`;
-const TCP_SERVER = `for(const p of [80,81])require('net').createServer(c=>c.end('hello from the server\\n')).listen(p)`;
+// A probe closes right after connecting: a reset on the server's side must not end the server.
+const TCP_SERVER = `for(const p of [80,81])require('net').createServer(c=>{c.on('error',()=>{});c.end('hello from the server\\n')}).listen(p)`;
 
 /** Runs the privileged story; throws when connectivity is not what the step expects. */
 export async function privilegedDemo(n: Narrator): Promise<void> {
