@@ -103,15 +103,17 @@ t.test('a policy imported with the CLI blocks the ping; deleting it restores the
   await cli(t, agent, 'endpoint', 'labels', String(epB.id), '--add', 'k8s:app=client');
   t.ok(await ping(b.name, a.ip), 'no policy: b pings a');
   const file = join(agent.dir, 'deny-client.json');
-  writeFileSync(file, JSON.stringify({
-    apiVersion: 'cilium.io/v2',
-    kind: 'CiliumNetworkPolicy',
-    metadata: { name: 'server-from-nobody', namespace: 'default' },
-    spec: { endpointSelector: { matchLabels: { app: 'server' } }, ingress: [{ fromEndpoints: [{ matchLabels: { app: 'nobody' } }] }] },
-  }));
+  // A rules array, not a CiliumNetworkPolicy: podman passes no K8S_POD_NAMESPACE, so its endpoints
+  // carry no namespace label, and a namespaced policy's selectors (namespace pinned) would not select them.
+  writeFileSync(file, JSON.stringify([{
+    endpointSelector: { matchLabels: { app: 'server' } },
+    ingress: [{ fromEndpoints: [{ matchLabels: { app: 'nobody' } }] }],
+    labels: ['k8s:policy=server-from-nobody'],
+  }]));
   await cli(t, agent, 'policy', 'import', '--wait', file);
   t.notOk(await ping(b.name, a.ip), 'the policy blocks b -> a');
-  t.ok(await ping(a.name, b.ip), 'a -> b is not selected by the policy');
+  // No a -> b check: the BPF datapath has no connection tracking (docs/datapath.md), so the echo
+  // reply to a is judged by a's ingress policy and dropped too.
   await cli(t, agent, 'policy', 'delete', '--all');
   let back = false;
   for (let i = 0; i < 20 && !back; i++) back = await ping(b.name, a.ip);
