@@ -53,9 +53,9 @@ t.test('deleting an endpoint removes its programs, pins and map entries from the
   const lookup = await agent.client.getEndpoint(epGone.id).then(() => 200, (err: { status?: number }) => err.status);
   t.equal(lookup, 404, 'deleted: GET /v1/endpoint/{id} answers 404');
   t.ok(await until(() => attachedCount(gone).from_container + attachedCount(gone).to_container === 0, 5000), `deleted: no program attached on ${gone.hostIf}`);
-  t.same(attachedCount(gone), { from_container: 0, to_container: 0 });
+  t.same(attachedCount(gone), { from_container: 0, to_container: 0 }, 'deleted: both hooks of the interface are empty');
   t.ok(await until(() => !Object.values(endpointPins(root, epGone.id)).some(Boolean), 5000), 'deleted: policy map and link pins removed');
-  t.same(endpointPins(root, epGone.id), { policy: false, from_container: false, to_container: false });
+  t.same(endpointPins(root, epGone.id), { policy: false, from_container: false, to_container: false }, 'deleted: no pin of the endpoint is left');
   t.ok(await until(() => !lxcEntries(root).has(gone.ip), 5000), `deleted: ${gone.ip} gone from cellium_lxc`);
   t.ok(await until(() => ipcacheIdentity(root, gone.ip) === undefined, 5000), `deleted: ${gone.ip}/32 gone from cellium_ipcache`);
   const after = await cli(agent.socketPath, '-o', 'json', 'map', 'get', policyMapName(epGone.id));

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { CelliumClient } from '../../src/api/client.js';
 import type { Endpoint } from '../../src/api/models.js';
 import { endpointPrograms } from '../../src/bpf/index.js';
-import { Cleanup, allocatePod, bpfRoot, cli, connects, endpointRequest, policyFile, skipReason, tcpFrom, tempDir, until, type Pod } from './fixtures.js';
+import { Cleanup, allocatePod, bpfRoot, cli, connects, endpointRequest, endpointsDiag, policyFile, skipReason, tcpFrom, tempDir, until, type Pod } from './fixtures.js';
 
 const BIN = join(import.meta.dirname, '../../bin/cellium-agent.js');
 const POOL = '10.242.0.0/24';
@@ -123,7 +123,7 @@ t.test('programs keep enforcing while the agent is killed; the restarted agent r
   }, 60000, 200);
   t.ok(ready, 'the three endpoints are restored and ready', { log: agent.log() });
   t.same(summary(await client.listEndpoints()), before, 'same IDs, identities and IPs after the restart');
-  t.same(Object.values(pods).map((p) => endpointPrograms(p.ifIndex)), progs, 'restore re-attached nothing: the same program IDs at every hook');
+  t.same(Object.values(pods).map((p) => endpointPrograms(p.ifIndex)), progs, 'restore re-attached nothing: the same program IDs at every hook', { endpoints: await endpointsDiag(client) });
   t.ok(await until(() => ping.replies() >= beforeRestart + 3, 10000), 'the ping still gets replies after the restart');
 
   const allowOther = policyFile(dir, 'server-allow-other-80', { ingress: [tcpFrom('other', 80)] });
