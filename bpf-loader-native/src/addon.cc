@@ -11,10 +11,12 @@ void registerObject(Napi::Env env, Napi::Object exports);
 void registerLinks(Napi::Env env, Napi::Object exports);
 void registerBpffs(Napi::Env env, Napi::Object exports);
 void registerRingbuf(Napi::Env env, Napi::Object exports);
+void logCaptureInstall();
 }  // namespace cellium_bpf
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
+  cellium_bpf::logCaptureInstall();
   cellium_bpf::registerMaps(env, exports);
   cellium_bpf::registerObject(env, exports);
   cellium_bpf::registerLinks(env, exports);

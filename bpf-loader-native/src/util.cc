@@ -91,12 +91,11 @@ int printFn(enum libbpf_print_level level, const char *fmt, va_list args) {
 }
 }  // namespace
 
+void logCaptureInstall() {
+  libbpf_set_print(printFn);
+}
+
 void logCaptureStart() {
-  static bool installed = false;
-  if (!installed) {
-    libbpf_set_print(printFn);
-    installed = true;
-  }
   captured.clear();
   capturing = true;
 }

@@ -36,6 +36,9 @@ Bytes argBytesOrNull(const Napi::CallbackInfo &info, size_t i, const char *name)
 // Like argBytes but also checks the length is exactly `want`.
 Bytes argBytesSized(const Napi::CallbackInfo &info, size_t i, const char *name, size_t want);
 
+// Routes libbpf's messages into the capture buffer (and drops them outside a capture: the
+// failures they explain reach JS as Errors with the captured text in `detail`). Called once at init.
+void logCaptureInstall();
 // Starts capturing libbpf's warning log (the verifier log on a failed load) into a buffer.
 void logCaptureStart();
 // Stops capturing and returns what was logged (the last 8 KiB at most).
