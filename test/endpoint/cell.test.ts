@@ -40,7 +40,10 @@ t.test('createEndpoint (sync build): identity, policy, maps, program, state dir,
   t.ok(existsSync(join(dir, 'ep_config.json')) && existsSync(join(dir, 'ep_config.h')), 'state directory written');
   t.notOk(existsSync(`${dir}_next`), 'no _next left');
   t.match(readFileSync(join(dir, 'ep_config.h'), 'utf8'), new RegExp(`#define LXC_ID ${ep.id}\\n[^]*#define SECLABEL 256`));
-  t.equal(JSON.parse(readFileSync(join(dir, 'ep_config.json'), 'utf8')).id, ep.id);
+  const stored = JSON.parse(readFileSync(join(dir, 'ep_config.json'), 'utf8')) as { id: number; datapathHash?: string; policyRevision?: number };
+  t.equal(stored.id, ep.id);
+  t.match(stored.datapathHash, /^[0-9a-f]{16}$/, 'the first build records the hash it loaded (restore trusts it instead of reloading)');
+  t.equal(stored.policyRevision, model0Revision(ep), 'and the policy revision it realized');
 
   const model = ep.toModel();
   t.equal(model.id, ep.id);
@@ -305,3 +308,8 @@ t.test('gcRound: mark, recover when the interface comes back, remove on the seco
   t.equal(ep.state, 'disconnected');
   t.same(await gcRound(s.mgr, s.links.check, log), { marked: [], removed: [], recovered: [] });
 });
+
+/** The policy revision an endpoint reports as realized. */
+function model0Revision(ep: { toModel(): { status: { policy?: { realized?: { 'policy-revision'?: number } } } } }): number | undefined {
+  return ep.toModel().status.policy?.realized?.['policy-revision'];
+}

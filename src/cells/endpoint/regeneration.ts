@@ -147,7 +147,7 @@ export class Regenerator implements EndpointRuntime {
     let loadedHash = ep.datapathHash;
     if (loadedHash === undefined && ep.restoredDatapathHash === hash && (await loader.isLoaded(cfg))) loadedHash = hash;
     const level = req.level === 'rewrite+load' || loadedHash !== hash ? 'rewrite+load' : 'no-rebuild';
-    await this.d.store.prepare(ep, cfg);
+    await this.d.store.prepare(ep, cfg, { datapathHash: hash, policyRevision: resolved.revision });
     try {
       maps.setPolicy(ep.id, entries);
       const lxc: LxcEntry[] = [ep.ipv4, ep.ipv6].filter((ip): ip is string => !!ip).map((ip) => ({

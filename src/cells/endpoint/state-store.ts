@@ -38,6 +38,14 @@ export interface ScanResult {
 const ENTRY = /^(\d+)(_next|_stale)?$/;
 
 /** Reads and writes the endpoints' state directories. */
+/** What a build realizes once committed, recorded in ep_config.json so a restore can trust it. */
+export interface BuildRecord {
+  /** Hash of the datapath configuration the build loads (or finds loaded). */
+  readonly datapathHash?: string;
+  /** Policy revision the build writes to the maps. */
+  readonly policyRevision?: number;
+}
+
 export class EndpointStateStore {
   constructor(readonly root: string) {}
 
@@ -55,8 +63,8 @@ export class EndpointStateStore {
     return join(this.root, `${id}_stale`);
   }
 
-  /** Writes `<id>_next/` for the endpoint as it will be once `cfg` is in the datapath. */
-  async prepare(ep: Endpoint, cfg: EndpointDatapathConfig): Promise<void> {
+  /** Writes `<id>_next/` for the endpoint as it will be once `cfg` (and `built`) is in the datapath. */
+  async prepare(ep: Endpoint, cfg: EndpointDatapathConfig, built: BuildRecord = {}): Promise<void> {
     const next = this.nextDirOf(ep.id);
     await mkdir(next).catch(async (err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return mkdir(next, { recursive: true });
@@ -64,7 +72,9 @@ export class EndpointStateStore {
       await rm(next, { recursive: true, force: true });
       return mkdir(next);
     });
-    const stored: StoredEndpoint = { ...ep.toSnapshot(), model: ep.toModel() };
+    const snap = ep.toSnapshot();
+    // what this build will have realized once committed (the endpoint itself only says so after)
+    const stored: StoredEndpoint = { ...snap, datapathHash: built.datapathHash ?? snap.datapathHash, policyRevision: built.policyRevision ?? snap.policyRevision, model: ep.toModel() };
     await Promise.all([
       writeFile(join(next, EP_CONFIG_JSON), `${JSON.stringify(stored, null, 2)}\n`),
       writeFile(join(next, EP_CONFIG_H), renderEpConfigHeader(cfg, policyMapName(ep.id))),
