@@ -91,6 +91,20 @@ t.test('a write the kernel refuses is retried with backoff and reported until it
   t.equal(again?.entries.length, 10, 'the kernel holds the 10 entries');
 });
 
+t.test('flush(endpointId) reports that endpoint\'s failures, whoever flushed in between', { skip }, async (t) => {
+  const dp = startedDatapath(t, { bpfPolicyMapMax: 16 });
+  const many: PolicyEntry[] = Array.from({ length: 24 }, (_, i) => ({ identity: 3000 + i, direction: 'egress', protocol: Proto.UDP, port: 53, deny: false }));
+  dp.maps.setPolicy(9, many);
+  dp.maps.setPolicy(10, allowWeb);
+  t.same(await dp.maps.flush(undefined, 10), [], 'endpoint 10\'s own writes succeeded: its regeneration is not failed by 9\'s');
+  const nine = await dp.maps.flush(undefined, 9);
+  t.ok(nine.length > 0 && nine.every((f) => f.startsWith('cellium_policy 9#')), 'endpoint 9 gets its own failures, after another flush ran');
+  t.ok((await dp.maps.flush(undefined, 9)).length > 0, 'and again while the kernel still does not hold them');
+  dp.maps.setPolicy(12, [{ identity: 1, direction: 'ingress', protocol: 0, port: 80, deny: false }]);
+  t.match(await dp.maps.flush(undefined, 12), [/^cellium_policy_00012: .*a port needs a protocol/], 'a policy the map cannot represent is reported to its endpoint');
+  t.same(await dp.maps.flush(undefined, 10), [], 'and not to another');
+});
+
 t.test('deleting an endpoint\'s policy removes its entries and unpins its map; map dumps read the kernel', { skip }, async (t) => {
   const dp = startedDatapath(t);
   dp.maps.setPolicy(11, allowWeb);

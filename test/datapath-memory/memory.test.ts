@@ -60,6 +60,8 @@ t.test('maps: lxc per endpoint, ipcache longest prefix, dumps, failed policy wri
   m.setPolicy(5, [{ identity: 300, direction: 'egress', protocol: 0, port: 80, deny: false }]);
   t.match(await m.flush(), [/cellium_policy_00005: .*a port needs a protocol/], 'a policy the map cannot hold is reported by flush');
   t.same(await m.flush(), [], 'reported once');
+  t.match(await m.flush(undefined, 5), [/cellium_policy_00005: .*a port needs a protocol/], 'to its endpoint, for as long as the map does not hold its policy');
+  t.same(await m.flush(undefined, 6), [], 'not to another endpoint');
   t.equal((await m.get('cellium_policy_00005'))?.status.state, 'error');
   t.equal(m.policyOf(5)?.[0]?.endPort, 83, 'the old policy stays');
   t.same((await m.list()).map((d) => d.name), ['cellium_lxc', 'cellium_ipcache', 'cellium_policy_00005']);

@@ -146,12 +146,25 @@ export class BpfMaps implements DatapathMaps {
     return [...this.policyKeys.keys()].sort((a, b) => a - b);
   }
 
-  /** See DatapathMaps: waits for the writes so far; returns the failed ones (and rejected policies). */
-  async flush(signal?: AbortSignal): Promise<readonly string[]> {
-    const touched = this.touched;
-    const rejected = this.rejected;
-    this.touched = [];
-    this.rejected = [];
+  /**
+   * See DatapathMaps: waits for the writes so far; returns the failed ones (and rejected policies):
+   * with `endpointId` those of that endpoint's objects, else those written since the last such flush.
+   */
+  async flush(signal?: AbortSignal, endpointId?: number): Promise<readonly string[]> {
+    let touched: { table: DesiredTable<unknown>; key: string }[];
+    let rejected: string[];
+    if (endpointId === undefined) {
+      touched = this.touched;
+      rejected = this.rejected;
+      this.touched = [];
+      this.rejected = [];
+    } else {
+      touched = this.objectsOf(endpointId);
+      const name = policyMapName(endpointId);
+      this.rejected = this.rejected.filter((r) => !r.startsWith(`${name}: `));
+      const err = this.policyErrors.get(endpointId);
+      rejected = err ? [`${name}: ${err}`] : [];
+    }
     await Promise.all(this.reconcilers.map((r) => r.flush()));
     signal?.throwIfAborted();
     for (const id of this.removedPolicies) {
@@ -168,6 +181,17 @@ export class BpfMaps implements DatapathMaps {
       failures.push(`${table.name} ${key}: ${o.message ?? 'write failed'}`);
     }
     return failures;
+  }
+
+  /** The table objects an endpoint's regeneration writes: its policy keys, its lxc entries and their ipcache entries. */
+  private objectsOf(endpointId: number): { table: DesiredTable<unknown>; key: string }[] {
+    const out: { table: DesiredTable<unknown>; key: string }[] = [];
+    for (const key of this.policyKeys.get(endpointId) ?? []) out.push({ table: this.policyTable as DesiredTable<unknown>, key });
+    for (const ip of this.lxcKeys.get(endpointId) ?? []) {
+      out.push({ table: this.lxcTable as DesiredTable<unknown>, key: ip });
+      out.push({ table: this.ipcacheTable as DesiredTable<unknown>, key: ipcacheKey(`${ip}/${ip.includes(':') ? 128 : 32}`) });
+    }
+    return out;
   }
 
   /** Status and reconciler counters of every table. */

@@ -119,8 +119,17 @@ export class MemoryMaps implements DatapathMaps {
     if (had) this.touch(had.keys.length);
   }
 
-  /** See DatapathMaps: writes are applied already; returns (and forgets) the policies that could not be written. */
-  async flush(): Promise<readonly string[]> {
+  /**
+   * See DatapathMaps: writes are applied already. With `endpointId`, returns that endpoint's policy
+   * that could not be written (while it still is not); without, returns (and forgets) every refusal since.
+   */
+  async flush(_signal?: AbortSignal, endpointId?: number): Promise<readonly string[]> {
+    if (endpointId !== undefined) {
+      const name = policyMapName(endpointId);
+      this.failures = this.failures.filter((f) => !f.startsWith(`${name}: `));
+      const err = this.policyErrors.get(endpointId);
+      return err ? [`${name}: ${err}`] : [];
+    }
     const f = this.failures;
     this.failures = [];
     return f;

@@ -124,8 +124,13 @@ export interface DatapathMaps {
   setPolicy(endpointId: number, entries: readonly PolicyEntry[]): void;
   /** Removes the policy map of an endpoint. */
   deletePolicy(endpointId: number): void;
-  /** Resolves once everything desired so far is written (or failed); returns failures. */
-  flush(signal?: AbortSignal): Promise<readonly string[]>;
+  /**
+   * Resolves once everything desired so far is written (or failed); returns failures. With
+   * `endpointId`, the failures of that endpoint's entries (its policy map, its lxc and ipcache
+   * entries), however many other writers flushed meanwhile; without, those of the writes made since
+   * the last flush without one.
+   */
+  flush(signal?: AbortSignal, endpointId?: number): Promise<readonly string[]>;
   /** Lists the maps with their reconciliation status. */
   list(): Promise<readonly MapDump[]>;
   /** One map with its real contents (kernel contents for the BPF datapath). */

@@ -156,7 +156,7 @@ export class Regenerator implements EndpointRuntime {
       maps.setEndpoint(ep.id, lxc);
       for (const e of lxc) maps.upsertIPCache({ cidr: hostCidr(e.ip), identity: identity.id });
       if (level === 'rewrite+load') await loader.reloadEndpoint(cfg, signal);
-      const failures = await maps.flush(signal);
+      const failures = await maps.flush(signal, ep.id);
       if (failures.length) throw new EndpointError('failed', `datapath map writes failed: ${failures.join('; ')}`);
       signal.throwIfAborted();
       ep.datapathHash = hash;
