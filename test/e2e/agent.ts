@@ -1,10 +1,12 @@
 // Helpers of the privileged end-to-end tests: the agent's real hive in this process (control plane,
 // API server on a temporary socket, CNI server over the real netlink addon; memory datapath unless
 // told otherwise), the built shim run like a runtime runs it, and unique network namespaces.
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Hive, silentLogger, testHive, type Cell, type TestHive, type TestLike } from '../../src/hive/index.js';
 import { agentCells } from '../../src/cells.js';
 import { DatapathProvidersToken } from '../../src/cells/datapath/index.js';
+import { bpfDatapathCell } from '../../src/cells/datapath-bpf/index.js';
 import { apiServerCell } from '../../src/cells/api-server/index.js';
 import { cniServerCell, CniServerToken } from '../../src/cells/cni-server/index.js';
 import { buildShim, runShim, SHIM, type ShimRun } from '../cni-shim/run-shim.js';
@@ -43,9 +45,12 @@ export async function startAgent(t: TestLike, pool: string, opts: { config?: Rec
   const socketPath = join(dir, 'cellium.sock');
   const queueDir = join(dir, 'delete-queue');
   const base = opts.base ?? [...CONTROL_PLANE, apiServerCell, cniServerCell];
+  // with the BPF datapath cell, pins go to a BPF root of this test's own (removed after the agent stopped)
+  const bpfRoot = base.includes(bpfDatapathCell) ? `/sys/fs/bpf/cellium-e2e-${uniq()}` : undefined;
   const h = await testHive(t, [...base, ...(opts.cells ?? [])], {
-    config: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': queueDir, 'ipv4-range': pool, ...opts.config },
+    config: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': queueDir, 'ipv4-range': pool, ...(bpfRoot ? { 'bpf-root': bpfRoot } : {}), ...opts.config },
   });
+  if (bpfRoot) t.teardown(() => rmSync(bpfRoot, { recursive: true, force: true }));
   await h.get(CniServerToken).whenReady();
   return { h, socketPath, queueDir, dir };
 }
