@@ -208,6 +208,7 @@ export function mockDatapath(): Datapath {
       setEndpoint: () => undefined, deleteEndpoint: () => undefined, upsertIPCache: () => undefined, deleteIPCache: () => undefined,
       setPolicy: () => undefined, deletePolicy: () => undefined, flush: async () => [],
       list: async () => maps,
+      summary: async () => maps.map((m) => ({ name: m.name, size: m.entries.length })),
       get: async (name) => maps.find((m) => m.name === name),
     },
     verdict: async () => ({ allowed: true, peerIdentity: 2 }),

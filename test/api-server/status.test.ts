@@ -32,10 +32,10 @@ t.test('the status is rebuilt when something in it changes, and only then', asyn
   const ipam = new NodeIPAM({ ipv4Range: '10.230.0.0/24', ipv6Range: '' });
   const dp = mockDatapath();
   let lists = 0;
-  const list = dp.maps.list.bind(dp.maps);
-  (dp.maps as { list: typeof list }).list = async () => {
+  const summary = dp.maps.summary.bind(dp.maps);
+  (dp.maps as { summary: typeof summary }).summary = async () => {
     lists++;
-    return list();
+    return summary();
   };
   const jobs = fakeJobs();
   const c = new StatusCollector(health, new Controllers(), ipam, mockIdentities(), dp, jobs);
@@ -55,7 +55,7 @@ t.test('the status is rebuilt when something in it changes, and only then', asyn
 
 t.test('a failing maps probe leaves the maps out instead of failing the status', async (t) => {
   const dp = mockDatapath();
-  (dp.maps as unknown as { list: () => Promise<never> }).list = async () => {
+  (dp.maps as unknown as { summary: () => Promise<never> }).summary = async () => {
     throw new Error('bpffs not mounted');
   };
   const c = new StatusCollector(new HealthRegistry(), new Controllers(), new NodeIPAM({ ipv4Range: '10.230.1.0/24', ipv6Range: '' }), mockIdentities(), dp, fakeJobs());

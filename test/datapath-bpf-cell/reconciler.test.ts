@@ -112,6 +112,10 @@ t.test('deleting an endpoint\'s policy removes its entries and unpins its map; m
   await dp.maps.flush();
   const names = (await dp.maps.list()).map((m) => m.name);
   t.same(names, ['cellium_lxc', 'cellium_ipcache', 'cellium_metrics', 'cellium_policy_00011'], 'listed maps');
+  const summary = await dp.maps.summary();
+  t.same(summary.map((m) => m.name), names, 'the summary names the same maps');
+  t.same(summary.find((m) => m.name === 'cellium_policy_00011')?.size, 3, 'with their entry counts, without reading them');
+  t.same(summary.find((m) => m.name === 'cellium_lxc')?.size, 1);
   const lxcDump = await dp.maps.get('cellium_lxc');
   t.same(lxcDump?.entries, [{ key: 'fd00::11', value: 'id=11 ifindex=9 identity=1000 mac=00:00:00:00:00:00' }]);
   t.match((await dp.maps.get('cellium_metrics'))?.entries.map((e) => e.key), ['policy', 'policy-deny', 'invalid', 'unsupported-l3']);

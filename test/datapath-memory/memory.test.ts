@@ -65,6 +65,7 @@ t.test('maps: lxc per endpoint, ipcache longest prefix, dumps, failed policy wri
   t.equal((await m.get('cellium_policy_00005'))?.status.state, 'error');
   t.equal(m.policyOf(5)?.[0]?.endPort, 83, 'the old policy stays');
   t.same((await m.list()).map((d) => d.name), ['cellium_lxc', 'cellium_ipcache', 'cellium_policy_00005']);
+  t.same(await m.summary(), [{ name: 'cellium_lxc', size: 1 }, { name: 'cellium_ipcache', size: 2 }, { name: 'cellium_policy_00005', size: 1 }], 'the summary counts the entries');
   t.same((await m.get('cellium_lxc'))?.entries, [{ key: '10.200.0.6', value: 'id=5 ifindex=9 identity=300 mac=' }]);
   t.same((await m.get('cellium_ipcache'))?.entries.map((e) => e.key).sort(), ['0.0.0.0/0', '10.0.0.0/8']);
   t.equal(await m.get('cellium_nope'), undefined);

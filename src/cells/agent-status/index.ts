@@ -2,7 +2,7 @@
  * The agent status collector (module `agent-status`): gathers what GET /healthz reports in
  * Cilium's StatusResponse shape: the agent's state (from the hive's health tree), controllers,
  * IPAM, the identity range, the datapath and its BPF maps, and the health tree itself. Like
- * Cilium's status collector, the expensive probe (listing the BPF maps) runs in the background
+ * Cilium's status collector, the maps probe (each map's size, DatapathMaps.summary) runs in the background
  * every STATUS_PROBE_INTERVAL_MS and /healthz answers with its last result.
  */
 import { readFileSync } from 'node:fs';
@@ -58,7 +58,7 @@ function healthModel(n: HealthNode): NonNullable<StatusResponse['cellium-health'
   return { name: n.name, level: n.level, message: n.message, ...(n.error ? { error: n.error } : {}), updatedAt: n.updatedAt, children: n.children.map(healthModel) };
 }
 
-/** How often the background probe lists the BPF maps (Cilium's status collector interval). */
+/** How often the background probe counts the BPF maps' entries (Cilium's status collector interval). */
 export const STATUS_PROBE_INTERVAL_MS = 5000;
 
 type MapStatus = NonNullable<NonNullable<StatusResponse['bpf-maps']>['maps']>;
@@ -85,7 +85,7 @@ export class StatusCollector implements AgentStatus {
   }
 
   private async probeMaps(): Promise<MapStatus> {
-    return (await this.datapath.maps.list()).map((m) => ({ name: m.name, size: m.entries.length }));
+    return (await this.datapath.maps.summary()).map((m) => ({ name: m.name, size: m.size }));
   }
 
   /** See AgentStatus. */

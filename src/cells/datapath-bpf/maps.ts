@@ -7,12 +7,12 @@
  * kernel's contents with each table's status.
  */
 import { DesiredTable, Reconciler, type DesiredObject, type ReconcilerStats, type TableStatus } from '../../lib/reconciler/index.js';
-import type { IPCacheValue, LxcValue } from '../../bpf/index.js';
+import { DROP_REASONS, type IPCacheValue, type LxcValue } from '../../bpf/index.js';
 import { IPCACHE_MAP, LXC_MAP, endpointOfPolicyMap, policyMapName } from '../datapath/map-names.js';
-import { expandPolicy, policyKeyId } from '../datapath/policy-lpm.js';
-import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, PolicyEntry, ReconcileStatus } from '../datapath/types.js';
+import { expandPolicyCached, policyKeyId, type PolicyLpmEntry } from '../datapath/policy-lpm.js';
+import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, MapSummary, PolicyEntry, ReconcileStatus } from '../datapath/types.js';
 import type { KernelMaps } from './kernel-maps.js';
-import { ipcacheKey, ipcacheOps, lxcKey, lxcOps, lxcValue, policyObject, policyObjectKey, policyOps, type PolicyObject } from './tables.js';
+import { ipcacheKey, ipcacheOps, lxcKey, lxcOps, lxcValue, policyKeyIds, policyObject, policyOps, type PolicyObject } from './tables.js';
 
 /** The metrics map (drop counters by reason), listed with the others. */
 export const METRICS_MAP_NAME = 'cellium_metrics';
@@ -39,6 +39,8 @@ export class BpfMaps implements DatapathMaps {
   private readonly lxcKeys = new Map<number, string[]>();
   private readonly policyKeys = new Map<number, Set<string>>();
   private readonly policyErrors = new Map<number, string>();
+  /** The expansion each endpoint's policy keys were last set from (same array: nothing to do). */
+  private readonly policyWritten = new Map<number, readonly PolicyLpmEntry[]>();
   /** Endpoints whose policy map is to be unpinned once its entries are gone. */
   private readonly removedPolicies = new Set<number>();
   private touched: { table: DesiredTable<unknown>; key: string }[] = [];
@@ -112,9 +114,9 @@ export class BpfMaps implements DatapathMaps {
 
   /** See DatapathMaps: a policy the map cannot hold keeps the old one and is reported by the next flush. */
   setPolicy(endpointId: number, entries: readonly PolicyEntry[]): void {
-    let expanded;
+    let expanded: readonly PolicyLpmEntry[];
     try {
-      expanded = expandPolicy(entries);
+      expanded = expandPolicyCached(entries);
     } catch (err) {
       const msg = (err as Error).message;
       this.policyErrors.set(endpointId, msg);
@@ -123,9 +125,17 @@ export class BpfMaps implements DatapathMaps {
     }
     this.policyErrors.delete(endpointId);
     this.removedPolicies.delete(endpointId);
+    if (this.policyWritten.get(endpointId) === expanded && this.policyKeys.has(endpointId)) {
+      // the very map state it has already: nothing to upsert, but its objects count as touched
+      for (const key of this.policyKeys.get(endpointId)!) this.touched.push({ table: this.policyTable as DesiredTable<unknown>, key });
+      return;
+    }
+    this.policyWritten.set(endpointId, expanded);
     const want = new Set<string>();
-    for (const e of expanded) {
-      const key = policyObjectKey(endpointId, e.key);
+    const ids = policyKeyIds(expanded);
+    for (let i = 0; i < expanded.length; i++) {
+      const e = expanded[i]!;
+      const key = `${endpointId}#${ids[i]!}`;
       want.add(key);
       this.upsert(this.policyTable, key, policyObject(endpointId, e.key, e.deny));
     }
@@ -137,6 +147,7 @@ export class BpfMaps implements DatapathMaps {
   deletePolicy(endpointId: number): void {
     for (const key of this.policyKeys.get(endpointId) ?? []) this.policyTable.delete(key);
     this.policyKeys.delete(endpointId);
+    this.policyWritten.delete(endpointId);
     this.policyErrors.delete(endpointId);
     this.removedPolicies.add(endpointId);
   }
@@ -210,6 +221,16 @@ export class BpfMaps implements DatapathMaps {
     return out;
   }
 
+  /** See DatapathMaps: desired entry counts (the kernel maps converge on them; see report() for progress). */
+  async summary(): Promise<readonly MapSummary[]> {
+    return [
+      { name: LXC_MAP, size: this.lxcTable.size },
+      { name: IPCACHE_MAP, size: this.ipcacheTable.size },
+      { name: METRICS_MAP_NAME, size: Object.keys(DROP_REASONS).length },
+      ...this.policyEndpoints().map((id) => ({ name: policyMapName(id), size: this.policyKeys.get(id)!.size })),
+    ];
+  }
+
   /** See DatapathMaps: the kernel's contents of the map, with the reconciliation status of its table. */
   async get(name: string): Promise<MapDump | undefined> {
     const path = `${this.kernel.root}/${name}`;
@@ -238,7 +259,8 @@ export class BpfMaps implements DatapathMaps {
     const rejected = this.policyErrors.get(id);
     if (rejected) return { state: 'error', message: rejected, updatedAt: new Date().toISOString() };
     const objs = [...(keys ?? [])].map((k) => this.policyTable.get(k)).filter((o): o is DesiredObject<PolicyObject> => !!o);
-    const updatedAt = objs.reduce((t, o) => (o.updatedAt > t ? o.updatedAt : t), '') || new Date().toISOString();
+    const newest = objs.reduce((t, o) => Math.max(t, o.updatedAt), 0);
+    const updatedAt = new Date(newest || Date.now()).toISOString();
     const err = objs.find((o) => o.state === 'error');
     if (err) return { state: 'error', message: `${err.key}: ${err.message ?? 'write failed'}`, updatedAt };
     return { state: objs.some((o) => o.state === 'pending') ? 'pending' : 'done', updatedAt };

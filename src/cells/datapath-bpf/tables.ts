@@ -6,7 +6,7 @@
  * kernel returns and the reconcilers' prune can tell drift from agreement.
  */
 import { ipcacheKeyCodec, lxcKeyCodec, lxcValueCodec, type IPCacheValue, type LxcValue } from '../../bpf/index.js';
-import { policyKeyId, type PolicyKey } from '../datapath/policy-lpm.js';
+import { policyKeyId, type PolicyKey, type PolicyLpmEntry } from '../datapath/policy-lpm.js';
 import type { ReconcileOps } from '../../lib/reconciler/index.js';
 import type { KernelMaps } from './kernel-maps.js';
 
@@ -20,6 +20,15 @@ export interface PolicyObject {
 /** The policy table's key of an endpoint's LPM key. */
 export function policyObjectKey(endpointId: number, key: PolicyKey): string {
   return `${endpointId}#${policyKeyId(key)}`;
+}
+
+const keyIds = new WeakMap<readonly PolicyLpmEntry[], string[]>();
+
+/** policyKeyId of every entry of a (shared, unchanging) expansion, computed once per expansion. */
+export function policyKeyIds(expanded: readonly PolicyLpmEntry[]): readonly string[] {
+  let ids = keyIds.get(expanded);
+  if (!ids) keyIds.set(expanded, (ids = expanded.map((e) => policyKeyId(e.key))));
+  return ids;
 }
 
 const POLICY_OBJECT_KEY = /^(\d+)#([ie])\|(\d+)\|(\d+)\|(\d+)\/(\d+)$/;

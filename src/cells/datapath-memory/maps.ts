@@ -7,8 +7,8 @@
  */
 import { canonicalAddr, formatCidr, parseAddr, parseCidr, prefixMask, type Addr, type Cidr } from '../ipam/addr.js';
 import { IPCACHE_MAP, LXC_MAP, endpointOfPolicyMap, policyMapName } from '../datapath/map-names.js';
-import { PolicyLpm, expandPolicy, policyKeyId, type PolicyLpmEntry } from '../datapath/policy-lpm.js';
-import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, PolicyEntry, ReconcileStatus } from '../datapath/types.js';
+import { PolicyLpm, expandPolicyCached, policyKeyId, type PolicyLpmEntry } from '../datapath/policy-lpm.js';
+import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, MapSummary, PolicyEntry, ReconcileStatus } from '../datapath/types.js';
 
 /** IPCache contents of one family, by prefix length then network. */
 class LpmTable {
@@ -42,6 +42,9 @@ class LpmTable {
     return undefined;
   }
 }
+
+/** LPM tables by (shared) expansion: endpoints with the same map state share one read-only table. */
+const lpms = new WeakMap<readonly PolicyLpmEntry[], PolicyLpm>();
 
 /** The in-memory DatapathMaps. */
 export class MemoryMaps implements DatapathMaps {
@@ -97,9 +100,9 @@ export class MemoryMaps implements DatapathMaps {
 
   /** See DatapathMaps. */
   setPolicy(endpointId: number, entries: readonly PolicyEntry[]): void {
-    let keys: PolicyLpmEntry[];
+    let keys: readonly PolicyLpmEntry[];
     try {
-      keys = expandPolicy(entries);
+      keys = expandPolicyCached(entries);
     } catch (err) {
       this.failures.push(`${policyMapName(endpointId)}: ${(err as Error).message}`);
       this.policyErrors.set(endpointId, (err as Error).message);
@@ -107,7 +110,9 @@ export class MemoryMaps implements DatapathMaps {
     }
     this.policyErrors.delete(endpointId);
     const old = new Set((this.policy.get(endpointId)?.keys ?? []).map((k) => `${policyKeyId(k.key)}=${k.deny}`));
-    this.policy.set(endpointId, { entries: entries.map((e) => ({ ...e })), lpm: new PolicyLpm(keys), keys });
+    let lpm = lpms.get(keys);
+    if (!lpm) lpms.set(keys, (lpm = new PolicyLpm(keys)));
+    this.policy.set(endpointId, { entries: entries.map((e) => ({ ...e })), lpm, keys });
     this.touch(keys.filter((k) => !old.delete(`${policyKeyId(k.key)}=${k.deny}`)).length + old.size);
   }
 
@@ -160,6 +165,15 @@ export class MemoryMaps implements DatapathMaps {
   /** See DatapathMaps. */
   async list(): Promise<readonly MapDump[]> {
     return [this.dump(LXC_MAP)!, this.dump(IPCACHE_MAP)!, ...[...this.policy.keys()].sort((a, b) => a - b).map((id) => this.dump(policyMapName(id))!)];
+  }
+
+  /** See DatapathMaps. */
+  async summary(): Promise<readonly MapSummary[]> {
+    return [
+      { name: LXC_MAP, size: this.lxc.size },
+      { name: IPCACHE_MAP, size: this.ipcache.size },
+      ...[...this.policy.entries()].sort(([a], [b]) => a - b).map(([id, p]) => ({ name: policyMapName(id), size: p.keys.length })),
+    ];
   }
 
   /** See DatapathMaps. */

@@ -98,6 +98,19 @@ export function expandPolicy(entries: readonly PolicyEntry[]): PolicyLpmEntry[] 
   return [...byId.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
 }
 
+const expansions = new WeakMap<readonly PolicyEntry[], PolicyLpmEntry[]>();
+
+/**
+ * expandPolicy, remembered per entries array: endpoints handed the same (shared, never changed)
+ * map state, e.g. by the policy repository's distillation cache, expand it once. Throws like
+ * expandPolicy; the result is shared and must not be changed.
+ */
+export function expandPolicyCached(entries: readonly PolicyEntry[]): readonly PolicyLpmEntry[] {
+  let out = expansions.get(entries);
+  if (!out) expansions.set(entries, (out = expandPolicy(entries)));
+  return out;
+}
+
 /** Encodes a key into `buf` at `offset` (a new 12-byte Buffer by default); host bits beyond the prefix are cleared. */
 export function encodePolicyKey(k: PolicyKey, buf: Buffer = Buffer.alloc(POLICY_KEY_SIZE), offset = 0): Buffer {
   const data = maskData(packData(k), k.prefixLen);

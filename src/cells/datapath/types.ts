@@ -83,6 +83,12 @@ export interface MapDump {
   readonly entries: readonly { readonly key: string; readonly value: string }[];
 }
 
+/** A map's name and how many entries it holds (desired entries for the BPF datapath). */
+export interface MapSummary {
+  readonly name: string;
+  readonly size: number;
+}
+
 /** Verdict for one packet. */
 export interface Verdict {
   readonly allowed: boolean;
@@ -133,6 +139,8 @@ export interface DatapathMaps {
   flush(signal?: AbortSignal, endpointId?: number): Promise<readonly string[]>;
   /** Lists the maps with their reconciliation status. */
   list(): Promise<readonly MapDump[]>;
+  /** Name and entry count of every map, without reading the entries (the status API's periodic probe). */
+  summary(): Promise<readonly MapSummary[]>;
   /** One map with its real contents (kernel contents for the BPF datapath). */
   get(name: string): Promise<MapDump | undefined>;
 }

@@ -33,6 +33,8 @@ export class Repository implements PolicyRepository {
   readonly changes$ = this.subject.asObservable();
   private seq = 0;
   private rev = 1;
+  /** Distillations by the sequence numbers of the selecting rules; emptied on every rule or selection change. */
+  private readonly resolved = new Map<string, ResolvedPolicy>();
 
   constructor(
     private readonly cache: SelectorCache,
@@ -75,9 +77,20 @@ export class Repository implements PolicyRepository {
     return (labels && labels.length ? this.matching(labels, '/labels') : [...this.rules.values()]).map((r) => r.raw);
   }
 
-  /** See PolicyRepository. */
+  /**
+   * See PolicyRepository. Identities selected by the same rules share one distillation until the
+   * rules or any selection change (endpoints of one workload regenerate once, not once each); the
+   * result is shared, so callers must not change it.
+   */
   resolve(identity: Identity): ResolvedPolicy {
-    return distill(this.rulesFor(identity), (sel) => this.identitiesOf(sel), this.rev);
+    const rules = this.rulesFor(identity);
+    const key = rules.map((r) => r.seq).join(',');
+    let resolved = this.resolved.get(key);
+    if (!resolved) {
+      resolved = distill(rules, (sel) => this.identitiesOf(sel), this.rev);
+      this.resolved.set(key, resolved);
+    }
+    return resolved;
   }
 
   /** See PolicyRepository. */
@@ -184,6 +197,7 @@ export class Repository implements PolicyRepository {
   }
 
   private commit(affected: Set<number>, counts: { added?: number; deleted?: number }): PolicyChange {
+    this.resolved.clear();
     this.rev++;
     const change: PolicyChange = { revision: this.rev, affected, rules: this.rules.size, ...counts };
     this.subject.next(change);
@@ -192,6 +206,7 @@ export class Repository implements PolicyRepository {
 
   /** An identity appeared or went: the endpoints whose rules' peers changed must be regenerated. */
   private onSelection(keys: readonly string[], change: IdentityChange): void {
+    if (keys.length) this.resolved.clear();
     const affected = new Set<number>();
     for (const key of keys) {
       if (this.bySubject.has(key)) affected.add(change.identity.id);

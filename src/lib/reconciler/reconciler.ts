@@ -41,6 +41,7 @@ export interface ReconcilerStats {
 export class Reconciler<V> {
   private running?: Promise<void>;
   private again = false;
+  private kickQueued = false;
   private retryTimer?: NodeJS.Timeout;
   private pruneTimer?: NodeJS.Timeout;
   private stopped = true;
@@ -57,7 +58,7 @@ export class Reconciler<V> {
   /** Starts reacting to changes (and the prune timer). */
   start(): void {
     this.stopped = false;
-    this.sub = this.table.changes$.subscribe(() => this.kick());
+    this.sub = this.table.changes$.subscribe(() => this.kickSoon());
     const every = this.opts.pruneIntervalMs ?? 0;
     if (every > 0) {
       const tick = (): void => {
@@ -119,6 +120,16 @@ export class Reconciler<V> {
     return { pruned: extra.length, repaired };
   }
 
+  /** Kicks once the current synchronous burst of changes is over (one round writes the whole burst). */
+  private kickSoon(): void {
+    if (this.kickQueued) return;
+    this.kickQueued = true;
+    queueMicrotask(() => {
+      this.kickQueued = false;
+      if (!this.stopped) this.kick();
+    });
+  }
+
   private kick(): void {
     if (this.running) {
       this.again = true;
@@ -137,8 +148,8 @@ export class Reconciler<V> {
   private scheduleRetry(): void {
     clearTimeout(this.retryTimer);
     if (this.stopped) return;
-    const next = Math.min(...this.table.all().filter((o) => o.state === 'error').map((o) => o.retryAt));
-    if (Number.isFinite(next)) this.retryTimer = setTimeout(() => this.kick(), Math.max(0, next - Date.now()));
+    const next = this.table.nextRetryAt();
+    if (next !== undefined) this.retryTimer = setTimeout(() => this.kick(), Math.max(0, next - Date.now()));
   }
 
   private async roundOnce(): Promise<void> {

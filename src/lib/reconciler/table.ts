@@ -14,7 +14,8 @@ export interface DesiredObject<V> {
   readonly value: V;
   state: ObjectState;
   message?: string;
-  updatedAt: string;
+  /** When the object last changed (ms since epoch). */
+  updatedAt: number;
   /** Consecutive failed attempts (drives the retry backoff). */
   failures: number;
   /** Not before this time (ms since epoch) is the next retry due. */
@@ -43,12 +44,14 @@ export interface TableStatus {
 /** A desired-state table. */
 export class DesiredTable<V> {
   private readonly objects = new Map<string, DesiredObject<V>>();
+  /** Keys of the objects that are pending or failed (what a reconciler round looks at). */
+  private readonly dirty = new Set<string>();
   /** Keys deleted from the desired state and not yet removed from the target. */
   private readonly tombstones = new Set<string>();
   private readonly subject = new Subject<TableChange>();
   /** Emits every change. */
   readonly changes$: Observable<TableChange> = this.subject.asObservable();
-  private updatedAt = new Date().toISOString();
+  private updatedAt = Date.now();
 
   constructor(
     readonly name: string,
@@ -60,13 +63,15 @@ export class DesiredTable<V> {
     const prev = this.objects.get(key);
     if (prev && this.equal(prev.value, value) && prev.state !== 'error') return;
     this.tombstones.delete(key);
-    this.objects.set(key, { key, value, state: 'pending', updatedAt: now(), failures: 0, retryAt: 0 });
+    this.objects.set(key, { key, value, state: 'pending', updatedAt: Date.now(), failures: 0, retryAt: 0 });
+    this.dirty.add(key);
     this.touch({ key, deleted: false });
   }
 
   /** Removes the desired value; the reconciler deletes it from the target. */
   delete(key: string): void {
     if (!this.objects.delete(key)) return;
+    this.dirty.delete(key);
     this.tombstones.add(key);
     this.touch({ key, deleted: true });
   }
@@ -76,6 +81,11 @@ export class DesiredTable<V> {
     return this.objects.get(key);
   }
 
+  /** How many objects are desired. */
+  get size(): number {
+    return this.objects.size;
+  }
+
   /** Every desired object. */
   all(): DesiredObject<V>[] {
     return [...this.objects.values()];
@@ -83,7 +93,22 @@ export class DesiredTable<V> {
 
   /** Objects that need writing now (pending, or failed and due for retry). */
   due(at = Date.now()): DesiredObject<V>[] {
-    return this.all().filter((o) => o.state === 'pending' || (o.state === 'error' && o.retryAt <= at));
+    const out: DesiredObject<V>[] = [];
+    for (const key of this.dirty) {
+      const o = this.objects.get(key)!;
+      if (o.state === 'pending' || o.retryAt <= at) out.push(o);
+    }
+    return out;
+  }
+
+  /** When the earliest failed object is due for a retry (ms since epoch), or undefined when none failed. */
+  nextRetryAt(): number | undefined {
+    let next: number | undefined;
+    for (const key of this.dirty) {
+      const o = this.objects.get(key)!;
+      if (o.state === 'error' && (next === undefined || o.retryAt < next)) next = o.retryAt;
+    }
+    return next;
   }
 
   /** Keys to delete from the target. */
@@ -103,8 +128,8 @@ export class DesiredTable<V> {
     o.state = 'done';
     o.message = undefined;
     o.failures = 0;
-    o.updatedAt = now();
-    this.updatedAt = o.updatedAt;
+    o.updatedAt = this.updatedAt = Date.now();
+    this.dirty.delete(key);
   }
 
   /** Records a failed write and when to retry. */
@@ -115,8 +140,8 @@ export class DesiredTable<V> {
     o.message = message;
     o.failures++;
     o.retryAt = retryAt;
-    o.updatedAt = now();
-    this.updatedAt = o.updatedAt;
+    o.updatedAt = this.updatedAt = Date.now();
+    this.dirty.add(key);
   }
 
   /** Marks an object pending again (the target drifted). */
@@ -124,7 +149,8 @@ export class DesiredTable<V> {
     const o = this.objects.get(key);
     if (!o) return;
     o.state = 'pending';
-    o.updatedAt = now();
+    o.updatedAt = Date.now();
+    this.dirty.add(key);
     this.touch({ key, deleted: false });
   }
 
@@ -148,16 +174,12 @@ export class DesiredTable<V> {
       errors: errs.length,
       lastErrors: errs.slice(-5).map((o) => `${o.key}: ${o.message ?? 'failed'}`),
       state,
-      updatedAt: this.updatedAt,
+      updatedAt: new Date(this.updatedAt).toISOString(),
     };
   }
 
   private touch(c: TableChange): void {
-    this.updatedAt = now();
+    this.updatedAt = Date.now();
     this.subject.next(c);
   }
-}
-
-function now(): string {
-  return new Date().toISOString();
 }
