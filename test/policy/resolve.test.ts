@@ -46,3 +46,21 @@ t.test('default enforcement: unselected endpoints allow all; selection enforces 
   t.ok(repo.resolve(batch).egressEnforced, 'any selecting rule that enforces wins');
 });
 
+
+t.test('identities selected by the same rules share one distillation until the rules or the selections change', async (t) => {
+  const { repo, alloc } = await policyHive(t);
+  repo.import(rules({ endpointSelector: { matchLabels: { tier: 'web' } }, ingress: [{ fromEndpoints: [{ matchLabels: { app: 'client' } }] }] }));
+  const a = alloc.id('k8s:tier=web', 'k8s:app=a', ns('prod'));
+  const b = alloc.id('k8s:tier=web', 'k8s:app=b', ns('prod'));
+  const first = repo.resolve(a);
+  t.equal(repo.resolve(b), first, 'a and b are selected by the same rule: one result');
+  t.same(first.allowedIngressIdentities, [], 'no client yet');
+  const client = alloc.id('k8s:app=client', ns('prod'));
+  const after = repo.resolve(b);
+  t.not(after, first, 'a new peer identity invalidates the shared result');
+  t.same(after.allowedIngressIdentities, [client.id], 'and the new result has the peer');
+  repo.import(rules({ endpointSelector: { matchLabels: { app: 'a' } }, egress: [{}] }));
+  const ra = repo.resolve(a);
+  t.ok(ra.egressEnforced && !repo.resolve(b).egressEnforced, 'a rule set of its own gives a its own result');
+  t.equal(ra.revision, repo.revision, 'at the current revision');
+});
