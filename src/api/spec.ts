@@ -7,7 +7,7 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import formatsModule from 'ajv-formats';
 import { SpecError } from './errors.js';
-import { loadApiSpec, type ApiSpec, type JsonSchema, type OperationInfo, type ParameterLocation } from './spec-document.js';
+import { loadApiSpec, type ApiSpec, type JsonSchema, type OperationInfo, type ParameterInfo, type ParameterLocation } from './spec-document.js';
 import { toFieldError, type FieldError } from './validation-errors.js';
 
 export * from './spec-document.js';
@@ -59,6 +59,14 @@ export interface SpecValidator {
   ): FieldError[];
   /** Validates a value against a named model of `components.schemas`; returns the problems. */
   model(name: string, value: unknown): FieldError[];
+}
+
+/** A header's value by its lowercase name, whatever the case of the given names (Node's are lowercase already). */
+function headerValue(headers: Readonly<Record<string, unknown>>, name: string): unknown {
+  const v = headers[name];
+  if (v !== undefined) return v;
+  for (const [k, value] of Object.entries(headers)) if (k.toLowerCase() === name) return value;
+  return undefined;
 }
 
 /** The `$id` under which the spec's component schemas are registered with ajv. */
@@ -116,6 +124,15 @@ export function createSpecValidator(spec: ApiSpec = loadApiSpec()): SpecValidato
       required: ps.filter((p) => p.required).map((p) => p.name),
     };
   };
+  const byLocation = new WeakMap<OperationInfo, Readonly<Record<ParameterLocation, readonly ParameterInfo[]>>>();
+  const paramsIn = (op: OperationInfo, where: ParameterLocation): readonly ParameterInfo[] => {
+    let ps = byLocation.get(op);
+    if (!ps) {
+      const of = (w: ParameterLocation) => op.parameters.filter((p) => p.in === w);
+      byLocation.set(op, (ps = { path: of('path'), query: of('query'), header: of('header') }));
+    }
+    return ps[where];
+  };
   const check = (fn: ValidateFunction, value: unknown, root: string): FieldError | undefined =>
     fn(value) ? undefined : toFieldError(fn.errors ?? [], root);
 
@@ -127,12 +144,14 @@ export function createSpecValidator(spec: ApiSpec = loadApiSpec()): SpecValidato
       const raw: Record<ParameterLocation, Readonly<Record<string, unknown>>> = {
         path: input.path ?? {},
         query: input.query ?? {},
-        header: Object.fromEntries(Object.entries(input.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])),
+        header: input.headers ?? {},
       };
       for (const where of ['path', 'query', 'header'] as const) {
-        const known = op.parameters.filter((p) => p.in === where);
+        const known = paramsIn(op, where);
+        // nothing declared here: the empty object always validates (unknown parameters are ignored)
+        if (known.length === 0) continue;
         for (const p of known) {
-          const v = raw[where][p.name];
+          const v = where === 'header' ? headerValue(raw.header, p.name) : raw[where][p.name];
           if (v !== undefined) out[where][p.name] = Array.isArray(v) ? [...(v as unknown[])] : v;
         }
         const fn = compiled(paramAjv, `${operationId} ${where}`, () => paramsSchema(op, where));

@@ -88,8 +88,7 @@ export function createDispatcher(opts: DispatchOptions): Dispatcher {
     const began = performance.now();
     const url = req.url ?? '/';
     const method = (req.method ?? 'GET').toUpperCase();
-    // parsed once, the way checkHttpRequest parses it (dot segments resolved), so both agree
-    const parsed = URL.canParse(url, BASE) ? new URL(url, BASE) : undefined;
+    const parsed = parseTarget(url);
     const match = parsed && spec.match(method, parsed.pathname);
     const op = match?.operation;
     if (!parsed || !match || !op) {
@@ -99,20 +98,23 @@ export function createDispatcher(opts: DispatchOptions): Dispatcher {
       else send(res, refused.status, refused.body, refused.allow ? { allow: refused.allow } : {});
       return finish(res, '-', method, '-', began);
     }
-    // the abort signal is made on first use (most reads never look at it)
+    // the abort signal (and its close listener) is made on first use: most reads never look at it
     let ac: AbortController | undefined;
     const signal = (): AbortSignal => {
       if (!ac) {
-        ac = new AbortController();
-        inFlight.add(ac);
+        const made = (ac = new AbortController());
+        const closed = (): void => {
+          inFlight.delete(made);
+          if (!res.writableFinished) made.abort(new Error('the client closed the connection'));
+        };
+        if (res.closed) closed();
+        else {
+          inFlight.add(made);
+          res.once('close', closed);
+        }
       }
       return ac.signal;
     };
-    res.once('close', () => {
-      if (!ac) return;
-      inFlight.delete(ac);
-      if (!res.writableFinished) ac.abort(new Error('the client closed the connection'));
-    });
     const call: Call = { req, res, route: routes.get(op.operationId), op, pathParams: match.pathParams, query: parsed.searchParams, signal };
     void handle(call)
       .catch((err: unknown) => {
@@ -195,6 +197,26 @@ export function createDispatcher(opts: DispatchOptions): Dispatcher {
       for (const ac of inFlight) ac.abort(reason);
     },
   };
+}
+
+/** A request target with nothing for URL parsing to normalize: a path of plain characters, no dot segment. */
+const PLAIN_TARGET = /^\/(?![/.])(?:[A-Za-z0-9_~:@!$&'()*+,;=-]|\.(?![./?]|$)|\/(?!\.))*(?:\?[^#\s]*)?$/;
+
+/**
+ * The path and query of a request target, parsed the way checkHttpRequest parses it (WHATWG URL:
+ * dot segments resolved, percent-escapes normalized) so both agree; a plain target (the usual
+ * case) is split without building a URL. Undefined when it does not parse.
+ */
+export function parseTarget(url: string): { pathname: string; searchParams: URLSearchParams } | undefined {
+  if (PLAIN_TARGET.test(url)) {
+    const q = url.indexOf('?');
+    return q < 0 ? { pathname: url, searchParams: new URLSearchParams() } : { pathname: url.slice(0, q), searchParams: new URLSearchParams(url.slice(q + 1)) };
+  }
+  try {
+    return new URL(url, BASE);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Writes a JSON answer (nothing when body is undefined). */
