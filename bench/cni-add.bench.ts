@@ -16,7 +16,7 @@ import { Hive, silentLogger } from '../src/hive/index.js';
 import { agentCells } from '../src/cells.js';
 import { DatapathToken } from '../src/cells/datapath/index.js';
 import { EndpointManagerToken } from '../src/cells/endpoint/index.js';
-import { cniServerCell, CniServerToken } from '../src/cells/cni-server/index.js';
+import { CniServerToken } from '../src/cells/cni-server/index.js';
 import { installCni } from '../src/cli/commands/install-cni.js';
 import { printTable, ratio, stats } from './lib/report.js';
 
@@ -67,13 +67,13 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'cellium-bench-cni-'));
   const namespaces: string[] = [];
   // The whole agent as src/cells.ts builds it (datapath `auto`: BPF when registered and available).
-  const cells = agentCells.includes(cniServerCell) ? agentCells : [...agentCells, cniServerCell];
-  const hive = new Hive(cells, { name: 'bench', logger: silentLogger() });
+  const hive = new Hive(agentCells, { name: 'bench', logger: silentLogger() });
   try {
     const tool = join(dir, 'cnitool');
     execFileSync('bash', [buildScript, tool], { stdio: ['ignore', 'ignore', 'inherit'] });
     const socketPath = join(dir, 'cellium.sock');
     hive.configure({
+      env: process.env, // CELLIUM_* variables tune the agent under test, e.g. CELLIUM_BPF_ATTACH_MODE=legacy
       values: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': join(dir, 'queue'), 'ipv4-range': '10.214.0.0/16', 'endpoint-gc-interval': '1h' },
     });
     hive.populate();

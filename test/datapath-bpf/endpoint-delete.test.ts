@@ -1,7 +1,7 @@
 // Privileged, BPF datapath (issue 6, "Done means" 1, last part): the whole agent in this process with
 // --datapath-mode=bpf and two pods plumbed like the CNI plugin does. Proves that `PUT /v1/endpoint`
-// puts the endpoint in the kernel (programs attached on its lxc interface, its policy map and tcx
-// link pins under --bpf-root, its IP in cellium_lxc and cellium_ipcache, all visible through
+// puts the endpoint in the kernel (programs attached on its lxc interface, its policy map (and tcx
+// link pins in tcx mode) under --bpf-root, its IP in cellium_lxc and cellium_ipcache, all visible through
 // `cellium map list|get`), and that `DELETE /v1/endpoint/{id}` takes all of it out again (no program
 // left on the interface, the pins gone, the entries gone from the kernel maps) while the other
 // endpoint keeps its program, pins and entries.
@@ -10,7 +10,7 @@ import { openIPCacheMap } from '../../src/bpf/index.js';
 import { policyMapName } from '../../src/cells/datapath/map-names.js';
 import { Cleanup, allocatePod, attachedCount, bpfRoot, cli, connects, endpointPins, endpointRequest, lxcEntries, skipReason, startBpfAgent, until } from './fixtures.js';
 
-const POOL = '10.241.1.0/24';
+const POOLS = { legacy: '10.241.1.0/24', tcx: '10.241.2.0/24' } as const;
 
 function ipcacheIdentity(root: string, ip: string): number | undefined {
   const m = openIPCacheMap(root);
@@ -21,10 +21,11 @@ function ipcacheIdentity(root: string, ip: string): number | undefined {
   }
 }
 
-t.test('deleting an endpoint removes its programs, pins and map entries from the kernel', { skip: skipReason() }, async (t) => {
+for (const mode of ['legacy', 'tcx'] as const) t.test(`deleting an endpoint removes its programs, pins and map entries from the kernel (--bpf-attach-mode=${mode})`, { skip: skipReason() }, async (t) => {
   const c = new Cleanup(t);
   const root = bpfRoot(c);
-  const agent = await startBpfAgent(c, root, POOL);
+  const agent = await startBpfAgent(c, root, POOLS[mode], { 'bpf-attach-mode': mode });
+  const links = mode === 'tcx'; // legacy filters have no link pins
   const keep = await allocatePod(c, agent.client, 'keep');
   const gone = await allocatePod(c, agent.client, 'gone');
   const epKeep = await agent.client.createEndpoint(0, endpointRequest(keep, ['k8s:app=keep']));
@@ -33,7 +34,7 @@ t.test('deleting an endpoint removes its programs, pins and map entries from the
   t.ok(identity && identity >= 256, `the endpoint got a numeric identity (${identity})`);
 
   t.same(attachedCount(gone), { from_container: 1, to_container: 1 }, 'created: one program at each hook');
-  t.same(endpointPins(root, epGone.id), { policy: true, from_container: true, to_container: true }, 'created: policy map and both link pins under the BPF root');
+  t.same(endpointPins(root, epGone.id), { policy: true, from_container: links, to_container: links }, `created: policy map${links ? ' and both link pins' : ''} under the BPF root`);
   t.ok(await until(() => lxcEntries(root).get(gone.ip) === epGone.id, 5000), `created: cellium_lxc maps ${gone.ip} to endpoint ${epGone.id}`);
   t.ok(await until(() => ipcacheIdentity(root, gone.ip) === identity, 5000), `created: cellium_ipcache maps ${gone.ip}/32 to identity ${identity}`);
   t.ok(await connects(keep, gone, 80), 'traffic flows through both programs');
@@ -62,6 +63,6 @@ t.test('deleting an endpoint removes its programs, pins and map entries from the
   t.not(after.code, 0, `cellium map get ${policyMapName(epGone.id)} fails once the endpoint is deleted`);
 
   t.same(attachedCount(keep), { from_container: 1, to_container: 1 }, 'the other endpoint keeps its programs');
-  t.same(endpointPins(root, epKeep.id), { policy: true, from_container: true, to_container: true }, 'and its pins');
+  t.same(endpointPins(root, epKeep.id), { policy: true, from_container: links, to_container: links }, 'and its pins');
   t.equal(lxcEntries(root).get(keep.ip), epKeep.id, 'and its cellium_lxc entry');
 });

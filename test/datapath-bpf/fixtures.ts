@@ -59,12 +59,12 @@ export function bpfRoot(c: Cleanup): string {
   return r.root;
 }
 
-/** The whole agent (src/cells.ts) in this process with --datapath-mode=bpf on `root`; a client on its temporary socket. */
-export async function startBpfAgent(c: Cleanup, root: string, pool: string): Promise<{ dir: string; socketPath: string; client: CelliumClient }> {
+/** The whole agent (src/cells.ts) in this process with --datapath-mode=bpf on `root` (plus `config`); a client on its temporary socket. */
+export async function startBpfAgent(c: Cleanup, root: string, pool: string, config: Record<string, unknown> = {}): Promise<{ dir: string; socketPath: string; client: CelliumClient }> {
   const dir = tempDir(c, 'agent');
   const socketPath = join(dir, 'cellium.sock');
   await testHive(c, agentCells, {
-    config: { ...isolatedDirs(dir), 'bpf-root': root, 'socket-path': socketPath, 'datapath-mode': 'bpf', 'ipv4-range': pool },
+    config: { ...isolatedDirs(dir), 'bpf-root': root, 'socket-path': socketPath, 'datapath-mode': 'bpf', 'ipv4-range': pool, ...config },
   });
   const client = new CelliumClient({ socketPath });
   c.teardown(() => client.close());

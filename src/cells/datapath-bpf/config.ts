@@ -2,7 +2,7 @@
  * Configuration of the BPF datapath cell: where the maps and links are pinned, the map sizes, and
  * how often the reconcilers compare the kernel maps with the desired state.
  */
-import { duration, int, string, type ValuesOf } from '../../hive/config/fields.js';
+import { duration, int, oneOf, string, type ValuesOf } from '../../hive/config/fields.js';
 import { token } from '../../hive/token.js';
 
 /** Schema of the BPF datapath configuration. */
@@ -11,6 +11,7 @@ export const bpfDatapathConfigSchema = {
   bpfPolicyMapMax: int(16384, 'Entries of each endpoint policy map (cellium_policy_<id>)', { min: 16, max: 1 << 24 }),
   bpfLxcMapMax: int(65536, 'Entries of the local endpoints map (cellium_lxc)', { min: 16, max: 1 << 24 }),
   bpfIpcacheMapMax: int(65536, 'Entries of the IP to identity map (cellium_ipcache)', { min: 16, max: 1 << 24 }),
+  bpfAttachMode: oneOf(['legacy', 'tcx', 'auto'] as const, 'legacy', 'How endpoint programs are attached: legacy clsact direct-action filters (about 1 ms each), tcx links (kernel >= 6.6; owned by the agent and pinned, but every attach and detach waits for an RCU grace period, about 15 ms, twice per endpoint), or auto (tcx when the kernel has it, else legacy)'),
   bpfMapPruneInterval: duration('1m', 'How often each map reconciler compares the kernel map with the desired state, removing what is not desired and rewriting what drifted (0 = never)'),
 };
 

@@ -48,7 +48,7 @@ export class BpfDatapath implements Datapath {
       ...opts,
       onError: (table, key, err) => log.warn({ map: table, key, err: err.message }, 'BPF map write failed; retrying with backoff'),
     });
-    this.loader = new BpfLoader(this.kernel);
+    this.loader = new BpfLoader(this.kernel, { mode: cfg.bpfAttachMode });
   }
 
   /** Whether the endpoints were restored (pruning and stale-object removal are on). */
@@ -79,15 +79,24 @@ export class BpfDatapath implements Datapath {
   }
 
   /**
-   * Called once the endpoints were restored: removes the programs (link pins) and policy maps of
-   * endpoint IDs that are not among `live`, and turns pruning on. Returns the IDs removed.
+   * Called once the endpoints were restored: removes the programs (link pins, and legacy filters on
+   * the interface cellium_lxc still names) and policy maps of endpoint IDs that are not among
+   * `live`, and turns pruning on (which then drops their lxc entries). Returns the IDs removed.
    */
   async restoreDone(live: Iterable<number>): Promise<number[]> {
     const keep = new Set(live);
-    const stale = new Set([...pinnedEndpoints(this.cfg.bpfRoot), ...this.kernel.pinnedPolicyMaps()].filter((id) => !keep.has(id)));
+    // legacy filters have no pins: where a stale endpoint's program sits is in cellium_lxc
+    const ifIndexOf = new Map<number, number>();
+    const liveIfIndexes = new Set<number>();
+    for (const [, v] of this.kernel.lxc.entries()) {
+      if (keep.has(v.endpointId)) liveIfIndexes.add(v.ifIndex);
+      else ifIndexOf.set(v.endpointId, v.ifIndex);
+    }
+    const stale = new Set([...pinnedEndpoints(this.cfg.bpfRoot), ...this.kernel.pinnedPolicyMaps(), ...ifIndexOf.keys()].filter((id) => !keep.has(id)));
     for (const id of stale) {
+      const ifIndex = ifIndexOf.get(id) ?? 0;
       try {
-        unloadEndpointProgram(id, 0, { bpfRoot: this.cfg.bpfRoot, removePolicyMap: false });
+        unloadEndpointProgram(id, liveIfIndexes.has(ifIndex) ? 0 : ifIndex, { bpfRoot: this.cfg.bpfRoot, removePolicyMap: false });
         this.kernel.removePolicy(id);
       } catch (err) {
         this.log.warn({ endpointID: id, err: wrapBpf('program', `removing stale endpoint ${id}`, err).message }, 'could not remove a stale endpoint program');
