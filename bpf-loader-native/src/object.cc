@@ -25,6 +25,8 @@ class BpfObject : public Napi::ObjectWrap<BpfObject> {
                            InstanceMethod("setMapPinPath", &BpfObject::SetMapPinPath),
                            InstanceMethod("reuseMapFd", &BpfObject::ReuseMapFd),
                            InstanceMethod("load", &BpfObject::Load),
+                           InstanceMethod("loadAsync", &BpfObject::LoadAsync),
+                           InstanceMethod("setAutoload", &BpfObject::SetAutoload),
                            InstanceMethod("programs", &BpfObject::Programs),
                            InstanceMethod("programFd", &BpfObject::ProgramFd),
                            InstanceMethod("mapFd", &BpfObject::MapFd),
@@ -62,10 +64,50 @@ class BpfObject : public Napi::ObjectWrap<BpfObject> {
   std::vector<uint8_t> elf_;
   bool loaded_ = false;
 
+  // Set while loadAsync runs on a worker thread: the object is the worker's until it settles.
+  bool busy_ = false;
+
   struct bpf_object *object(Napi::Env env) {
     if (!obj_) throwSys(env, EBADF, "bpf_object", "", "object is closed");
+    if (busy_) throwSys(env, EBUSY, "bpf_object", "", "object is being loaded (loadAsync)");
     return obj_;
   }
+
+  // Loads the object on a worker thread (the verifier and JIT run off the JS thread) and settles
+  // the promise; the JS object is kept alive until then.
+  class LoadWorker : public Napi::AsyncWorker {
+   public:
+    LoadWorker(Napi::Env env, BpfObject *self)
+        : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), self_(self), name_(bpf_object__name(self->obj_)) {
+      ref_ = Napi::Persistent(self->Value());
+    }
+    Napi::Promise Promise() { return deferred_.Promise(); }
+
+   protected:
+    void Execute() override {
+      logCaptureStart();
+      err_ = bpf_object__load(self_->obj_);
+      log_ = logCaptureTake();
+    }
+    void OnOK() override {
+      self_->busy_ = false;
+      if (err_) {
+        deferred_.Reject(sysError(Env(), err_, "bpf_object__load", name_, log_).Value());
+      } else {
+        self_->loaded_ = true;
+        deferred_.Resolve(Env().Undefined());
+      }
+      ref_.Reset();
+    }
+
+   private:
+    Napi::Promise::Deferred deferred_;
+    Napi::ObjectReference ref_;
+    BpfObject *self_;
+    std::string name_;
+    std::string log_;
+    int err_ = 0;
+  };
 
   struct bpf_map *map(Napi::Env env, const std::string &name) {
     struct bpf_map *m = bpf_object__find_map_by_name(object(env), name.c_str());
@@ -184,6 +226,26 @@ class BpfObject : public Napi::ObjectWrap<BpfObject> {
     return env.Undefined();
   }
 
+  // loadAsync(): a Promise settled once the object is loaded on a worker thread (rejects like load throws).
+  Napi::Value LoadAsync(const Napi::CallbackInfo &info) {
+    Napi::Env env = info.Env();
+    object(env);
+    if (loaded_) throwSys(env, EALREADY, "bpf_object__load", bpf_object__name(obj_), "object already loaded");
+    auto *worker = new LoadWorker(env, this);
+    Napi::Promise promise = worker->Promise();
+    busy_ = true;
+    worker->Queue();
+    return promise;
+  }
+
+  // setAutoload(program, bool): whether load() loads this program (others of the object may be loaded elsewhere).
+  Napi::Value SetAutoload(const Napi::CallbackInfo &info) {
+    Napi::Env env = info.Env();
+    int err = bpf_program__set_autoload(program(env, argString(info, 0, "name")), argBool(info, 1, true));
+    if (err) throwSys(env, err, "bpf_program__set_autoload", "", argString(info, 0, "name"));
+    return env.Undefined();
+  }
+
   Napi::Value Programs(const Napi::CallbackInfo &info) {
     Napi::Env env = info.Env();
     Napi::Array out = Napi::Array::New(env);
@@ -214,6 +276,7 @@ class BpfObject : public Napi::ObjectWrap<BpfObject> {
   }
 
   Napi::Value Close(const Napi::CallbackInfo &info) {
+    if (busy_) throwSys(info.Env(), EBUSY, "bpf_object__close", "", "object is being loaded (loadAsync)");
     if (obj_) bpf_object__close(obj_);
     obj_ = nullptr;
     return info.Env().Undefined();

@@ -14,6 +14,10 @@ std::string errnoName(int err) {
 }
 
 void throwSys(Napi::Env env, int err, const std::string &syscall, const std::string &path, const std::string &detail) {
+  throw sysError(env, err, syscall, path, detail);
+}
+
+Napi::Error sysError(Napi::Env env, int err, const std::string &syscall, const std::string &path, const std::string &detail) {
   if (err < 0) err = -err;
   std::string msg = syscall + ": " + errnoName(err) + " (" + strerror(err) + ")";
   if (!path.empty()) msg += ": " + path;
@@ -25,7 +29,7 @@ void throwSys(Napi::Env env, int err, const std::string &syscall, const std::str
   o.Set("code", errnoName(err));
   o.Set("path", path);
   o.Set("detail", detail);
-  throw e;
+  return e;
 }
 
 void throwArg(Napi::Env env, const std::string &what) { throw Napi::TypeError::New(env, what); }

@@ -13,6 +13,10 @@ namespace cellium_bpf {
 [[noreturn]] void throwSys(Napi::Env env, int err, const std::string &syscall, const std::string &path = "",
                            const std::string &detail = "");
 
+// The Error throwSys throws, for rejecting a promise instead.
+Napi::Error sysError(Napi::Env env, int err, const std::string &syscall, const std::string &path = "",
+                     const std::string &detail = "");
+
 // Throws a TypeError for a bad argument.
 [[noreturn]] void throwArg(Napi::Env env, const std::string &what);
 

@@ -85,25 +85,70 @@ export interface LxcLoadResult {
  * otherwise created and pinned (empty: everything but the always-pass cases drops).
  */
 export function loadEndpointProgram(cfg: EndpointDatapathConfig, o: LxcLoadOptions): LxcLoadResult {
+  const obj = openPrepared(cfg, o);
+  try {
+    obj.load();
+    const attachments = {} as Record<LxcProgram, TcAttachment>;
+    for (const prog of PROGRAM_NAMES) attachments[prog] = attachProgram(obj, prog, cfg, o);
+    return { policyMapPath: policyMapPath(o.bpfRoot, cfg.id), attachments };
+  } finally {
+    obj.close();
+  }
+}
+
+/**
+ * loadEndpointProgram with both programs verified at once, off the JS thread: each is loaded from
+ * its own opening of the object (the other program's autoload off), bound to the same maps. When a
+ * map the programs share still has to be created and pinned, they load one after the other (two
+ * loads would race to pin it).
+ */
+export async function loadEndpointProgramAsync(cfg: EndpointDatapathConfig, o: LxcLoadOptions): Promise<LxcLoadResult> {
+  const objs: [LxcProgram, BpfObject][] = [];
+  try {
+    for (const prog of PROGRAM_NAMES) {
+      const obj = openPrepared(cfg, o);
+      objs.push([prog, obj]);
+      for (const other of PROGRAM_NAMES) if (other !== prog) obj.setAutoload(other, false);
+    }
+    if (sharedMapsExist(objs[0]![1], o)) await Promise.all(objs.map(([, obj]) => obj.loadAsync()));
+    else for (const [, obj] of objs) await obj.loadAsync();
+    const attachments = {} as Record<LxcProgram, TcAttachment>;
+    for (const [prog, obj] of objs) attachments[prog] = attachProgram(obj, prog, cfg, o);
+    return { policyMapPath: policyMapPath(o.bpfRoot, cfg.id), attachments };
+  } finally {
+    for (const [, obj] of objs) obj.close();
+  }
+}
+
+type LxcProgram = keyof typeof LXC_PROGRAMS;
+const PROGRAM_NAMES = Object.keys(LXC_PROGRAMS) as LxcProgram[];
+
+/** bpf_lxc opened with the endpoint's constants, its policy map's pin and the maps to reuse set. */
+function openPrepared(cfg: EndpointDatapathConfig, o: LxcLoadOptions): BpfObject {
   const source = o.object ?? objectPath('bpf_lxc');
   const obj = typeof source === 'string' ? BpfObject.openCached(source, { name: 'bpf_lxc', pinRoot: o.bpfRoot }) : BpfObject.open(source, { name: 'bpf_lxc', pinRoot: o.bpfRoot });
   try {
     obj.setConstants(lxcConstants(cfg));
-    const policyPath = policyMapPath(o.bpfRoot, cfg.id);
-    obj.setMapPinPath(OBJECT_POLICY_MAP, policyPath);
+    obj.setMapPinPath(OBJECT_POLICY_MAP, policyMapPath(o.bpfRoot, cfg.id));
     for (const [name, fd] of Object.entries(o.reuseMaps ?? {})) obj.reuseMap(name, fd);
-    obj.load();
-    mkdirSync(join(o.bpfRoot, 'links'), { recursive: true });
-    const attachments = {} as Record<keyof typeof LXC_PROGRAMS, TcAttachment>;
-    for (const [prog, hook] of Object.entries(LXC_PROGRAMS) as [keyof typeof LXC_PROGRAMS, TcHook][]) {
-      attachments[prog] = attachTc(obj.programFd(prog), {
-        ifindex: cfg.ifIndex, hook, netns: o.netns, mode: o.mode, pinPath: lxcLinkPath(o.bpfRoot, cfg.id, prog),
-      });
-    }
-    return { policyMapPath: policyPath, attachments };
-  } finally {
+    return obj;
+  } catch (err) {
     obj.close();
+    throw err;
   }
+}
+
+/** Whether every pinned map the object binds already exists (or is bound by fd). */
+function sharedMapsExist(obj: BpfObject, o: LxcLoadOptions): boolean {
+  return obj.maps().every((m) => !m.pinPath || (o.reuseMaps ?? {})[m.name] !== undefined || existsSync(m.pinPath));
+}
+
+/** Attaches a loaded program of bpf_lxc at its hook of the endpoint's interface. */
+function attachProgram(obj: BpfObject, prog: LxcProgram, cfg: EndpointDatapathConfig, o: LxcLoadOptions): TcAttachment {
+  mkdirSync(join(o.bpfRoot, 'links'), { recursive: true });
+  return attachTc(obj.programFd(prog), {
+    ifindex: cfg.ifIndex, hook: LXC_PROGRAMS[prog], netns: o.netns, mode: o.mode, pinPath: lxcLinkPath(o.bpfRoot, cfg.id, prog),
+  });
 }
 
 /** Options of {@link unloadEndpointProgram}. */

@@ -29,6 +29,8 @@ export interface RawBpfObject {
   setMapPinPath(name: string, path: string | null): void;
   reuseMapFd(name: string, fd: number): void;
   load(): void;
+  loadAsync(): Promise<void>;
+  setAutoload(name: string, autoload: boolean): void;
   programs(): RawProgram[];
   programFd(name: string): number;
   mapFd(name: string): number;

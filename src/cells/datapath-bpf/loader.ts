@@ -1,12 +1,12 @@
 /**
  * BpfLoader: the Loader of the BPF datapath. rewrite+load loads bpf_lxc (the object's ELF is read
- * once per process and never recompiled; each load only sets the endpoint's .rodata constants) and
- * attaches it to the endpoint's host interface, replacing the old program atomically through the
- * pinned tcx links. The program is bound to the very maps the reconcilers write: the endpoint's
+ * once per process and never recompiled; each load only sets the endpoint's .rodata constants; the
+ * two programs are verified at once, off the JS thread) and attaches it to the endpoint's host
+ * interface, replacing the old program atomically. The program is bound to the very maps the reconcilers write: the endpoint's
  * policy map and the shared maps, with the sizes of the configuration.
  */
 import { readFileSync } from 'node:fs';
-import { isEndpointLoaded, loadEndpointProgram, unloadEndpointProgram, type AttachMode, type BpfMap } from '../../bpf/index.js';
+import { isEndpointLoaded, loadEndpointProgramAsync, unloadEndpointProgram, type AttachMode, type BpfMap } from '../../bpf/index.js';
 import { IPCACHE_MAP, LXC_MAP } from '../datapath/map-names.js';
 import type { EndpointDatapathConfig, Loader } from '../datapath/types.js';
 import { wrapBpf } from './errors.js';
@@ -40,7 +40,7 @@ export class BpfLoader implements Loader {
     signal?.throwIfAborted();
     const what = `loading bpf_lxc for endpoint ${cfg.id} on ${cfg.ifName} (ifindex ${cfg.ifIndex})`;
     try {
-      loadEndpointProgram(cfg, { bpfRoot: this.kernel.root, object: this.opts.object, mode: this.opts.mode, reuseMaps: Object.fromEntries(Object.entries(this.boundMaps(cfg.id)).map(([n, m]) => [n, m.fd])) });
+      await loadEndpointProgramAsync(cfg, { bpfRoot: this.kernel.root, object: this.opts.object, mode: this.opts.mode, reuseMaps: Object.fromEntries(Object.entries(this.boundMaps(cfg.id)).map(([n, m]) => [n, m.fd])) });
       this.loads++;
     } catch (err) {
       throw wrapBpf('program', what, err);

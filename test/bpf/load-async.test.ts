@@ -1,0 +1,46 @@
+// Privileged: BpfObject.loadAsync loads off the JS thread (the object is busy until it settles),
+// a program whose autoload is off is left out, and loadEndpointProgramAsync verifies the two
+// bpf_lxc programs at once with the same constants and maps as the synchronous loader.
+import t from 'tap';
+import { existsSync, readFileSync } from 'node:fs';
+import { BpfObject, lxcConstants, loadEndpointProgramAsync, objectPath, policyMapPath, programConstants, unloadEndpointProgram } from '../../src/bpf/index.js';
+import { ip, ipJson, uniq } from '../netlink/netns.js';
+import { skipUnlessBpf, testBpfRoot } from './fixtures/topology.js';
+
+const skip = skipUnlessBpf();
+
+t.test('loadAsync: busy while loading, loaded after; a program left out has no fd', { skip }, async (t) => {
+  const { root, remove } = testBpfRoot();
+  t.teardown(remove);
+  const obj = BpfObject.open(readFileSync(objectPath('bpf_lxc')), { name: 'bpf_lxc', pinRoot: root });
+  t.teardown(() => obj.close());
+  obj.setAutoload('to_container', false);
+  const loading = obj.loadAsync();
+  t.throws(() => obj.programFd('from_container'), { code: 'EBUSY' }, 'the object is the worker\'s until the load settles');
+  t.throws(() => obj.close(), { code: 'EBUSY' }, 'and cannot be closed meanwhile');
+  await loading;
+  t.ok(obj.isLoaded);
+  t.ok(obj.programFd('from_container') > 0, 'from_container is loaded');
+  t.throws(() => obj.programFd('to_container'), { code: 'EBADF' }, 'to_container was left out');
+  await t.rejects(obj.loadAsync(), { code: 'EALREADY' }, 'a second load is refused');
+});
+
+t.test('loadEndpointProgramAsync: both programs attached with the endpoint\'s constants', { skip }, async (t) => {
+  const { root, remove } = testBpfRoot();
+  t.teardown(remove);
+  const ifName = `lxca${uniq()}`;
+  ip('link', 'add', ifName, 'type', 'veth', 'peer', 'name', `pa${ifName.slice(4)}`);
+  t.teardown(() => ip('link', 'del', ifName));
+  const [link] = ipJson<{ ifindex: number; address: string }>('link', 'show', ifName);
+  const cfg = { id: 42, identity: 70042, ipv4: '10.80.0.42', ifName, ifIndex: link!.ifindex, mac: '02:00:00:00:00:42', hostMac: link!.address };
+  for (const mode of ['legacy', 'tcx'] as const) {
+    const r = await loadEndpointProgramAsync(cfg, { bpfRoot: root, mode });
+    t.equal(r.attachments.from_container.mode, mode, `${mode}: attached`);
+    for (const a of Object.values(r.attachments)) {
+      const have = programConstants(a.progId)!;
+      t.same(have.endpoint_identity, lxcConstants(cfg).endpoint_identity, `${mode}: program ${a.progId} carries the endpoint's identity`);
+    }
+    t.ok(existsSync(policyMapPath(root, 42)), `${mode}: the policy map is pinned`);
+    unloadEndpointProgram(42, cfg.ifIndex, { bpfRoot: root });
+  }
+});
