@@ -103,8 +103,15 @@ export function attachTc(progFd: number, t: TcTarget): TcAttachment {
       return { mode: 'tcx', progId, linkId, replaced: false };
     }
   }
-  const had = sys(() => a.tcQuery(t.ifindex, ingress, t.handle ?? 1, t.priority ?? 1, t.netns)) !== 0;
-  sys(() => a.tcAttach(progFd, t.ifindex, ingress, t.handle ?? 1, t.priority ?? 1, true, t.netns));
+  // an exclusive create first (one netlink round trip for a new interface); EEXIST: replace atomically
+  let had = false;
+  try {
+    sys(() => a.tcAttach(progFd, t.ifindex, ingress, t.handle ?? 1, t.priority ?? 1, false, t.netns));
+  } catch (err) {
+    if (code(err) !== 'EEXIST') throw err;
+    had = true;
+    sys(() => a.tcAttach(progFd, t.ifindex, ingress, t.handle ?? 1, t.priority ?? 1, true, t.netns));
+  }
   // A program attached before through a tcx link (mode switch) would run too: detach it.
   if (t.pinPath && existsSync(t.pinPath)) detachTc({ ifindex: 0, hook: t.hook, netns: t.netns, pinPath: t.pinPath });
   return { mode: 'legacy', progId, replaced: had };

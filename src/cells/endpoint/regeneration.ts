@@ -2,9 +2,10 @@
  * Endpoint regeneration (Cilium's regenerateBPF): identity from labels, policy distilled for that
  * identity into the endpoint's policy map, lxc and ipcache entries, the program reloaded when the
  * level is rewrite+load (a request is promoted when the hash of the datapath configuration
- * changed), a flush, then `<id>_next` swapped in as the state directory and the endpoint made
- * ready. A failure removes `<id>_next`, marks the endpoint's health and schedules a retry
- * controller (`endpoint-<id>-regeneration-recovery`), as Cilium does.
+ * changed) while the maps are flushed and `<id>_next` is written, then `<id>_next` swapped in as
+ * the state directory and the endpoint made ready. A failure removes `<id>_next`, marks the
+ * endpoint's health and schedules a retry controller (`endpoint-<id>-regeneration-recovery`), as
+ * Cilium does.
  */
 import { createHash } from 'node:crypto';
 import { Subject } from 'rxjs';
@@ -147,7 +148,6 @@ export class Regenerator implements EndpointRuntime {
     let loadedHash = ep.datapathHash;
     if (loadedHash === undefined && ep.restoredDatapathHash === hash && (await loader.isLoaded(cfg))) loadedHash = hash;
     const level = req.level === 'rewrite+load' || loadedHash !== hash ? 'rewrite+load' : 'no-rebuild';
-    await this.d.store.prepare(ep, cfg, { datapathHash: hash, policyRevision: resolved.revision });
     try {
       maps.setPolicy(ep.id, entries);
       const lxc: LxcEntry[] = [ep.ipv4, ep.ipv6].filter((ip): ip is string => !!ip).map((ip) => ({
@@ -155,8 +155,14 @@ export class Regenerator implements EndpointRuntime {
       }));
       maps.setEndpoint(ep.id, lxc);
       for (const e of lxc) maps.upsertIPCache({ cidr: hostCidr(e.ip), identity: identity.id });
-      if (level === 'rewrite+load') await loader.reloadEndpoint(cfg, signal);
-      const failures = await maps.flush(signal, ep.id);
+      // the state directory, the program and the map writes proceed at once; all must succeed
+      const [prepared, loaded, flushed] = await Promise.allSettled([
+        this.d.store.prepare(ep, cfg, { datapathHash: hash, policyRevision: resolved.revision }),
+        level === 'rewrite+load' ? loader.reloadEndpoint(cfg, signal) : undefined,
+        maps.flush(signal, ep.id),
+      ]);
+      for (const r of [prepared, loaded, flushed]) if (r.status === 'rejected') throw r.reason;
+      const failures = (flushed as PromiseFulfilledResult<readonly string[]>).value;
       if (failures.length) throw new EndpointError('failed', `datapath map writes failed: ${failures.join('; ')}`);
       signal.throwIfAborted();
       ep.datapathHash = hash;
