@@ -105,8 +105,8 @@ export class FakeNet implements NetOps {
         const peerNs = o.peerNetns ? namespaces.get(o.peerNetns) : ns;
         if (!peerNs) throw errno('createVeth', o.name, 'ENOENT');
         if (ns.links.has(o.name) || peerNs.links.has(o.peerName)) throw errno('createVeth', o.name, 'EEXIST');
-        const a = link(nextIndex++, o.name, mac(), o.mtu ?? 1500, 'veth');
-        const b = link(nextIndex++, o.peerName, mac(), o.mtu ?? 1500, 'veth');
+        const a = link(nextIndex++, o.name, o.mac ?? mac(), o.mtu ?? 1500, 'veth');
+        const b = link(nextIndex++, o.peerName, o.peerMac ?? mac(), o.mtu ?? 1500, 'veth');
         a.peerIndex = b.index;
         b.peerIndex = a.index;
         a.peer = { ns: peerNs, name: o.peerName };

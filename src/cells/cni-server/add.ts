@@ -14,8 +14,9 @@ import { releaseLedgerIPs, removeAttachment } from './del.js';
 import { CelliumCniCode, CniFailure, asCniFailure, invalidEnv } from './errors.js';
 import { attachmentKey } from './ledger.js';
 import type { ParsedCall } from './netconf.js';
-import { findChainedLinks, hostIfName, podCidr, setupVeth, type PodAddress, type PodLinks } from './plumbing.js';
+import { configurePodVeth, createPodVeth, findChainedLinks, hostIfName, podCidr, randomPodMac, type PodAddress } from './plumbing.js';
 import type { CniResultModel, ResultIP } from './result.js';
+import type { LinkInfo } from '../../netlink/index.js';
 
 /** How long an ADD's IPs wait for their endpoint before IPAM takes them back (agent crash mid-ADD). */
 export const ADD_IP_EXPIRATION_MS = 10 * 60_000;
@@ -27,6 +28,9 @@ export function ipOwner(call: ParsedCall): string {
   const { podNamespace, podName } = call.args;
   return podNamespace && podName ? `${podNamespace}/${podName}` : call.req.containerId;
 }
+
+/** What an endpoint's change request takes from the pod's links. */
+type EndpointLinks = { readonly host: Pick<LinkInfo, 'name' | 'index' | 'mac'>; readonly pod: Pick<LinkInfo, 'mac'> };
 
 /** The prevResult interface this ADD chains onto: ifName inside this netns, when there is one. */
 export function chainedInterfaceIndex(call: ParsedCall): number {
@@ -56,7 +60,7 @@ function allocate(d: CniDeps, call: ParsedCall, undo: Undo): IPAllocation[] {
   return got;
 }
 
-function changeRequest(call: ParsedCall, links: PodLinks, addrs: readonly { ip: string; family: Family; expirationUUID?: string }[]): EndpointChangeRequest {
+function changeRequest(call: ParsedCall, links: EndpointLinks, addrs: readonly { ip: string; family: Family; expirationUUID?: string }[]): EndpointChangeRequest {
   const { req, args } = call;
   const addressing: Record<string, string> = {};
   for (const a of addrs) {
@@ -113,9 +117,16 @@ async function addVeth(d: CniDeps, call: ParsedCall, signal: AbortSignal | undef
   const addresses: PodAddress[] = allocs.map((a) => ({ ip: a.ip, family: a.family, gateway: a.gateway }));
   const hostName = hostIfName(req.containerId, req.ifName);
   const mtu = conf.mtu ?? d.cfg.cniMtu;
-  const links = await setupVeth(d.net, { hostName, ifName: req.ifName, netns: req.netns, mtu, addresses });
+  const setup = { hostName, ifName: req.ifName, netns: req.netns, mtu, addresses, podMac: randomPodMac() };
+  const host = await createPodVeth(d.net, setup);
   undo.push([`delete ${hostName}`, () => d.net.inHost((h) => h.deleteLink(hostName))]);
-  await createEndpoint(d, changeRequest(call, links, allocs), signal, undo);
+  // The endpoint (program load, maps, state) is built while the pod side is configured: it needs
+  // only the pair's indexes and MACs. Both must succeed; the undo list takes back what did.
+  const known: EndpointLinks = { host, pod: { mac: setup.podMac } };
+  const [configured, created] = await Promise.allSettled([configurePodVeth(d.net, setup, host), createEndpoint(d, changeRequest(call, known, allocs), signal, undo)]);
+  if (configured.status === 'rejected') throw configured.reason;
+  if (created.status === 'rejected') throw created.reason;
+  const links = configured.value;
   const ips: ResultIP[] = addresses.map((a) => ({ address: podCidr(a), gateway: a.gateway, interface: 1 }));
   return {
     interfaces: [

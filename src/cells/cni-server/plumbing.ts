@@ -5,7 +5,7 @@
  * neighbour entry for the gateway pointing at the host side's MAC; the host gets a route to each
  * pod IP via the lxc device. Also the generic-veth chaining lookup of an existing interface.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { LinkInfo } from '../../netlink/index.js';
 import { CniFailure, ioFailure } from './errors.js';
 import type { LinkOps, NetOps } from './netops.js';
@@ -37,6 +37,15 @@ export interface VethSetup {
   readonly netns: string;
   readonly mtu: number;
   readonly addresses: readonly PodAddress[];
+  /** The pod interface's MAC, set at creation (so the endpoint can be built before the pod side is configured). */
+  readonly podMac?: string;
+}
+
+/** A random locally administered unicast MAC, for a pod interface. */
+export function randomPodMac(): string {
+  const b = randomBytes(6);
+  b[0] = (b[0]! & 0xfe) | 0x02;
+  return [...b].map((x) => x.toString(16).padStart(2, '0')).join(':');
 }
 
 /** Both sides of the pod's veth. */
@@ -51,7 +60,7 @@ export function podCidr(a: Pick<PodAddress, 'ip' | 'family'>): string {
 }
 
 async function createVeth(host: LinkOps, s: VethSetup): Promise<LinkInfo> {
-  const opts = { name: s.hostName, peerName: s.ifName, peerNetns: s.netns, mtu: s.mtu };
+  const opts = { name: s.hostName, peerName: s.ifName, peerNetns: s.netns, mtu: s.mtu, ...(s.podMac ? { peerMac: s.podMac } : {}) };
   try {
     return await host.createVeth(opts);
   } catch (err) {
@@ -77,18 +86,24 @@ async function configurePod(pod: LinkOps, s: VethSetup, hostMac: string): Promis
   return link;
 }
 
-/**
- * Creates and configures the veth pair. On failure whatever was created is removed (deleting the
- * host side takes the peer and the routes with it) before the error is thrown.
- */
-export function setupVeth(net: NetOps, s: VethSetup): Promise<PodLinks> {
+/** Creates the veth pair: the host side here, its peer inside the pod's namespace; nothing is left on failure. */
+export function createPodVeth(net: NetOps, s: VethSetup): Promise<LinkInfo> {
   return net.inHost(async (host) => {
-    let hostLink: LinkInfo;
     try {
-      hostLink = await createVeth(host, s);
+      return await createVeth(host, s);
     } catch (err) {
       throw ioFailure(`creating the veth pair ${s.hostName} / ${s.ifName} in ${s.netns}`, err);
     }
+  });
+}
+
+/**
+ * Configures a pair createPodVeth made: the host side up with forwarding, the pod's addresses,
+ * default route and gateway neighbour, the host routes to the pod. On failure the caller removes
+ * the pair (deleting the host side takes the peer and the routes with it).
+ */
+export function configurePodVeth(net: NetOps, s: VethSetup, hostLink: LinkInfo): Promise<PodLinks> {
+  return net.inHost(async (host) => {
     try {
       await host.setUp(s.hostName);
       // The host routes between pods: forwarding on, and no reverse-path filter on the lxc device.
@@ -99,7 +114,6 @@ export function setupVeth(net: NetOps, s: VethSetup): Promise<PodLinks> {
       for (const a of s.addresses) await host.addRoute({ dst: a.ip, dev: s.hostName, scope: 'link' });
       return { host: hostLink, pod };
     } catch (err) {
-      await host.deleteLink(s.hostName).catch(() => false);
       throw ioFailure(`configuring ${s.ifName} in ${s.netns} (host side ${s.hostName})`, err);
     }
   });
