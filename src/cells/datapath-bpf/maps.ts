@@ -6,11 +6,12 @@
  * `flush()` waits for the writes and reports the ones that failed; `list()`/`get()` read the
  * kernel's contents with each table's status.
  */
-import { DesiredTable, Reconciler, type DesiredObject, type ReconcilerStats, type TableStatus } from '../../lib/reconciler/index.js';
+import { DesiredTable, Reconciler, type ReconcilerStats, type TableStatus } from '../../lib/reconciler/index.js';
 import { DROP_REASONS, type IPCacheValue, type LxcValue } from '../../bpf/index.js';
 import { IPCACHE_MAP, LXC_MAP, endpointOfPolicyMap, policyMapName } from '../datapath/map-names.js';
-import { expandPolicyCached, policyKeyId, type PolicyLpmEntry } from '../datapath/policy-lpm.js';
-import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, MapSummary, PolicyEntry, ReconcileStatus } from '../datapath/types.js';
+import { expandPolicyCached, type PolicyLpmEntry } from '../datapath/policy-lpm.js';
+import { dumpIPCache, dumpLxc, dumpMetrics, dumpPolicy, policyStatus, tableStatus } from './dumps.js';
+import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, MapSummary, PolicyEntry } from '../datapath/types.js';
 import type { KernelMaps } from './kernel-maps.js';
 import { ipcacheKey, ipcacheOps, lxcKey, lxcOps, lxcValue, policyKeyIds, policyObject, policyOps, type PolicyObject } from './tables.js';
 
@@ -233,45 +234,18 @@ export class BpfMaps implements DatapathMaps {
 
   /** See DatapathMaps: the kernel's contents of the map, with the reconciliation status of its table. */
   async get(name: string): Promise<MapDump | undefined> {
-    const path = `${this.kernel.root}/${name}`;
-    if (name === LXC_MAP) {
-      const entries = this.kernel.lxc.entries().map(([ip, v]) => ({ key: ip, value: `id=${v.endpointId} ifindex=${v.ifIndex} identity=${v.identity} mac=${v.mac}` }));
-      return { name, path, status: tableStatus(this.lxcTable.status()), entries };
-    }
-    if (name === IPCACHE_MAP) {
-      const entries = this.kernel.ipcache.entries().map(([cidr, v]) => ({ key: cidr, value: `identity=${v.identity}` }));
-      return { name, path, status: tableStatus(this.ipcacheTable.status()), entries };
-    }
-    if (name === METRICS_MAP_NAME) {
-      const entries = Object.entries(this.kernel.dropCounters()).map(([reason, c]) => ({ key: reason, value: `packets=${c.packets} bytes=${c.bytes}` }));
-      return { name, path, status: { state: 'done', updatedAt: new Date().toISOString() }, entries };
-    }
+    if (name === LXC_MAP) return dumpLxc(this.kernel, name, tableStatus(this.lxcTable.status()));
+    if (name === IPCACHE_MAP) return dumpIPCache(this.kernel, name, tableStatus(this.ipcacheTable.status()));
+    if (name === METRICS_MAP_NAME) return dumpMetrics(this.kernel, name);
     const id = endpointOfPolicyMap(name);
     if (id === undefined) return undefined;
     const keys = this.policyKeys.get(id);
-    const map = this.kernel.existingPolicy(id);
-    if (!keys && !map) return undefined;
-    const entries = (map?.entries() ?? []).map(([k, deny]) => ({ key: policyKeyId(k), value: deny ? 'deny' : 'allow' }));
-    return { name, path, status: this.policyStatus(id, keys), entries };
-  }
-
-  private policyStatus(id: number, keys: ReadonlySet<string> | undefined): ReconcileStatus {
-    const rejected = this.policyErrors.get(id);
-    if (rejected) return { state: 'error', message: rejected, updatedAt: new Date().toISOString() };
-    const objs = [...(keys ?? [])].map((k) => this.policyTable.get(k)).filter((o): o is DesiredObject<PolicyObject> => !!o);
-    const newest = objs.reduce((t, o) => Math.max(t, o.updatedAt), 0);
-    const updatedAt = new Date(newest || Date.now()).toISOString();
-    const err = objs.find((o) => o.state === 'error');
-    if (err) return { state: 'error', message: `${err.key}: ${err.message ?? 'write failed'}`, updatedAt };
-    return { state: objs.some((o) => o.state === 'pending') ? 'pending' : 'done', updatedAt };
+    if (!keys && !this.kernel.existingPolicy(id)) return undefined;
+    return dumpPolicy(this.kernel, id, name, policyStatus(this.policyTable, keys, this.policyErrors.get(id)));
   }
 
   private upsert<V>(table: DesiredTable<V>, key: string, value: V): void {
     table.upsert(key, value);
     this.touched.push({ table: table as DesiredTable<unknown>, key });
   }
-}
-
-function tableStatus(s: TableStatus): ReconcileStatus {
-  return { state: s.state, ...(s.errors ? { message: s.lastErrors.join('; ') } : {}), updatedAt: s.updatedAt };
 }
