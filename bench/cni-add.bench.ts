@@ -65,6 +65,8 @@ async function main(): Promise<void> {
   }
   const tag = randomBytes(2).toString('hex');
   const dir = mkdtempSync(join(tmpdir(), 'cellium-bench-cni-'));
+  // pins of its own: the host's /sys/fs/bpf/cellium belongs to a real agent
+  const bpfRoot = `/sys/fs/bpf/cellium-bench-${tag}`;
   const namespaces: string[] = [];
   // The whole agent as src/cells.ts builds it (datapath `auto`: BPF when registered and available).
   const hive = new Hive(agentCells, { name: 'bench', logger: silentLogger() });
@@ -74,7 +76,7 @@ async function main(): Promise<void> {
     const socketPath = join(dir, 'cellium.sock');
     hive.configure({
       env: process.env, // CELLIUM_* variables tune the agent under test, e.g. CELLIUM_BPF_ATTACH_MODE=legacy
-      values: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': join(dir, 'queue'), 'ipv4-range': '10.214.0.0/16', 'endpoint-gc-interval': '1h' },
+      values: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': join(dir, 'queue'), 'bpf-root': bpfRoot, 'ipv4-range': '10.214.0.0/16', 'endpoint-gc-interval': '1h' },
     });
     hive.populate();
     await hive.start();
@@ -155,6 +157,7 @@ async function main(): Promise<void> {
       // no bridge was created
     }
     rmSync(dir, { recursive: true, force: true });
+    rmSync(bpfRoot, { recursive: true, force: true });
   }
 }
 
