@@ -3,8 +3,8 @@
  * ipcache entries, each endpoint's policy map state); it lands in desired-state tables with a
  * status per object, and one reconciler per table writes the changes to the kernel incrementally
  * and in batches, retries failures with backoff, and prunes/repairs the kernel maps periodically.
- * `flush()` waits for the writes and reports the ones that failed; `list()`/`get()` read the
- * kernel's contents with each table's status.
+ * `flush()` waits for the writes and reports the objects whose write failed (an endpoint's, or all
+ * of them); `list()`/`get()` read the kernel's contents with each table's status.
  */
 import { DesiredTable, Reconciler, type ReconcilerStats, type TableStatus } from '../../lib/reconciler/index.js';
 import { DROP_REASONS, type IPCacheValue, type LxcValue } from '../../bpf/index.js';
@@ -13,7 +13,7 @@ import { expandPolicyCached, type PolicyLpmEntry } from '../datapath/policy-lpm.
 import { dumpIPCache, dumpLxc, dumpMetrics, dumpPolicy, policyStatus, tableStatus } from './dumps.js';
 import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, MapSummary, PolicyEntry } from '../datapath/types.js';
 import type { KernelMaps } from './kernel-maps.js';
-import { ipcacheKey, ipcacheOps, lxcKey, lxcOps, lxcValue, policyKeyIds, policyObject, policyOps, type PolicyObject } from './tables.js';
+import { ipcacheKey, ipcacheOps, lxcKey, lxcOps, lxcValue, policyKeyIds, policyObject, policyObjectKey, policyOps, type PolicyObject } from './tables.js';
 
 /** The metrics map (drop counters by reason), listed with the others. */
 export const METRICS_MAP_NAME = 'cellium_metrics';
@@ -26,6 +26,9 @@ export interface BpfMapsOptions {
   readonly onError?: (table: string, key: string, err: Error) => void;
 }
 
+/** What BpfMaps does with a reconciler, whatever its table's value type. */
+type TableWriter = Pick<Reconciler<unknown>, 'start' | 'stop' | 'flush' | 'prune' | 'stats'>;
+
 /** Status and counters of one table, for the status API. */
 export interface BpfTableReport extends TableStatus {
   readonly reconciler: ReconcilerStats;
@@ -36,7 +39,7 @@ export class BpfMaps implements DatapathMaps {
   readonly lxcTable = new DesiredTable<LxcValue>(LXC_MAP);
   readonly ipcacheTable = new DesiredTable<IPCacheValue>(IPCACHE_MAP);
   readonly policyTable = new DesiredTable<PolicyObject>('cellium_policy', (a, b) => a.deny === b.deny && a.endpointId === b.endpointId);
-  private readonly reconcilers: readonly Reconciler<never>[];
+  private readonly reconcilers: readonly TableWriter[];
   private readonly lxcKeys = new Map<number, string[]>();
   private readonly policyKeys = new Map<number, Set<string>>();
   private readonly policyErrors = new Map<number, string>();
@@ -44,8 +47,6 @@ export class BpfMaps implements DatapathMaps {
   private readonly policyWritten = new Map<number, readonly PolicyLpmEntry[]>();
   /** Endpoints whose policy map is to be unpinned once its entries are gone. */
   private readonly removedPolicies = new Set<number>();
-  private touched: { table: DesiredTable<unknown>; key: string }[] = [];
-  private rejected: string[] = [];
 
   constructor(private readonly kernel: KernelMaps, private readonly opts: BpfMapsOptions) {
     const o = (table: string) => ({
@@ -56,7 +57,7 @@ export class BpfMaps implements DatapathMaps {
       new Reconciler(this.lxcTable, lxcOps(kernel), o(LXC_MAP)),
       new Reconciler(this.ipcacheTable, ipcacheOps(kernel), o(IPCACHE_MAP)),
       new Reconciler(this.policyTable, policyOps(kernel, () => this.policyKeys.keys()), o('cellium_policy')),
-    ] as unknown as Reconciler<never>[];
+    ];
   }
 
   /** Starts the reconcilers (the kernel maps must be open). */
@@ -87,7 +88,7 @@ export class BpfMaps implements DatapathMaps {
     for (const e of entries) {
       const key = lxcKey(e.ip);
       keys.push(key);
-      this.upsert(this.lxcTable, key, lxcValue({ ifIndex: e.ifIndex, identity: e.identity, endpointId: e.endpointId, mac: e.mac }));
+      this.lxcTable.upsert(key, lxcValue({ ifIndex: e.ifIndex, identity: e.identity, endpointId: e.endpointId, mac: e.mac }));
     }
     for (const old of this.lxcKeys.get(endpointId) ?? []) {
       if (!keys.includes(old) && this.lxcTable.get(old)?.value.endpointId === endpointId) this.lxcTable.delete(old);
@@ -105,7 +106,7 @@ export class BpfMaps implements DatapathMaps {
 
   /** See DatapathMaps. */
   upsertIPCache(entry: IPCacheEntry): void {
-    this.upsert(this.ipcacheTable, ipcacheKey(entry.cidr), { identity: entry.identity, flags: 0 });
+    this.ipcacheTable.upsert(ipcacheKey(entry.cidr), { identity: entry.identity, flags: 0 });
   }
 
   /** See DatapathMaps. */
@@ -113,32 +114,26 @@ export class BpfMaps implements DatapathMaps {
     this.ipcacheTable.delete(ipcacheKey(cidr));
   }
 
-  /** See DatapathMaps: a policy the map cannot hold keeps the old one and is reported by the next flush. */
+  /** See DatapathMaps: a policy the map cannot hold keeps the old one and is reported by flush while it stands. */
   setPolicy(endpointId: number, entries: readonly PolicyEntry[]): void {
     let expanded: readonly PolicyLpmEntry[];
     try {
       expanded = expandPolicyCached(entries);
     } catch (err) {
-      const msg = (err as Error).message;
-      this.policyErrors.set(endpointId, msg);
-      this.rejected.push(`${policyMapName(endpointId)}: ${msg}`);
+      this.policyErrors.set(endpointId, (err as Error).message);
       return;
     }
     this.policyErrors.delete(endpointId);
     this.removedPolicies.delete(endpointId);
-    if (this.policyWritten.get(endpointId) === expanded && this.policyKeys.has(endpointId)) {
-      // the very map state it has already: nothing to upsert, but its objects count as touched
-      for (const key of this.policyKeys.get(endpointId)!) this.touched.push({ table: this.policyTable as DesiredTable<unknown>, key });
-      return;
-    }
+    if (this.policyWritten.get(endpointId) === expanded && this.policyKeys.has(endpointId)) return; // the very map state it has
     this.policyWritten.set(endpointId, expanded);
     const want = new Set<string>();
     const ids = policyKeyIds(expanded);
     for (let i = 0; i < expanded.length; i++) {
       const e = expanded[i]!;
-      const key = `${endpointId}#${ids[i]!}`;
+      const key = policyObjectKey(endpointId, ids[i]!);
       want.add(key);
-      this.upsert(this.policyTable, key, policyObject(endpointId, e.key, e.deny));
+      this.policyTable.upsert(key, policyObject(endpointId, e.key, e.deny));
     }
     for (const old of this.policyKeys.get(endpointId) ?? []) if (!want.has(old)) this.policyTable.delete(old);
     this.policyKeys.set(endpointId, want);
@@ -159,24 +154,11 @@ export class BpfMaps implements DatapathMaps {
   }
 
   /**
-   * See DatapathMaps: waits for the writes so far; returns the failed ones (and rejected policies):
-   * with `endpointId` those of that endpoint's objects, else those written since the last such flush.
+   * See DatapathMaps: waits for the writes so far, unpins the policy maps of deleted endpoints, and
+   * returns the failures still standing: with `endpointId` those of that endpoint's objects (its
+   * policy keys, its lxc entries and their ipcache entries) and a policy it was refused, else all.
    */
   async flush(signal?: AbortSignal, endpointId?: number): Promise<readonly string[]> {
-    let touched: { table: DesiredTable<unknown>; key: string }[];
-    let rejected: string[];
-    if (endpointId === undefined) {
-      touched = this.touched;
-      rejected = this.rejected;
-      this.touched = [];
-      this.rejected = [];
-    } else {
-      touched = this.objectsOf(endpointId);
-      const name = policyMapName(endpointId);
-      this.rejected = this.rejected.filter((r) => !r.startsWith(`${name}: `));
-      const err = this.policyErrors.get(endpointId);
-      rejected = err ? [`${name}: ${err}`] : [];
-    }
     await Promise.all(this.reconcilers.map((r) => r.flush()));
     signal?.throwIfAborted();
     for (const id of this.removedPolicies) {
@@ -184,26 +166,19 @@ export class BpfMaps implements DatapathMaps {
       this.kernel.removePolicy(id);
       this.removedPolicies.delete(id);
     }
-    const failures = [...rejected];
-    const seen = new Set<string>();
-    for (const { table, key } of touched) {
-      const o = table.get(key);
-      if (!o || o.state !== 'error' || seen.has(`${table.name}/${key}`)) continue;
-      seen.add(`${table.name}/${key}`);
-      failures.push(`${table.name} ${key}: ${o.message ?? 'write failed'}`);
+    if (endpointId === undefined) {
+      const refused = [...this.policyErrors].map(([id, msg]) => `${policyMapName(id)}: ${msg}`);
+      const { lxcTable: l, ipcacheTable: i, policyTable: p } = this;
+      return [...refused, ...failed(l, l.failing()), ...failed(i, i.failing()), ...failed(p, p.failing())];
     }
-    return failures;
-  }
-
-  /** The table objects an endpoint's regeneration writes: its policy keys, its lxc entries and their ipcache entries. */
-  private objectsOf(endpointId: number): { table: DesiredTable<unknown>; key: string }[] {
-    const out: { table: DesiredTable<unknown>; key: string }[] = [];
-    for (const key of this.policyKeys.get(endpointId) ?? []) out.push({ table: this.policyTable as DesiredTable<unknown>, key });
-    for (const ip of this.lxcKeys.get(endpointId) ?? []) {
-      out.push({ table: this.lxcTable as DesiredTable<unknown>, key: ip });
-      out.push({ table: this.ipcacheTable as DesiredTable<unknown>, key: ipcacheKey(`${ip}/${ip.includes(':') ? 128 : 32}`) });
-    }
-    return out;
+    const refused = this.policyErrors.get(endpointId);
+    const ips = this.lxcKeys.get(endpointId) ?? [];
+    return [
+      ...(refused ? [`${policyMapName(endpointId)}: ${refused}`] : []),
+      ...failed(this.policyTable, this.policyKeys.get(endpointId) ?? []),
+      ...failed(this.lxcTable, ips),
+      ...failed(this.ipcacheTable, ips.map((ip) => ipcacheKey(`${ip}/${ip.includes(':') ? 128 : 32}`))),
+    ];
   }
 
   /** Status and reconciler counters of every table. */
@@ -243,9 +218,14 @@ export class BpfMaps implements DatapathMaps {
     if (!keys && !this.kernel.existingPolicy(id)) return undefined;
     return dumpPolicy(this.kernel, id, name, policyStatus(this.policyTable, keys, this.policyErrors.get(id)));
   }
+}
 
-  private upsert<V>(table: DesiredTable<V>, key: string, value: V): void {
-    table.upsert(key, value);
-    this.touched.push({ table: table as DesiredTable<unknown>, key });
+/** `<table> <key>: <error>` of each of `keys` whose last write failed. */
+function failed<V>(table: DesiredTable<V>, keys: Iterable<string>): string[] {
+  const out: string[] = [];
+  for (const key of keys) {
+    const o = table.get(key);
+    if (o?.state === 'error') out.push(`${table.name} ${key}: ${o.message ?? 'write failed'}`);
   }
+  return out;
 }

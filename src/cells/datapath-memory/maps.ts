@@ -3,7 +3,7 @@
  * ipcache (`cellium_ipcache`, CIDR -> identity, longest-prefix match) and one policy map per
  * endpoint (`cellium_policy_NNNNN`), an LPM table with the kernel map's keys (policy-lpm.ts).
  * Writes apply at once; a policy the map cannot hold (policy-lpm refuses it) keeps the old one and
- * is reported by the next flush, as the BPF reconciler reports a failed write.
+ * is reported by flush while it stands, as the BPF datapath reports a failed write.
  */
 import { canonicalAddr, formatCidr, parseAddr, parseCidr, prefixMask, type Addr, type Cidr } from '../ipam/addr.js';
 import { IPCACHE_MAP, LXC_MAP, endpointOfPolicyMap, policyMapName } from '../datapath/map-names.js';
@@ -53,7 +53,6 @@ export class MemoryMaps implements DatapathMaps {
   private readonly ipcache = new Map<string, IPCacheEntry>();
   private readonly lpm = { ipv4: new LpmTable(), ipv6: new LpmTable() };
   private readonly policy = new Map<number, { readonly entries: readonly PolicyEntry[]; readonly lpm: PolicyLpm; readonly keys: readonly PolicyLpmEntry[] }>();
-  private failures: string[] = [];
   private readonly policyErrors = new Map<number, string>();
   private updatedAt = new Date().toISOString();
   /** How many map writes (entries added, changed or removed) were made. */
@@ -104,7 +103,6 @@ export class MemoryMaps implements DatapathMaps {
     try {
       keys = expandPolicyCached(entries);
     } catch (err) {
-      this.failures.push(`${policyMapName(endpointId)}: ${(err as Error).message}`);
       this.policyErrors.set(endpointId, (err as Error).message);
       return;
     }
@@ -125,19 +123,11 @@ export class MemoryMaps implements DatapathMaps {
   }
 
   /**
-   * See DatapathMaps: writes are applied already. With `endpointId`, returns that endpoint's policy
-   * that could not be written (while it still is not); without, returns (and forgets) every refusal since.
+   * See DatapathMaps: writes are applied already; returns the policies the maps refuse to hold
+   * (they keep the old one) for as long as they do: that endpoint's, or all of them.
    */
   async flush(_signal?: AbortSignal, endpointId?: number): Promise<readonly string[]> {
-    if (endpointId !== undefined) {
-      const name = policyMapName(endpointId);
-      this.failures = this.failures.filter((f) => !f.startsWith(`${name}: `));
-      const err = this.policyErrors.get(endpointId);
-      return err ? [`${name}: ${err}`] : [];
-    }
-    const f = this.failures;
-    this.failures = [];
-    return f;
+    return [...this.policyErrors].filter(([id]) => endpointId === undefined || id === endpointId).map(([id, msg]) => `${policyMapName(id)}: ${msg}`);
   }
 
   /** The local endpoint owning an IP. */

@@ -131,10 +131,9 @@ export interface DatapathMaps {
   /** Removes the policy map of an endpoint. */
   deletePolicy(endpointId: number): void;
   /**
-   * Resolves once everything desired so far is written (or failed); returns failures. With
-   * `endpointId`, the failures of that endpoint's entries (its policy map, its lxc and ipcache
-   * entries), however many other writers flushed meanwhile; without, those of the writes made since
-   * the last flush without one.
+   * Resolves once everything desired so far is written (or failed); returns the failures that
+   * stand: with `endpointId`, those of that endpoint's entries (its policy map, its lxc and ipcache
+   * entries); without, all of them.
    */
   flush(signal?: AbortSignal, endpointId?: number): Promise<readonly string[]>;
   /** Lists the maps with their reconciliation status. */

@@ -205,7 +205,7 @@ export class Regenerator implements EndpointRuntime {
       maps.deletePolicy(ep.id);
       maps.deleteEndpoint(ep.id);
       for (const ip of [ep.ipv4, ep.ipv6]) if (ip) maps.deleteIPCache(hostCidr(ip));
-      const failures = await maps.flush();
+      const failures = await maps.flush(undefined, ep.id);
       if (failures.length) throw new Error(failures.join('; '));
     });
     const identity = ep.securityIdentity;

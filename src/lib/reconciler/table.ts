@@ -101,6 +101,11 @@ export class DesiredTable<V> {
     return out;
   }
 
+  /** Keys of the objects whose last write failed. */
+  failing(): string[] {
+    return [...this.dirty].filter((key) => this.objects.get(key)!.state === 'error');
+  }
+
   /** When the earliest failed object is due for a retry (ms since epoch), or undefined when none failed. */
   nextRetryAt(): number | undefined {
     let next: number | undefined;
