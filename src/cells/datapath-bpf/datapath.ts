@@ -51,11 +51,6 @@ export class BpfDatapath implements Datapath {
     this.loader = new BpfLoader(this.kernel, { mode: cfg.bpfAttachMode });
   }
 
-  /** Whether the endpoints were restored (pruning and stale-object removal are on). */
-  get isRestored(): boolean {
-    return this.restored;
-  }
-
   /** Opens the maps, starts the reconcilers and publishes the host's addresses. */
   start(): void {
     this.kernel.open();

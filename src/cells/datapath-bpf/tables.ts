@@ -5,7 +5,7 @@
  * Desired values are normalized through the map codecs, so they compare equal to what the
  * kernel returns and the reconcilers' prune can tell drift from agreement.
  */
-import { ipcacheKeyCodec, lxcKeyCodec, lxcValueCodec, type IPCacheValue, type LxcValue } from '../../bpf/index.js';
+import { ipcacheKeyCodec, lxcKeyCodec, lxcValueCodec, type Codec, type IPCacheValue, type LxcValue } from '../../bpf/index.js';
 import { policyKeyId, type PolicyKey, type PolicyLpmEntry } from '../datapath/policy-lpm.js';
 import type { ReconcileOps } from '../../lib/reconciler/index.js';
 import type { KernelMaps } from './kernel-maps.js';
@@ -17,9 +17,9 @@ export interface PolicyObject {
   readonly deny: boolean;
 }
 
-/** The policy table's key of an endpoint's LPM key. */
-export function policyObjectKey(endpointId: number, key: PolicyKey): string {
-  return `${endpointId}#${policyKeyId(key)}`;
+/** The policy table's key of an endpoint's LPM key (or of its policyKeyId). */
+export function policyObjectKey(endpointId: number, key: PolicyKey | string): string {
+  return `${endpointId}#${typeof key === 'string' ? key : policyKeyId(key)}`;
 }
 
 const keyIds = new WeakMap<readonly PolicyLpmEntry[], string[]>();
@@ -48,26 +48,21 @@ export function policyObject(endpointId: number, key: PolicyKey, deny: boolean):
   return { endpointId, key: { prefixLen: key.prefixLen, egress: key.egress, identity: key.identity, protocol: key.protocol, dport: key.dport }, deny };
 }
 
-/** An lxc value as the kernel returns it (MAC normalized). */
-export function lxcValue(v: LxcValue): LxcValue {
-  const b = Buffer.alloc(lxcValueCodec.size);
-  lxcValueCodec.encode(v, b, 0);
-  return lxcValueCodec.decode(b, 0);
+/** `v` as the kernel returns it after a write: encoded and decoded by the map's codec. */
+function viaCodec<T>(codec: Codec<T>, v: T): T {
+  const b = Buffer.alloc(codec.size);
+  codec.encode(v, b, 0);
+  return codec.decode(b, 0);
 }
+
+/** An lxc value as the kernel returns it (MAC normalized). */
+export const lxcValue = (v: LxcValue): LxcValue => viaCodec(lxcValueCodec, v);
 
 /** The canonical text of an IP (lxc key) as the kernel returns it. */
-export function lxcKey(ip: string): string {
-  const b = Buffer.alloc(lxcKeyCodec.size);
-  lxcKeyCodec.encode(ip, b, 0);
-  return lxcKeyCodec.decode(b, 0);
-}
+export const lxcKey = (ip: string): string => viaCodec(lxcKeyCodec, ip);
 
 /** The canonical text of a CIDR (ipcache key) as the kernel returns it. */
-export function ipcacheKey(cidr: string): string {
-  const b = Buffer.alloc(ipcacheKeyCodec.size);
-  ipcacheKeyCodec.encode(cidr, b, 0);
-  return ipcacheKeyCodec.decode(b, 0);
-}
+export const ipcacheKey = (cidr: string): string => viaCodec(ipcacheKeyCodec, cidr);
 
 /** Runs `fn` on the whole batch; when it throws, every key fails with that error. */
 function allOrError<K>(keys: readonly K[], fn: () => void, name: (k: K) => string): ReadonlyMap<string, Error> {

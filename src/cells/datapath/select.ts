@@ -85,7 +85,8 @@ export function selectDatapath(cfg: DatapathConfig, providers: readonly Datapath
   if (cfg.datapathMode === 'auto') {
     for (const p of providers) {
       if (!p.preferInAuto || p === provider) continue;
-      log.warn({ skipped: p.mode, mode: provider.mode, reason: p.unavailable() }, `--datapath-mode=auto: the ${p.mode} datapath cannot run here (${p.unavailable() ?? 'not chosen'}); using the ${provider.mode} datapath`);
+      const reason = p.unavailable() ?? 'not chosen';
+      log.warn({ skipped: p.mode, mode: provider.mode, reason }, `--datapath-mode=auto: the ${p.mode} datapath cannot run here (${reason}); using the ${provider.mode} datapath`);
     }
   }
   const datapath = provider.create();

@@ -37,7 +37,6 @@ export interface ScanResult {
 
 const ENTRY = /^(\d+)(_next|_stale)?$/;
 
-/** Reads and writes the endpoints' state directories. */
 /** What a build realizes once committed, recorded in ep_config.json so a restore can trust it. */
 export interface BuildRecord {
   /** Hash of the datapath configuration the build loads (or finds loaded). */
@@ -46,6 +45,7 @@ export interface BuildRecord {
   readonly policyRevision?: number;
 }
 
+/** Reads and writes the endpoints' state directories. */
 export class EndpointStateStore {
   constructor(readonly root: string) {}
 
