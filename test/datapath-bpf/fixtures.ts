@@ -15,16 +15,12 @@ import { runCli } from '../../src/cli/main.js';
 import { agentCells } from '../../src/cells.js';
 import { testHive, type TestLike } from '../../src/hive/index.js';
 import { isolatedDirs } from '../api-integration/agent.js';
-import { exchange, ip, testBpfRoot, TrafficAgent, uniq } from '../bpf/fixtures/topology.js';
-import { bpfUnavailable } from '../e2e/agent.js';
+import { exchange, ip, skipUnlessBpf, testBpfRoot, TrafficAgent, uniq } from '../bpf/fixtures/topology.js';
 
 export { uniq };
 
-/** Why these tests skip here (one line), or false when they run. */
-export function skipReason(): string | false {
-  if (process.getuid?.() !== 0) return 'needs root: loads BPF programs, creates network namespaces and veths';
-  return bpfUnavailable();
-}
+/** Why these tests skip here (one line: not root, or BPF unusable), or false when they run. */
+export const skipReason = skipUnlessBpf;
 
 /** Cleanups run last-in first-out from one tap teardown; a failing step is reported and the rest still run. */
 export class Cleanup implements TestLike {

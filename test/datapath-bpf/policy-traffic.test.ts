@@ -7,7 +7,7 @@
 // cannot connect to 80, and traffic the policy does not select still flows; an ingressDeny for the
 // same traffic overrides the allow; deleting the policies restores connectivity.
 import t from 'tap';
-import { Cleanup, allocatePod, attachedCount, bpfRoot, cli, connects, endpointRequest, endpointsDiag, policyFile, skipReason, startBpfAgent, tcpFrom, until, type Pod } from './fixtures.js';
+import { Cleanup, allocatePod, attachedCount, bpfRoot, cli, connects, endpointRequest, endpointsDiag, policyFile, skipReason, startBpfAgent, tcpFrom, type Pod } from './fixtures.js';
 
 const POOL = '10.241.0.0/24';
 
@@ -33,9 +33,13 @@ t.test('policy imported with the CLI is enforced on real packets by the BPF data
   t.ok(await connects(other, server, 80), 'no policy: unlabelled -> server:80');
   t.ok(await connects(server, other, 80), 'no policy: server -> unlabelled:80');
 
-  const allow = policyFile(agent.dir, 'server-allow-client-80', { ingress: [tcpFrom('client', 80)] });
-  const imported = await cli(agent.socketPath, 'policy', 'import', '--wait', allow);
-  t.equal(imported.code, 0, `cellium policy import --wait ${allow}: ${imported.err.trim()}`, imported.code ? { endpoints: await endpointsDiag(agent.client) } : {});
+  /** Runs `cellium policy …` with --wait; on a failure the endpoints' states go into the report. */
+  const policyCli = async (...args: string[]): Promise<void> => {
+    const r = await cli(agent.socketPath, 'policy', ...args, '--wait');
+    t.equal(r.code, 0, `cellium policy ${args.join(' ')} --wait: ${r.err.trim()}`, r.code ? { endpoints: await endpointsDiag(agent.client) } : {});
+  };
+
+  await policyCli('import', policyFile(agent.dir, 'server-allow-client-80', { ingress: [tcpFrom('client', 80)] }));
   t.ok(await connects(client, server, 80), 'allow policy: client -> server:80 connects');
   t.notOk(await connects(client, server, 81), 'allow policy: client -> server:81 is dropped');
   t.notOk(await connects(other, server, 80), 'allow policy: unlabelled -> server:80 is dropped');
@@ -44,16 +48,12 @@ t.test('policy imported with the CLI is enforced on real packets by the BPF data
   t.ok(await connects(other, client, 80), 'allow policy: unlabelled -> client:80 is not selected by the policy and connects');
   t.ok(await connects(client, other, 81), 'allow policy: client -> unlabelled:81 is not selected by the policy and connects');
 
-  const deny = policyFile(agent.dir, 'server-deny-client-80', { ingressDeny: [tcpFrom('client', 80)] });
-  const denied = await cli(agent.socketPath, 'policy', 'import', '--wait', deny);
-  t.equal(denied.code, 0, `cellium policy import --wait ${deny}: ${denied.err.trim()}`, denied.code ? { endpoints: await endpointsDiag(agent.client) } : {});
+  await policyCli('import', policyFile(agent.dir, 'server-deny-client-80', { ingressDeny: [tcpFrom('client', 80)] }));
   t.notOk(await connects(client, server, 80), 'ingressDeny overrides the allow: client -> server:80 is dropped');
   t.ok(await connects(client, other, 80), 'the deny selects only the server: client -> unlabelled:80 connects');
 
-  const deleted = await cli(agent.socketPath, 'policy', 'delete', '--all');
-  t.equal(deleted.code, 0, `cellium policy delete --all: ${deleted.err.trim()}`);
-  // The delete does not wait for the endpoints: wait (bounded) for the first connection, then check the rest.
-  t.ok(await until(() => connects(client, server, 80), 15000, 0), 'policies deleted: client -> server:80 connects again');
+  await policyCli('delete', '--all');
+  t.ok(await connects(client, server, 80), 'policies deleted: client -> server:80 connects again');
   t.ok(await connects(client, server, 81), 'policies deleted: client -> server:81 connects');
   t.ok(await connects(other, server, 80), 'policies deleted: unlabelled -> server:80 connects');
 });

@@ -3,9 +3,7 @@
 // told otherwise), the built shim run like a runtime runs it, and unique network namespaces.
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Hive, silentLogger, testHive, type Cell, type TestHive, type TestLike } from '../../src/hive/index.js';
-import { agentCells } from '../../src/cells.js';
-import { DatapathProvidersToken } from '../../src/cells/datapath/index.js';
+import { testHive, type Cell, type TestHive, type TestLike } from '../../src/hive/index.js';
 import { bpfDatapathCell } from '../../src/cells/datapath-bpf/index.js';
 import { apiServerCell } from '../../src/cells/api-server/index.js';
 import { cniServerCell, CniServerToken } from '../../src/cells/cni-server/index.js';
@@ -26,17 +24,6 @@ export interface Agent {
   readonly socketPath: string;
   readonly queueDir: string;
   readonly dir: string;
-}
-
-/** Why the agent cannot run `--datapath-mode=bpf` here, or false when it can. */
-export function bpfUnavailable(): string | false {
-  const hive = new Hive(agentCells, { name: 'probe', logger: silentLogger() });
-  hive.configure({ values: {} });
-  hive.populate();
-  const bpf = hive.get(DatapathProvidersToken).find((p) => p.mode === 'bpf');
-  if (!bpf) return 'needs the BPF datapath (--datapath-mode=bpf), which src/cells.ts does not register yet';
-  const why = bpf.unavailable();
-  return why === undefined ? false : `the BPF datapath cannot run here: ${why}`;
 }
 
 /** Starts the agent's cells with the CNI server; stopped when the test ends. `pool` must be unique per test file. */

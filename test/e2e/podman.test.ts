@@ -13,7 +13,8 @@ import { endpointHandlersCell, policyHandlersCell } from '../../src/cells/api-ha
 import { EndpointManagerToken } from '../../src/cells/endpoint/index.js';
 import { IPAMToken } from '../../src/cells/ipam/index.js';
 import { agentCells } from '../../src/cells.js';
-import { bpfUnavailable, buildShim, startAgent, uniq, type Agent } from './agent.js';
+import { buildShim, startAgent, uniq, type Agent } from './agent.js';
+import { skipUnlessBpf } from '../bpf/fixtures/topology.js';
 
 const run = promisify(execFile);
 const SETUP = join(import.meta.dirname, 'podman-setup.sh');
@@ -94,7 +95,7 @@ t.test('two podman containers on the cellium network ping each other; rm -f free
   t.same(ipam.status()[0]!.allocated, {}, 'no IP left');
 });
 
-t.test('a policy imported with the CLI blocks the ping; deleting it restores the ping', { skip: skipReason() || bpfUnavailable() }, async (t) => {
+t.test('a policy imported with the CLI blocks the ping; deleting it restores the ping', { skip: skipReason() || skipUnlessBpf() }, async (t) => {
   const { agent, a, b } = await twoContainers(t, '10.213.1.0/24', true);
   const manager = agent.h.get(EndpointManagerToken);
   const epA = manager.lookup(`container-id:${a.id}`)!;
