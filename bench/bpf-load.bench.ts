@@ -22,7 +22,7 @@ function ip(...args: string[]): string {
   return execFileSync('ip', args, { encoding: 'utf8' });
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const avail = bpfAvailable();
   if (!avail.ok || process.getuid?.() !== 0) {
     console.log(`bpf-load: skipped: ${avail.reason ?? 'needs root: creates a network namespace and attaches programs'}`);
@@ -41,9 +41,9 @@ function main(): void {
     const opts: LxcLoadOptions = { bpfRoot: root, netns: `/var/run/netns/${ns}` };
     const obj = objectPath('bpf_lxc');
 
-    const time = (fn: () => void): number => {
+    const time = async (fn: () => unknown): Promise<number> => {
       const t0 = performance.now();
-      fn();
+      await fn();
       return performance.now() - t0;
     };
     const ours: number[] = [];
@@ -52,18 +52,18 @@ function main(): void {
     const legacyReload: number[] = [];
     const tc: number[] = [];
     const legacyOpts: LxcLoadOptions = { ...opts, mode: 'legacy' };
-    loadEndpointProgram(cfg, opts); // warm-up: ELF cache, libbpf feature probes, maps pinned
+    await loadEndpointProgram(cfg, opts); // warm-up: ELF cache, libbpf feature probes, maps pinned
     unloadEndpointProgram(cfg.id, cfg.ifIndex, { ...opts, removePolicyMap: false });
     execFileSync('tc', ['-n', ns, 'qdisc', 'add', 'dev', 'lxcbench', 'clsact']);
     for (let i = 0; i < RUNS; i++) {
       // Interleaved so both see the same machine load.
-      ours.push(time(() => loadEndpointProgram({ ...cfg, identity: 4242 + i }, opts)));
-      reload.push(time(() => loadEndpointProgram({ ...cfg, identity: 9000 + i }, opts)));
+      ours.push(await time(() => loadEndpointProgram({ ...cfg, identity: 4242 + i }, opts)));
+      reload.push(await time(() => loadEndpointProgram({ ...cfg, identity: 9000 + i }, opts)));
       unloadEndpointProgram(cfg.id, cfg.ifIndex, { ...opts, removePolicyMap: false });
-      legacy.push(time(() => loadEndpointProgram({ ...cfg, identity: 4242 + i }, legacyOpts)));
-      legacyReload.push(time(() => loadEndpointProgram({ ...cfg, identity: 9000 + i }, legacyOpts)));
+      legacy.push(await time(() => loadEndpointProgram({ ...cfg, identity: 4242 + i }, legacyOpts)));
+      legacyReload.push(await time(() => loadEndpointProgram({ ...cfg, identity: 9000 + i }, legacyOpts)));
       unloadEndpointProgram(cfg.id, cfg.ifIndex, { ...opts, removePolicyMap: false });
-      tc.push(time(() => {
+      tc.push(await time(() => {
         for (const hook of ['ingress', 'egress']) {
           execFileSync('tc', ['-n', ns, 'filter', 'add', 'dev', 'lxcbench', hook, 'bpf', 'da', 'obj', obj, 'sec', 'tc']);
         }
@@ -91,4 +91,4 @@ function main(): void {
   }
 }
 
-main();
+await main();

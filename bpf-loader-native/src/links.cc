@@ -4,7 +4,8 @@
 // replace). Plus program/link info and tcx queries, for checks and inspection.
 // The attach/detach/query calls take an optional network namespace path (last argument): they then
 // run on a short-lived thread that entered that namespace (ifindexes are per namespace); no Node
-// thread ever changes namespace.
+// thread ever changes namespace. The attaches return promises and run on a libuv worker thread:
+// they can wait for an RCU grace period, which must not stall the event loop.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -54,22 +56,77 @@ int inNetns(Napi::Env env, const std::string &path, F fn) {
   return rc;
 }
 
-// tcxAttach(progFd, ifindex, ingress, netns?) -> link fd (appended after existing tcx programs).
+// One kernel call on a libuv worker thread (inside the namespace at netns when set), settling a
+// promise: resolved with the call's result (>= 0), rejected with the syscall it names and -result.
+class KernelCall : public Napi::AsyncWorker {
+ public:
+  using Fn = std::function<int64_t(std::string &failed)>;
+
+  static Napi::Value Start(Napi::Env env, std::string netns, std::string detail, Fn fn) {
+    auto *w = new KernelCall(env, std::move(netns), std::move(detail), std::move(fn));
+    Napi::Promise p = w->deferred_.Promise();
+    w->Queue();
+    return p;
+  }
+
+ protected:
+  void Execute() override {
+    if (netns_.empty()) {
+      result_ = fn_(failed_);
+      return;
+    }
+    int nsfd = open(netns_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (nsfd < 0) {
+      failed_ = "open";
+      result_ = -errno;
+      return;
+    }
+    std::thread t([&] {
+      if (setns(nsfd, CLONE_NEWNET) < 0) {
+        failed_ = "setns";
+        result_ = -errno;
+        return;
+      }
+      result_ = fn_(failed_);
+    });
+    t.join();
+    close(nsfd);
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (result_ >= 0) return deferred_.Resolve(Napi::Number::New(env, (double)result_));
+    bool ns = failed_ == "open" || failed_ == "setns";
+    deferred_.Reject(sysError(env, (int)-result_, failed_, ns ? netns_ : "", ns ? "network namespace" : detail_).Value());
+  }
+
+ private:
+  KernelCall(Napi::Env env, std::string netns, std::string detail, Fn fn)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), netns_(std::move(netns)),
+        detail_(std::move(detail)), fn_(std::move(fn)) {}
+  Napi::Promise::Deferred deferred_;
+  std::string netns_, detail_;
+  Fn fn_;
+  std::string failed_;
+  int64_t result_ = 0;
+};
+
+// tcxAttach(progFd, ifindex, ingress, netns?) -> Promise<link fd> (appended after existing tcx
+// programs). On a worker thread: a tcx attach waits for an RCU grace period.
 Napi::Value TcxAttach(const Napi::CallbackInfo &info) {
   int prog = argInt(info, 0, "progFd");
   uint32_t ifindex = argU32(info, 1, "ifindex");
   bool ingress = argBool(info, 2, true);
-  union bpf_attr attr;
-  memset(&attr, 0, sizeof attr);
-  attr.link_create.prog_fd = prog;
-  attr.link_create.target_ifindex = ifindex;
-  attr.link_create.attach_type = tcxType(ingress);
-  int fd = inNetns(info.Env(), argNetns(info, 3), [&] {
+  std::string detail = std::string("tcx ") + (ingress ? "ingress" : "egress") + " ifindex " + std::to_string(ifindex);
+  return KernelCall::Start(info.Env(), argNetns(info, 3), detail, [prog, ifindex, ingress](std::string &failed) -> int64_t {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.link_create.prog_fd = prog;
+    attr.link_create.target_ifindex = ifindex;
+    attr.link_create.attach_type = tcxType(ingress);
+    failed = "bpf_link_create";
     int r = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof attr);
     return r < 0 ? -errno : r;
   });
-  if (fd < 0) throwSys(info.Env(), errno, "bpf_link_create", "", std::string("tcx ") + (ingress ? "ingress" : "egress") + " ifindex " + std::to_string(ifindex));
-  return Napi::Number::New(info.Env(), fd);
 }
 
 // tcxQuery(ifindex, ingress, netns?) -> program ids attached with tcx, in order.
@@ -179,32 +236,34 @@ struct bpf_tc_hook hookFor(uint32_t ifindex, bool ingress) {
   return h;
 }
 
-// tcAttach(progFd, ifindex, ingress, handle, priority, replace, netns?) -> program id. Creates the clsact
-// qdisc when missing; with replace, swaps the program of an existing filter atomically.
+// tcAttach(progFd, ifindex, ingress, handle, priority, replace, netns?) -> Promise<program id>.
+// Creates the clsact qdisc when missing; with replace, swaps the program of an existing filter
+// atomically. On a worker thread: the first filter of a hook waits for an RCU grace period.
 Napi::Value TcAttach(const Napi::CallbackInfo &info) {
-  Napi::Env env = info.Env();
   int prog = argInt(info, 0, "progFd");
   uint32_t ifindex = argU32(info, 1, "ifindex");
   bool ingress = argBool(info, 2, true);
-  struct bpf_tc_hook hook = hookFor(ifindex, ingress);
-  struct bpf_tc_opts opts;
-  memset(&opts, 0, sizeof opts);
-  opts.sz = sizeof opts;
-  opts.prog_fd = prog;
-  opts.handle = argU32(info, 3, "handle");
-  opts.priority = argU32(info, 4, "priority");
-  opts.flags = argBool(info, 5, false) ? BPF_TC_F_REPLACE : 0;
-  const char *failed = "bpf_tc_attach";
-  int err = inNetns(env, argNetns(info, 6), [&] {
+  uint32_t handle = argU32(info, 3, "handle"), priority = argU32(info, 4, "priority");
+  bool replace = argBool(info, 5, false);
+  std::string detail = std::string(ingress ? "ingress" : "egress") + " ifindex " + std::to_string(ifindex);
+  return KernelCall::Start(info.Env(), argNetns(info, 6), detail, [=](std::string &failed) -> int64_t {
+    struct bpf_tc_hook hook = hookFor(ifindex, ingress);
+    struct bpf_tc_opts opts;
+    memset(&opts, 0, sizeof opts);
+    opts.sz = sizeof opts;
+    opts.prog_fd = prog;
+    opts.handle = handle;
+    opts.priority = priority;
+    opts.flags = replace ? BPF_TC_F_REPLACE : 0;
     int e = bpf_tc_hook_create(&hook);
     if (e && e != -EEXIST) {
       failed = "bpf_tc_hook_create";
       return e;
     }
-    return bpf_tc_attach(&hook, &opts);
+    failed = "bpf_tc_attach";
+    e = bpf_tc_attach(&hook, &opts);
+    return e ? e : (int64_t)opts.prog_id;
   });
-  if (err) throwSys(env, err, failed, "", std::string(ingress ? "ingress" : "egress") + " ifindex " + std::to_string(ifindex));
-  return Napi::Number::New(env, opts.prog_id);
 }
 
 // tcQuery(ifindex, ingress, handle, priority, netns?) -> program id of that filter, 0 when absent.

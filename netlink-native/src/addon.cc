@@ -13,6 +13,7 @@
 #include <memory>
 #include <napi.h>
 
+#include "js.h"
 #include "rtnl.h"
 #include "sysctl.h"
 
@@ -21,24 +22,6 @@ namespace {
 
 using Finish = std::function<Napi::Value(Napi::Env)>;
 using Work = std::function<Finish(NlSocket &)>;
-
-Napi::Object errorObject(Napi::Env env, const NlError &e) {
-  Napi::Error err = Napi::Error::New(env, e.what());
-  Napi::Object o = err.Value();
-  const char *name = strerrorname_np(e.err);
-  o.Set("errno", e.err);
-  o.Set("code", name ? name : ("E" + std::to_string(e.err)));
-  o.Set("op", e.op);
-  o.Set("ifname", e.ifname);
-  o.Set("detail", e.detail);
-  return o;
-}
-
-int openNetns(const std::string &path, const std::string &op) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw NlError(errno, op, "", "opening network namespace " + path);
-  return fd;
-}
 
 // Runs one operation on the handle's socket in the libuv pool, holding the socket's mutex.
 class OpWorker : public Napi::AsyncWorker {
@@ -152,31 +135,9 @@ uint32_t u32Arg(const Napi::CallbackInfo &info, size_t i) {
   return info[i].As<Napi::Number>().Uint32Value();
 }
 
-std::string optStr(const Napi::Object &o, const char *key) {
-  Napi::Value v = o.Get(key);
-  return v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
-}
-
-uint32_t optU32(const Napi::Object &o, const char *key, uint32_t def) {
-  Napi::Value v = o.Get(key);
-  return v.IsNumber() ? v.As<Napi::Number>().Uint32Value() : def;
-}
-
 RouteSpec routeArg(const Napi::CallbackInfo &info) {
   if (info.Length() < 1 || !info[0].IsObject()) throw Napi::TypeError::New(info.Env(), "route must be an object");
-  Napi::Object o = info[0].As<Napi::Object>();
-  RouteSpec r;
-  r.dst = optStr(o, "dst");
-  r.gateway = optStr(o, "gateway");
-  r.dev = optStr(o, "dev");
-  r.src = optStr(o, "src");
-  Napi::Value scope = o.Get("scope");
-  r.scope = scope.IsNumber() ? scope.As<Napi::Number>().Int32Value() : -1;
-  r.onlink = o.Get("onlink").ToBoolean();
-  r.table = optU32(o, "table", 254);
-  r.priority = optU32(o, "priority", 0);
-  r.mtu = optU32(o, "mtu", 0);
-  return r;
+  return routeFromObject(info[0].As<Napi::Object>());
 }
 
 class NetlinkHandle : public Napi::ObjectWrap<NetlinkHandle> {
@@ -245,11 +206,7 @@ class NetlinkHandle : public Napi::ObjectWrap<NetlinkHandle> {
     std::string name = strArg(info, 0);
     if (info.Length() < 2 || !info[1].IsObject()) throw Napi::TypeError::New(info.Env(), "change must be an object");
     Napi::Object o = info[1].As<Napi::Object>();
-    LinkChange c;
-    if (o.Get("up").IsBoolean()) c.up = o.Get("up").As<Napi::Boolean>().Value();
-    if (o.Get("mtu").IsNumber()) c.mtu = o.Get("mtu").As<Napi::Number>().Uint32Value();
-    if (o.Get("mac").IsString()) c.mac = optStr(o, "mac");
-    if (o.Get("name").IsString()) c.new_name = optStr(o, "name");
+    LinkChange c = linkChangeFromObject(o);
     std::string ns = optStr(o, "netns");
     return run(info, [=](NlSocket &s) mutable {
       c.netns_fd = ns.empty() ? -1 : openNetns(ns, "setLink");
@@ -364,6 +321,7 @@ class NetlinkHandle : public Napi::ObjectWrap<NetlinkHandle> {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("NetlinkHandle", NetlinkHandle::Define(env));
+  registerBatch(env, exports);
   Napi::Object nud = Napi::Object::New(env);
   nud.Set("permanent", NUD_PERMANENT);
   nud.Set("reachable", NUD_REACHABLE);

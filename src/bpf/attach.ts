@@ -5,7 +5,7 @@
  * BPF_TC_F_REPLACE. Either way a reload never leaves a window without a program.
  */
 import { existsSync, rmSync } from 'node:fs';
-import { sys } from './errors.js';
+import { sys, sysAsync } from './errors.js';
 import { loadAddon, type BpfAddon } from './native.js';
 
 /** The tc hook: ingress (packets received by the interface) or egress (sent by it). */
@@ -69,8 +69,11 @@ function updatePinnedLink(a: BpfAddon, path: string, progFd: number, ifindex: nu
   }
 }
 
-/** Attaches (or atomically replaces) `progFd` at the target. */
-export function attachTc(progFd: number, t: TcTarget): TcAttachment {
+/**
+ * Attaches (or atomically replaces) `progFd` at the target. The kernel's part runs on a worker
+ * thread: a first attach waits for an RCU grace period, which must not stall the event loop.
+ */
+export async function attachTc(progFd: number, t: TcTarget): Promise<TcAttachment> {
   const a = loadAddon();
   const mode = t.mode ?? 'auto';
   const ingress = t.hook === 'ingress';
@@ -82,7 +85,7 @@ export function attachTc(progFd: number, t: TcTarget): TcAttachment {
     }
     let linkFd: number | undefined;
     try {
-      linkFd = sys(() => a.tcxAttach(progFd, t.ifindex, ingress, t.netns));
+      linkFd = await sysAsync(() => a.tcxAttach(progFd, t.ifindex, ingress, t.netns));
     } catch (err) {
       if (mode === 'tcx' || !TCX_UNSUPPORTED.has(code(err) ?? '')) throw err;
     }
@@ -106,11 +109,11 @@ export function attachTc(progFd: number, t: TcTarget): TcAttachment {
   // an exclusive create first (one netlink round trip for a new interface); EEXIST: replace atomically
   let had = false;
   try {
-    sys(() => a.tcAttach(progFd, t.ifindex, ingress, t.handle ?? 1, t.priority ?? 1, false, t.netns));
+    await sysAsync(() => a.tcAttach(progFd, t.ifindex, ingress, t.handle ?? 1, t.priority ?? 1, false, t.netns));
   } catch (err) {
     if (code(err) !== 'EEXIST') throw err;
     had = true;
-    sys(() => a.tcAttach(progFd, t.ifindex, ingress, t.handle ?? 1, t.priority ?? 1, true, t.netns));
+    await sysAsync(() => a.tcAttach(progFd, t.ifindex, ingress, t.handle ?? 1, t.priority ?? 1, true, t.netns));
   }
   // A program attached before through a tcx link (mode switch) would run too: detach it.
   if (t.pinPath && existsSync(t.pinPath)) detachTc({ ifindex: 0, hook: t.hook, netns: t.netns, pinPath: t.pinPath });

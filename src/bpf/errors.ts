@@ -108,3 +108,12 @@ export function sys<T>(fn: () => T): T {
     throw toBpfError(err);
   }
 }
+
+/** Awaits an addon call that returns a promise, converting its failure into a BpfError. */
+export async function sysAsync<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw toBpfError(err);
+  }
+}

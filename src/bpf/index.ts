@@ -15,7 +15,7 @@ export {
   type IPCacheMap, type LxcMap, type PolicyMap, type PolicySyncResult,
 } from './cellium-maps.js';
 export {
-  LXC_PROGRAMS, lxcConstants, lxcLinkPath, loadEndpointProgram, loadEndpointProgramAsync, unloadEndpointProgram, endpointPrograms, pinnedEndpoints,
+  LXC_PROGRAMS, lxcConstants, lxcLinkPath, loadEndpointProgram, unloadEndpointProgram, endpointPrograms, pinnedEndpoints,
   type LxcLoadOptions, type LxcLoadResult, type LxcUnloadOptions,
 } from './lxc.js';
 export { DropEventReader, decodeDropEvent, DROP_EVENT_SIZE, type DropEvent } from './events.js';

@@ -82,27 +82,12 @@ export interface LxcLoadResult {
 /**
  * Loads bpf_lxc with the endpoint's constants and attaches both programs to cfg.ifIndex,
  * replacing a previous load atomically. The policy map cellium_policy_<id> is reused when pinned,
- * otherwise created and pinned (empty: everything but the always-pass cases drops).
+ * otherwise created and pinned (empty: everything but the always-pass cases drops). Both programs
+ * are verified at once, off the JS thread: each is loaded from its own opening of the object (the
+ * other program's autoload off), bound to the same maps. When a map the programs share still has
+ * to be created and pinned, they load one after the other (two loads would race to pin it).
  */
-export function loadEndpointProgram(cfg: EndpointDatapathConfig, o: LxcLoadOptions): LxcLoadResult {
-  const obj = openPrepared(cfg, o);
-  try {
-    obj.load();
-    const attachments = {} as Record<LxcProgram, TcAttachment>;
-    for (const prog of PROGRAM_NAMES) attachments[prog] = attachProgram(obj, prog, cfg, o);
-    return { policyMapPath: policyMapPath(o.bpfRoot, cfg.id), attachments };
-  } finally {
-    obj.close();
-  }
-}
-
-/**
- * loadEndpointProgram with both programs verified at once, off the JS thread: each is loaded from
- * its own opening of the object (the other program's autoload off), bound to the same maps. When a
- * map the programs share still has to be created and pinned, they load one after the other (two
- * loads would race to pin it).
- */
-export async function loadEndpointProgramAsync(cfg: EndpointDatapathConfig, o: LxcLoadOptions): Promise<LxcLoadResult> {
+export async function loadEndpointProgram(cfg: EndpointDatapathConfig, o: LxcLoadOptions): Promise<LxcLoadResult> {
   const objs: [LxcProgram, BpfObject][] = [];
   try {
     for (const prog of PROGRAM_NAMES) {
@@ -112,8 +97,8 @@ export async function loadEndpointProgramAsync(cfg: EndpointDatapathConfig, o: L
     }
     if (sharedMapsExist(objs[0]![1], o)) await Promise.all(objs.map(([, obj]) => obj.loadAsync()));
     else for (const [, obj] of objs) await obj.loadAsync();
-    const attachments = {} as Record<LxcProgram, TcAttachment>;
-    for (const [prog, obj] of objs) attachments[prog] = attachProgram(obj, prog, cfg, o);
+    const attached = await Promise.all(objs.map(([prog, obj]) => attachProgram(obj, prog, cfg, o)));
+    const attachments = Object.fromEntries(objs.map(([prog], i) => [prog, attached[i]!])) as Record<LxcProgram, TcAttachment>;
     return { policyMapPath: policyMapPath(o.bpfRoot, cfg.id), attachments };
   } finally {
     for (const [, obj] of objs) obj.close();
@@ -144,7 +129,7 @@ function sharedMapsExist(obj: BpfObject, o: LxcLoadOptions): boolean {
 }
 
 /** Attaches a loaded program of bpf_lxc at its hook of the endpoint's interface. */
-function attachProgram(obj: BpfObject, prog: LxcProgram, cfg: EndpointDatapathConfig, o: LxcLoadOptions): TcAttachment {
+function attachProgram(obj: BpfObject, prog: LxcProgram, cfg: EndpointDatapathConfig, o: LxcLoadOptions): Promise<TcAttachment> {
   mkdirSync(join(o.bpfRoot, 'links'), { recursive: true });
   return attachTc(obj.programFd(prog), {
     ifindex: cfg.ifIndex, hook: LXC_PROGRAMS[prog], netns: o.netns, mode: o.mode, pinPath: lxcLinkPath(o.bpfRoot, cfg.id, prog),

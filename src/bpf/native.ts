@@ -61,7 +61,7 @@ export interface BpfAddon {
   mapUpdateBatch(fd: number, keys: Buffer, values: Buffer, count: number, flags: number): number;
   mapDeleteBatch(fd: number, keys: Buffer, count: number): number;
   numPossibleCpus(): number;
-  tcxAttach(progFd: number, ifindex: number, ingress: boolean, netns?: string): number;
+  tcxAttach(progFd: number, ifindex: number, ingress: boolean, netns?: string): Promise<number>;
   tcxQuery(ifindex: number, ingress: boolean, netns?: string): number[];
   linkUpdate(linkFd: number, progFd: number): void;
   linkDetach(linkFd: number): void;
@@ -69,7 +69,7 @@ export interface BpfAddon {
   progInfo(fd: number): RawProgInfo;
   progGetFdById(id: number): number;
   mapGetFdById(id: number): number;
-  tcAttach(progFd: number, ifindex: number, ingress: boolean, handle: number, priority: number, replace: boolean, netns?: string): number;
+  tcAttach(progFd: number, ifindex: number, ingress: boolean, handle: number, priority: number, replace: boolean, netns?: string): Promise<number>;
   tcQuery(ifindex: number, ingress: boolean, handle: number, priority: number, netns?: string): number;
   tcDetach(ifindex: number, ingress: boolean, handle: number, priority: number, netns?: string): boolean;
   isBpffs(path: string): boolean;

@@ -3,6 +3,9 @@ import { constants } from 'node:os';
 
 /** A failed netlink operation, naming the operation, the interface and the errno. */
 export class NetlinkError extends Error {
+  /** In a batch ({@link applyNetlinkSteps}), the index of the step that failed. */
+  step?: number;
+
   /**
    * @param op the operation, e.g. `createVeth`, `addRoute`, `open`
    * @param ifname the interface concerned ("" when none)
@@ -36,6 +39,8 @@ export function toNetlinkError(err: unknown): unknown {
   if (typeof e.errno !== 'number' || typeof e.op !== 'string') return err;
   const code = typeof e.code === 'string' ? e.code : errnoName(e.errno);
   const out = new NetlinkError(e.message, e.op, String(e.ifname ?? ''), e.errno, code, String(e.detail ?? ''));
+  const step = (e as { step?: unknown }).step;
+  if (typeof step === 'number') out.step = step;
   out.stack = e.stack;
   return out;
 }

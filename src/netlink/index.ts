@@ -1,6 +1,7 @@
 /** rtnetlink for the CNI server: links, veths, namespaces, addresses, routes, neighbours, sysctls. */
 export { Netlink, sysctlPath, withNetlink } from './netlink.js';
 export { readSysctl, writeSysctl } from './sysctl.js';
+export { applyNetlinkSteps, type NetlinkStep } from './steps.js';
 export { NetlinkError, errnoName } from './errors.js';
 export { addonPath } from './native.js';
 export * from './types.js';

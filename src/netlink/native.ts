@@ -79,9 +79,19 @@ export interface RawHandle {
   close(): Promise<void>;
 }
 
+/** One step of a batch as the addon takes it (see steps.ts). */
+export type RawStep =
+  | { op: 'setLink'; name: string; change: { up?: boolean; mtu?: number; mac?: string; name?: string } }
+  | { op: 'addAddress'; dev: string; cidr: string; noDad: boolean }
+  | { op: 'addRoute'; route: RawRouteSpec }
+  | { op: 'addNeighbor'; dev: string; ip: string; mac: string; state: number }
+  | { op: 'writeSysctl'; path: string; value: string };
+
 /** The addon's exports. */
 export interface NetlinkAddon {
   NetlinkHandle: new (netnsPath?: string) => RawHandle;
+  /** Runs the steps in order on one worker job, inside netnsPath's namespace ("" for the process's). */
+  applySteps(netnsPath: string, steps: RawStep[]): Promise<void>;
   nud: { permanent: number; reachable: number; noarp: number };
 }
 

@@ -5,11 +5,10 @@
  * runs on a libuv worker thread and resolves with typed results; failures reject with
  * {@link NetlinkError} naming the operation, the interface and the errno.
  */
-import { isIP } from 'node:net';
 import { invalidArgument, toNetlinkError } from './errors.js';
 import { loadAddon, type RawHandle, type RawLink } from './native.js';
+import { rawRoute } from './route-spec.js';
 import {
-  SCOPES,
   type AddressInfo,
   type LinkChange,
   type LinkInfo,
@@ -41,20 +40,6 @@ function toLink(raw: RawLink): LinkInfo {
     masterIndex: raw.master,
     linkNetnsId: raw.linkNetnsId,
   };
-}
-
-/** Converts `default` and bare addresses to CIDR; the family of a default route follows the gateway. */
-function routeDst(spec: RouteSpec, op: string): string {
-  if (spec.dst === 'default') return spec.gateway && isIP(spec.gateway) === 6 ? '::/0' : '0.0.0.0/0';
-  const [addr, len] = spec.dst.split('/');
-  const family = isIP(addr);
-  if (family === 0) throw invalidArgument(op, spec.dev ?? '', `route destination "${spec.dst}" is not an IP or CIDR`);
-  return len === undefined ? `${addr}/${family === 4 ? 32 : 128}` : spec.dst;
-}
-
-function scopeNumber(spec: RouteSpec): number | undefined {
-  if (spec.scope === undefined) return undefined;
-  return typeof spec.scope === 'number' ? spec.scope : SCOPES[spec.scope];
 }
 
 /** A NETLINK_ROUTE socket in one network namespace, with the operations the CNI needs. */
@@ -157,14 +142,14 @@ export class Netlink {
 
   /** Adds (or replaces) a route: e.g. `{ dst: 'default', gateway, dev, onlink: true }`, or a host route `{ dst: ip, dev }`. */
   async addRoute(spec: RouteSpec): Promise<void> {
-    const dst = routeDst(spec, 'addRoute');
-    await this.call(() => this.raw.addRoute({ ...spec, dst, scope: scopeNumber(spec) }));
+    const route = rawRoute(spec, 'addRoute');
+    await this.call(() => this.raw.addRoute(route));
   }
 
   /** Deletes a route; false when there was no such route. */
   async deleteRoute(spec: RouteSpec): Promise<boolean> {
-    const dst = routeDst(spec, 'deleteRoute');
-    return this.call(() => this.raw.deleteRoute({ ...spec, dst, scope: scopeNumber(spec) }));
+    const route = rawRoute(spec, 'deleteRoute');
+    return this.call(() => this.raw.deleteRoute(route));
   }
 
   /** Routes of one table (default main, 254; 0 for all tables), of one family or both. */

@@ -1,9 +1,9 @@
 // Privileged: BpfObject.loadAsync loads off the JS thread (the object is busy until it settles),
-// a program whose autoload is off is left out, and loadEndpointProgramAsync verifies the two
+// a program whose autoload is off is left out, and loadEndpointProgram verifies the two
 // bpf_lxc programs at once with the same constants and maps as the synchronous loader.
 import t from 'tap';
 import { existsSync, readFileSync } from 'node:fs';
-import { BpfObject, lxcConstants, loadEndpointProgramAsync, objectPath, policyMapPath, programConstants, unloadEndpointProgram } from '../../src/bpf/index.js';
+import { BpfObject, lxcConstants, loadEndpointProgram, objectPath, policyMapPath, programConstants, unloadEndpointProgram } from '../../src/bpf/index.js';
 import { ip, ipJson, uniq } from '../netlink/netns.js';
 import { skipUnlessBpf, testBpfRoot } from './fixtures/topology.js';
 
@@ -25,7 +25,7 @@ t.test('loadAsync: busy while loading, loaded after; a program left out has no f
   await t.rejects(obj.loadAsync(), { code: 'EALREADY' }, 'a second load is refused');
 });
 
-t.test('loadEndpointProgramAsync: both programs attached with the endpoint\'s constants', { skip }, async (t) => {
+t.test('loadEndpointProgram: both programs attached with the endpoint\'s constants', { skip }, async (t) => {
   const { root, remove } = testBpfRoot();
   t.teardown(remove);
   const ifName = `lxca${uniq()}`;
@@ -34,7 +34,7 @@ t.test('loadEndpointProgramAsync: both programs attached with the endpoint\'s co
   const [link] = ipJson<{ ifindex: number; address: string }>('link', 'show', ifName);
   const cfg = { id: 42, identity: 70042, ipv4: '10.80.0.42', ifName, ifIndex: link!.ifindex, mac: '02:00:00:00:00:42', hostMac: link!.address };
   for (const mode of ['legacy', 'tcx'] as const) {
-    const r = await loadEndpointProgramAsync(cfg, { bpfRoot: root, mode });
+    const r = await loadEndpointProgram(cfg, { bpfRoot: root, mode });
     t.equal(r.attachments.from_container.mode, mode, `${mode}: attached`);
     for (const a of Object.values(r.attachments)) {
       const have = programConstants(a.progId)!;

@@ -62,7 +62,7 @@ for (const mode of ['auto', 'legacy'] as AttachMode[]) {
   t.test(`load, reload with other constants, traffic, unload (${mode})`, { skip }, async (t) => {
     const { root, topo, policy, cfg } = setup(t);
     const opts = { bpfRoot: root, netns: topo.hostNsPath, mode };
-    const first = loadEndpointProgram(cfg(), opts);
+    const first = await loadEndpointProgram(cfg(), opts);
     t.teardown(() => unloadEndpointProgram(7, topo.ifIndex, { bpfRoot: root, netns: topo.hostNsPath }));
     const want = mode === 'auto' ? 'tcx' : 'legacy';
     t.equal(first.attachments.from_container.mode, want);
@@ -98,7 +98,7 @@ for (const mode of ['auto', 'legacy'] as AttachMode[]) {
     t.equal(await ping(topo.podNs, B), false, 'no entry for B: drops');
 
     // Reload with other constants: same links, new programs, the policy map kept.
-    const second = loadEndpointProgram(cfg({ identity: 2222 }), opts);
+    const second = await loadEndpointProgram(cfg({ identity: 2222 }), opts);
     t.equal(second.attachments.from_container.replaced, true, 'the reload replaced the program');
     t.not(second.attachments.from_container.progId, first.attachments.from_container.progId);
     if (mode === 'auto') t.equal(second.attachments.from_container.linkId, first.attachments.from_container.linkId, 'same tcx link, updated in place');
@@ -146,7 +146,7 @@ t.test('programs survive the loading process; another process replaces them thro
   const progs = endpointPrograms(topo.ifIndex, topo.hostNsPath);
   t.strictSame(progs.from_container.tcx, [first.attachments.from_container.progId], 'still attached after the loader exited');
   t.equal(await ping(topo.podNs, A), false, 'and still enforcing (no policy for A)');
-  const second = loadEndpointProgram(cfg({ identity: 3333 }), opts);
+  const second = await loadEndpointProgram(cfg({ identity: 3333 }), opts);
   t.equal(second.attachments.from_container.replaced, true, 'this process replaced it through the pinned link');
   t.equal(second.attachments.from_container.linkId, first.attachments.from_container.linkId);
   t.strictSame(endpointPrograms(topo.ifIndex, topo.hostNsPath).from_container.tcx, [second.attachments.from_container.progId]);
@@ -155,9 +155,9 @@ t.test('programs survive the loading process; another process replaces them thro
 t.test('two endpoints load the same object with different constants', { skip }, async (t) => {
   const one = setup(t);
   const two = setup(t);
-  const a = loadEndpointProgram(one.cfg({ id: 7, identity: 5001 }), { bpfRoot: one.root, netns: one.topo.hostNsPath });
+  const a = await loadEndpointProgram(one.cfg({ id: 7, identity: 5001 }), { bpfRoot: one.root, netns: one.topo.hostNsPath });
   t.teardown(() => unloadEndpointProgram(7, one.topo.ifIndex, { bpfRoot: one.root, netns: one.topo.hostNsPath }));
-  const b = loadEndpointProgram(two.cfg({ id: 8, identity: 5002 }), { bpfRoot: two.root, netns: two.topo.hostNsPath });
+  const b = await loadEndpointProgram(two.cfg({ id: 8, identity: 5002 }), { bpfRoot: two.root, netns: two.topo.hostNsPath });
   t.teardown(() => unloadEndpointProgram(8, two.topo.ifIndex, { bpfRoot: two.root, netns: two.topo.hostNsPath }));
   t.match(rodataOf(a.attachments.from_container.progId), { endpoint_id: 7, endpoint_identity: 5001 });
   t.match(rodataOf(b.attachments.from_container.progId), { endpoint_id: 8, endpoint_identity: 5002 });
@@ -166,12 +166,14 @@ t.test('two endpoints load the same object with different constants', { skip }, 
 
 t.test('errors carry syscall, errno name and hint', { skip }, async (t) => {
   const { root, cfg } = setup(t);
-  const noDev = t.throws(() => loadEndpointProgram(cfg({ ifIndex: 999999 }), { bpfRoot: root, mode: 'tcx' })) as BpfError;
+  const noDev = await loadEndpointProgram(cfg({ ifIndex: 999999 }), { bpfRoot: root, mode: 'tcx' }).then(() => undefined, (e: unknown) => e as BpfError);
+  if (!noDev) return t.fail('attaching to a missing interface succeeded');
   t.ok(noDev instanceof BpfError);
   t.equal(noDev.syscall, 'bpf_link_create');
   t.equal(noDev.code, 'ENODEV');
   t.match(noDev.hint, /no such interface/);
-  const noObj = t.throws(() => loadEndpointProgram(cfg(), { bpfRoot: root, object: '/nonexistent/bpf_lxc.o' })) as BpfError;
+  const noObj = await loadEndpointProgram(cfg(), { bpfRoot: root, object: '/nonexistent/bpf_lxc.o' }).then(() => undefined, (e: unknown) => e as BpfError);
+  if (!noObj) return t.fail('loading a missing object succeeded');
   t.equal(noObj.code, 'ENOENT');
   t.match(noObj.hint, /npm run build/);
 });

@@ -68,7 +68,7 @@ t.test('verdict cases with real packets through bpf_lxc', { skip }, async (t) =>
   t.teardown(() => ipcache.close());
   const policy = openPolicyMap(root, 7);
   t.teardown(() => policy.close());
-  const loaded = loadEndpointProgram(
+  const loaded = await loadEndpointProgram(
     { id: 7, identity: 4242, ipv4: TOPOLOGY.endpoint4, ipv6: TOPOLOGY.endpoint6, ifName: topo.hostIf, ifIndex: topo.ifIndex, mac: topo.mac, hostMac: topo.hostMac },
     { bpfRoot: root, netns: topo.hostNsPath },
   );

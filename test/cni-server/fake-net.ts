@@ -2,7 +2,7 @@
 // routes, neighbours and sysctls, veth pairs across namespaces, and failure injection per operation
 // and namespace (`fail('addRoute', 'pod')`), so every rollback path can be driven without root.
 import type { LinkOps, NetOps } from '../../src/cells/cni-server/netops.js';
-import type { AddressInfo, LinkInfo, RouteSpec, VethOptions } from '../../src/netlink/index.js';
+import type { AddressInfo, LinkInfo, NetlinkStep, RouteSpec, VethOptions } from '../../src/netlink/index.js';
 
 interface FakeLink extends LinkInfo {
   addrs: string[];
@@ -74,6 +74,36 @@ export class FakeNet implements NetOps {
     const ns = this.namespaces.get(netnsPath);
     if (!ns) throw errno('open', netnsPath, 'ENOENT');
     return fn(this.ops(ns));
+  }
+
+  /** Runs each step through the namespace's operations (so failures inject per op: setUp, addRoute, ...). */
+  async applySteps(netnsPath: string | undefined, steps: readonly NetlinkStep[]): Promise<void> {
+    const run = async (ops: LinkOps): Promise<void> => {
+      for (const [i, s] of steps.entries()) {
+        try {
+          await this.step(ops, s);
+        } catch (err) {
+          throw Object.assign(err as Error, { step: i });
+        }
+      }
+    };
+    return netnsPath === undefined ? this.inHost(run) : this.inNetns(netnsPath, run);
+  }
+
+  private async step(ops: LinkOps, s: NetlinkStep): Promise<void> {
+    switch (s.op) {
+      case 'setLink':
+        if (s.change.up !== true || Object.keys(s.change).length !== 1) throw new Error(`the fake only brings links up, not ${JSON.stringify(s.change)}`);
+        return ops.setUp(s.name);
+      case 'addAddress':
+        return ops.addAddress(s.dev, s.cidr, { noDad: s.noDad });
+      case 'addRoute':
+        return ops.addRoute(s.route);
+      case 'addNeighbor':
+        return ops.addNeighbor(s.dev, s.ip, s.mac, { permanent: s.permanent });
+      case 'writeSysctl':
+        return ops.writeSysctl(s.key, s.value);
+    }
   }
 
   netnsExists(netnsPath: string): boolean {

@@ -14,7 +14,7 @@ import { releaseLedgerIPs, removeAttachment } from './del.js';
 import { CelliumCniCode, CniFailure, asCniFailure, invalidEnv } from './errors.js';
 import { attachmentKey } from './ledger.js';
 import type { ParsedCall } from './netconf.js';
-import { configurePodVeth, createPodVeth, findChainedLinks, hostIfName, podCidr, randomPodMac, type PodAddress } from './plumbing.js';
+import { activateHostVeth, configurePodVeth, createPodVeth, findChainedLinks, hostIfName, podCidr, randomPodMac, type PodAddress } from './plumbing.js';
 import type { CniResultModel, ResultIP } from './result.js';
 import type { LinkInfo } from '../../netlink/index.js';
 
@@ -121,17 +121,18 @@ async function addVeth(d: CniDeps, call: ParsedCall, signal: AbortSignal | undef
   const host = await createPodVeth(d.net, setup);
   undo.push([`delete ${hostName}`, () => d.net.inHost((h) => h.deleteLink(hostName))]);
   // The endpoint (program load, maps, state) is built while the pod side is configured: it needs
-  // only the pair's indexes and MACs. Both must succeed; the undo list takes back what did.
+  // only the pair's indexes and MACs. Both must succeed; the undo list takes back what did. The
+  // host side comes up last, once the endpoint's program is attached.
   const known: EndpointLinks = { host, pod: { mac: setup.podMac } };
   const [configured, created] = await Promise.allSettled([configurePodVeth(d.net, setup, host), createEndpoint(d, changeRequest(call, known, allocs), signal, undo)]);
   if (configured.status === 'rejected') throw configured.reason;
   if (created.status === 'rejected') throw created.reason;
-  const links = configured.value;
+  await activateHostVeth(d.net, setup);
   const ips: ResultIP[] = addresses.map((a) => ({ address: podCidr(a), gateway: a.gateway, interface: 1 }));
   return {
     interfaces: [
-      { name: links.host.name, mac: links.host.mac },
-      { name: req.ifName, mac: links.pod.mac, mtu: links.pod.mtu, sandbox: req.netns },
+      { name: host.name, mac: host.mac },
+      { name: req.ifName, mac: setup.podMac, mtu: setup.mtu, sandbox: req.netns },
     ],
     ips,
     routes: addresses.map((a) => ({ dst: a.family === 'ipv4' ? '0.0.0.0/0' : '::/0', gw: a.gateway })),

@@ -4,7 +4,7 @@
  * the netlink addon (src/netlink); tests substitute a fake so every rollback path runs unprivileged.
  */
 import { existsSync } from 'node:fs';
-import { withNetlink, type AddressInfo, type LinkInfo, type RouteSpec, type VethOptions } from '../../netlink/index.js';
+import { applyNetlinkSteps, withNetlink, type AddressInfo, type LinkInfo, type NetlinkStep, type RouteSpec, type VethOptions } from '../../netlink/index.js';
 
 /** The link operations of one namespace (a subset of Netlink). */
 export interface LinkOps {
@@ -30,6 +30,11 @@ export interface NetOps {
   inHost<T>(fn: (ops: LinkOps) => Promise<T>): Promise<T>;
   /** Runs fn with operations inside the namespace at `netnsPath`. */
   inNetns<T>(netnsPath: string, fn: (ops: LinkOps) => Promise<T>): Promise<T>;
+  /**
+   * Applies the steps in order as one batch inside the namespace at netnsPath (the agent's own when
+   * undefined); stops at the first failure.
+   */
+  applySteps(netnsPath: string | undefined, steps: readonly NetlinkStep[]): Promise<void>;
   /** Whether a namespace path exists (DEL of a pod whose namespace is gone). */
   netnsExists(netnsPath: string): boolean;
   /** Releases what it holds (agent stop). */
@@ -50,6 +55,11 @@ export class NetlinkOps implements NetOps {
   /** See NetOps. */
   inNetns<T>(netnsPath: string, fn: (ops: LinkOps) => Promise<T>): Promise<T> {
     return withNetlink(netnsPath, fn);
+  }
+
+  /** See NetOps. */
+  applySteps(netnsPath: string | undefined, steps: readonly NetlinkStep[]): Promise<void> {
+    return applyNetlinkSteps(netnsPath, steps);
   }
 
   /** See NetOps. */

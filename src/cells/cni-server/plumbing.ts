@@ -3,10 +3,11 @@
  * `lxc<hash>` and whose peer is created directly inside the pod's namespace as CNI_IFNAME; the pod
  * gets its addresses (/32, /128), a default route via the pool gateway (onlink) and a permanent
  * neighbour entry for the gateway pointing at the host side's MAC; the host gets a route to each
- * pod IP via the lxc device. Also the generic-veth chaining lookup of an existing interface.
+ * pod IP via the lxc device. Each side's setup is one batch of netlink steps (one worker hop).
+ * Also the generic-veth chaining lookup of an existing interface.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { LinkInfo } from '../../netlink/index.js';
+import type { LinkInfo, NetlinkStep } from '../../netlink/index.js';
 import { CniFailure, ioFailure } from './errors.js';
 import type { LinkOps, NetOps } from './netops.js';
 
@@ -38,7 +39,7 @@ export interface VethSetup {
   readonly mtu: number;
   readonly addresses: readonly PodAddress[];
   /** The pod interface's MAC, set at creation (so the endpoint can be built before the pod side is configured). */
-  readonly podMac?: string;
+  readonly podMac: string;
 }
 
 /** A random locally administered unicast MAC, for a pod interface. */
@@ -48,7 +49,7 @@ export function randomPodMac(): string {
   return [...b].map((x) => x.toString(16).padStart(2, '0')).join(':');
 }
 
-/** Both sides of the pod's veth. */
+/** Both sides of a chained pod's veth. */
 export interface PodLinks {
   readonly host: LinkInfo;
   readonly pod: LinkInfo;
@@ -60,7 +61,8 @@ export function podCidr(a: Pick<PodAddress, 'ip' | 'family'>): string {
 }
 
 async function createVeth(host: LinkOps, s: VethSetup): Promise<LinkInfo> {
-  const opts = { name: s.hostName, peerName: s.ifName, peerNetns: s.netns, mtu: s.mtu, ...(s.podMac ? { peerMac: s.podMac } : {}) };
+  // both sides start down; the host side comes up once the endpoint is ready (activateHostVeth)
+  const opts = { name: s.hostName, peerName: s.ifName, peerNetns: s.netns, mtu: s.mtu, peerMac: s.podMac };
   try {
     return await host.createVeth(opts);
   } catch (err) {
@@ -72,21 +74,7 @@ async function createVeth(host: LinkOps, s: VethSetup): Promise<LinkInfo> {
   }
 }
 
-/** Configures the pod side inside its namespace; resolves with the pod's link. */
-async function configurePod(pod: LinkOps, s: VethSetup, hostMac: string): Promise<LinkInfo> {
-  await pod.setUp('lo');
-  for (const a of s.addresses) await pod.addAddress(s.ifName, podCidr(a), { noDad: a.family === 'ipv6' });
-  await pod.setUp(s.ifName);
-  for (const a of s.addresses) {
-    await pod.addRoute({ dst: 'default', gateway: a.gateway, dev: s.ifName, onlink: true });
-    await pod.addNeighbor(s.ifName, a.gateway, hostMac, { permanent: true });
-  }
-  const link = await pod.getLink(s.ifName);
-  if (!link) throw new Error(`${s.ifName} vanished from ${s.netns}`);
-  return link;
-}
-
-/** Creates the veth pair: the host side here, its peer inside the pod's namespace; nothing is left on failure. */
+/** Creates the veth pair, both sides down: the host side here, its peer inside the pod's namespace; nothing is left on failure. */
 export function createPodVeth(net: NetOps, s: VethSetup): Promise<LinkInfo> {
   return net.inHost(async (host) => {
     try {
@@ -97,26 +85,51 @@ export function createPodVeth(net: NetOps, s: VethSetup): Promise<LinkInfo> {
   });
 }
 
+/** The pod side's setup, as one batch in its namespace: lo up, addresses, interface up, default routes, gateway neighbours. */
+function podSteps(s: VethSetup, hostMac: string): NetlinkStep[] {
+  return [
+    { op: 'setLink', name: 'lo', change: { up: true } },
+    ...s.addresses.map((a): NetlinkStep => ({ op: 'addAddress', dev: s.ifName, cidr: podCidr(a), noDad: a.family === 'ipv6' })),
+    { op: 'setLink', name: s.ifName, change: { up: true } },
+    ...s.addresses.flatMap((a): NetlinkStep[] => [
+      { op: 'addRoute', route: { dst: 'default', gateway: a.gateway, dev: s.ifName, onlink: true } },
+      { op: 'addNeighbor', dev: s.ifName, ip: a.gateway, mac: hostMac, permanent: true },
+    ]),
+  ];
+}
+
+/** The host's settings for routing between pods: forwarding on, no reverse-path filter on the lxc device. */
+function hostSysctlSteps(s: VethSetup): NetlinkStep[] {
+  return [
+    ...(s.addresses.some((a) => a.family === 'ipv4') ? [{ op: 'writeSysctl', key: 'net.ipv4.ip_forward', value: 1 } as const] : []),
+    ...(s.addresses.some((a) => a.family === 'ipv6') ? [{ op: 'writeSysctl', key: 'net.ipv6.conf.all.forwarding', value: 1 } as const] : []),
+    { op: 'writeSysctl', key: `net.ipv4.conf.${s.hostName}.rp_filter`, value: 0 },
+  ];
+}
+
 /**
- * Configures a pair createPodVeth made: the host side up with forwarding, the pod's addresses,
- * default route and gateway neighbour, the host routes to the pod. On failure the caller removes
- * the pair (deleting the host side takes the peer and the routes with it).
+ * Configures a pair createPodVeth made, the pod's side and the host's sysctls at once (one batch
+ * each). On failure the caller removes the pair (deleting the host side takes the peer with it).
  */
-export function configurePodVeth(net: NetOps, s: VethSetup, hostLink: LinkInfo): Promise<PodLinks> {
-  return net.inHost(async (host) => {
-    try {
-      await host.setUp(s.hostName);
-      // The host routes between pods: forwarding on, and no reverse-path filter on the lxc device.
-      if (s.addresses.some((a) => a.family === 'ipv4')) await host.writeSysctl('net.ipv4.ip_forward', 1);
-      if (s.addresses.some((a) => a.family === 'ipv6')) await host.writeSysctl('net.ipv6.conf.all.forwarding', 1);
-      await host.writeSysctl(`net.ipv4.conf.${s.hostName}.rp_filter`, 0);
-      const pod = await net.inNetns(s.netns, (ops) => configurePod(ops, s, hostLink.mac));
-      for (const a of s.addresses) await host.addRoute({ dst: a.ip, dev: s.hostName, scope: 'link' });
-      return { host: hostLink, pod };
-    } catch (err) {
-      throw ioFailure(`configuring ${s.ifName} in ${s.netns} (host side ${s.hostName})`, err);
-    }
-  });
+export async function configurePodVeth(net: NetOps, s: VethSetup, hostLink: Pick<LinkInfo, 'mac'>): Promise<void> {
+  const [pod, host] = await Promise.allSettled([net.applySteps(s.netns, podSteps(s, hostLink.mac)), net.applySteps(undefined, hostSysctlSteps(s))]);
+  if (pod.status === 'rejected') throw ioFailure(`configuring ${s.ifName} in ${s.netns}`, pod.reason);
+  if (host.status === 'rejected') throw ioFailure(`configuring the host side ${s.hostName} of ${s.ifName} in ${s.netns}`, host.reason);
+}
+
+/**
+ * Brings the host side up and routes the pod's IPs to it: the last step of ADD, once the endpoint
+ * (and its program) is ready, so no packet crosses the pair before its policy is in place.
+ */
+export async function activateHostVeth(net: NetOps, s: VethSetup): Promise<void> {
+  try {
+    await net.applySteps(undefined, [
+      { op: 'setLink', name: s.hostName, change: { up: true } },
+      ...s.addresses.map((a): NetlinkStep => ({ op: 'addRoute', route: { dst: a.ip, dev: s.hostName, scope: 'link' } })),
+    ]);
+  } catch (err) {
+    throw ioFailure(`bringing up ${s.hostName} and routing ${s.addresses.map((a) => a.ip).join(', ')} to it`, err);
+  }
 }
 
 /**

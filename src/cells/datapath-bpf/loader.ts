@@ -6,7 +6,7 @@
  * policy map and the shared maps, with the sizes of the configuration.
  */
 import { readFileSync } from 'node:fs';
-import { isEndpointLoaded, loadEndpointProgramAsync, unloadEndpointProgram, type AttachMode, type BpfMap } from '../../bpf/index.js';
+import { isEndpointLoaded, loadEndpointProgram, unloadEndpointProgram, type AttachMode, type BpfMap } from '../../bpf/index.js';
 import { IPCACHE_MAP, LXC_MAP } from '../datapath/map-names.js';
 import type { EndpointDatapathConfig, Loader } from '../datapath/types.js';
 import { wrapBpf } from './errors.js';
@@ -40,7 +40,7 @@ export class BpfLoader implements Loader {
     signal?.throwIfAborted();
     const what = `loading bpf_lxc for endpoint ${cfg.id} on ${cfg.ifName} (ifindex ${cfg.ifIndex})`;
     try {
-      await loadEndpointProgramAsync(cfg, { bpfRoot: this.kernel.root, object: this.opts.object, mode: this.opts.mode, reuseMaps: Object.fromEntries(Object.entries(this.boundMaps(cfg.id)).map(([n, m]) => [n, m.fd])) });
+      await loadEndpointProgram(cfg, { bpfRoot: this.kernel.root, object: this.opts.object, mode: this.opts.mode, reuseMaps: Object.fromEntries(Object.entries(this.boundMaps(cfg.id)).map(([n, m]) => [n, m.fd])) });
       this.loads++;
     } catch (err) {
       throw wrapBpf('program', what, err);
