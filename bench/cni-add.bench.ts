@@ -1,22 +1,20 @@
 /**
  * CNI ADD and DEL through the same client (cnitool, built from shared/e2e/build-cnitool.sh) on bare
- * network namespaces: Cellium (shim -> the agent's hive from src/cells.ts in this process, datapath
- * `auto`; ADD returns once the endpoint is ready) against the reference bridge +
- * host-local plugins measured in the same run, interleaved. Also 50 concurrent ADDs until all are
- * ready, against 50 concurrent bridge ADDs. Targets: ADD <= 1.0x bridge, 50 concurrent <= 2 s.
- * Needs root (namespaces, veths); prints why and stops otherwise.
+ * network namespaces: Cellium (shim -> the `cellium-agent` process, as deployed: its own process,
+ * datapath `auto`, logging to a pipe; ADD returns once the endpoint is ready) against the
+ * reference bridge + host-local plugins measured in the same run, interleaved. Also 50 concurrent
+ * ADDs until all are ready, against 50 concurrent bridge ADDs. Targets: ADD <= 1.0x bridge, 50
+ * concurrent <= 2 s. The agent runs apart from this process as it does on a node: the runtime that
+ * forks the plugins (here this process) is not the agent. Needs root (namespaces, veths); prints
+ * why and stops otherwise.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Hive, silentLogger } from '../src/hive/index.js';
-import { agentCells } from '../src/cells.js';
-import { DatapathToken } from '../src/cells/datapath/index.js';
-import { EndpointManagerToken } from '../src/cells/endpoint/index.js';
-import { CniServerToken } from '../src/cells/cni-server/index.js';
+import { CelliumClient } from '../src/api/client.js';
 import { installCni } from '../src/cli/commands/install-cni.js';
 import { printTable, ratio, stats } from './lib/report.js';
 
@@ -56,6 +54,44 @@ function whyNot(buildScript: string): string | undefined {
   return undefined;
 }
 
+/** The agent process and a client of its API. */
+interface AgentProcess {
+  readonly client: CelliumClient;
+  stop(): Promise<void>;
+}
+
+/** Starts bin/cellium-agent.js with this run's paths; resolves once its API answers. */
+async function startAgent(dir: string, bpfRoot: string, socketPath: string): Promise<AgentProcess> {
+  const flags = {
+    'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': join(dir, 'queue'), 'bpf-root': bpfRoot,
+    'ipv4-range': '10.214.0.0/16', 'endpoint-gc-interval': '1h',
+  };
+  // CELLIUM_* variables tune the agent under test, e.g. CELLIUM_DATAPATH_MODE=memory or CELLIUM_BPF_ATTACH_MODE=tcx
+  const child: ChildProcess = spawn(process.execPath, [join(root(), 'bin', 'cellium-agent.js'), ...Object.entries(flags).map(([k, v]) => `--${k}=${v}`)], {
+    env: process.env, stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let tail = '';
+  child.stderr!.on('data', (c: Buffer) => (tail = (tail + c.toString()).slice(-4000)));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const client = new CelliumClient({ socketPath });
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await exited;
+  };
+  // ready once the shim's STATUS succeeds (the CNI server serves after its DEL queue replay)
+  const status = JSON.stringify({ cniVersion: '1.1.0', name: 'cellium', type: 'cellium-cni', 'socket-path': socketPath });
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`cellium-agent exited with ${child.exitCode}: ${tail}`);
+    const r = spawnSync(join(root(), 'bin', 'cellium-cni'), { env: { CNI_COMMAND: 'STATUS' }, input: status, encoding: 'utf8' });
+    if (r.status === 0) return { client, stop };
+    if (i > 600) {
+      await stop();
+      throw new Error(`cellium-agent did not become ready within 60 s: ${tail}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 async function main(): Promise<void> {
   const buildScript = join(root(), '..', 'shared', 'e2e', 'build-cnitool.sh');
   const why = whyNot(buildScript);
@@ -68,19 +104,14 @@ async function main(): Promise<void> {
   // pins of its own: the host's /sys/fs/bpf/cellium belongs to a real agent
   const bpfRoot = `/sys/fs/bpf/cellium-bench-${tag}`;
   const namespaces: string[] = [];
-  // The whole agent as src/cells.ts builds it (datapath `auto`: BPF when registered and available).
-  const hive = new Hive(agentCells, { name: 'bench', logger: silentLogger() });
+  let agent: AgentProcess | undefined;
   try {
     const tool = join(dir, 'cnitool');
     execFileSync('bash', [buildScript, tool], { stdio: ['ignore', 'ignore', 'inherit'] });
     const socketPath = join(dir, 'cellium.sock');
-    hive.configure({
-      env: process.env, // CELLIUM_* variables tune the agent under test, e.g. CELLIUM_BPF_ATTACH_MODE=legacy
-      values: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': join(dir, 'queue'), 'bpf-root': bpfRoot, 'ipv4-range': '10.214.0.0/16', 'endpoint-gc-interval': '1h' },
-    });
-    hive.populate();
-    await hive.start();
-    await hive.get(CniServerToken).whenReady();
+    // The whole agent as src/cells.ts builds it (datapath `auto`: BPF when available).
+    agent = await startAgent(dir, bpfRoot, socketPath);
+    const api = agent.client;
     const binDir = join(dir, 'bin');
     const confDir = join(dir, 'net.d');
     await installCni({ binDir, confDir, socketPath, shim: join(root(), 'bin', 'cellium-cni') });
@@ -97,8 +128,9 @@ async function main(): Promise<void> {
       namespaces.push(name);
       return name;
     };
-    const manager = hive.get(EndpointManagerToken);
-    const datapathMode = hive.get(DatapathToken).mode;
+    // the agent names its datapath in its state message: `cellium <version> (datapath bpf)`
+    const datapathMode = /\(datapath (\w+)\)/.exec((await api.status({ brief: true })).cilium?.msg ?? '')?.[1] ?? 'unknown';
+    const notReady = async (): Promise<number> => (await api.listEndpoints()).filter((ep) => ep.status.state !== 'ready').length;
 
     // Sequential, interleaved: cellium ADD, bridge ADD, cellium DEL, bridge DEL; 3 untimed rounds first.
     const add = { cellium: [] as number[], bridge: [] as number[] };
@@ -108,7 +140,7 @@ async function main(): Promise<void> {
       const b = newNs('b', i + 3);
       const tc = await timed(() => cnitool(tool, 'add', 'cellium', c, env));
       const tb = await timed(() => cnitool(tool, 'add', 'bench-bridge', b, env));
-      if (manager.getEndpoints().some((ep) => ep.state !== 'ready')) throw new Error('an endpoint was not ready when ADD returned');
+      if ((await notReady()) > 0) throw new Error('an endpoint was not ready when ADD returned');
       const dc = await timed(() => cnitool(tool, 'del', 'cellium', c, env));
       const db = await timed(() => cnitool(tool, 'del', 'bench-bridge', b, env));
       if (i >= 0) {
@@ -125,7 +157,7 @@ async function main(): Promise<void> {
     const burst = async (net: string, kind: string): Promise<{ add: number; del: number }> => {
       const nss = Array.from({ length: CONCURRENT }, (_, i) => newNs(kind, i));
       const a = await timed(() => Promise.all(nss.map((n) => cnitool(tool, 'add', net, n, env))));
-      if (net === 'cellium') ready = manager.getEndpoints().filter((ep) => ep.state === 'ready').length;
+      if (net === 'cellium') ready = (await api.listEndpoints()).filter((ep) => ep.status.state === 'ready').length;
       const d = await timed(() => Promise.all(nss.map((n) => cnitool(tool, 'del', net, n, env))));
       return { add: a, del: d };
     };
@@ -143,7 +175,7 @@ async function main(): Promise<void> {
       ['bridge + host-local (baseline)', burstB.add, burstB.del, '1.00x'],
     ]);
   } finally {
-    await hive.stop().catch(() => undefined);
+    await agent?.stop();
     for (const n of namespaces) {
       try {
         execFileSync('ip', ['netns', 'del', n]);
