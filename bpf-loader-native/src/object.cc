@@ -4,6 +4,7 @@
 // Closing the object closes its fds; attached programs stay attached through their links.
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <sched.h>
 #include <errno.h>
 #include <string.h>
 
@@ -85,9 +86,14 @@ class BpfObject : public Napi::ObjectWrap<BpfObject> {
 
    protected:
     void Execute() override {
+      // The verifier is CPU-bound: as SCHED_BATCH it does not preempt the event loop's thread on
+      // wakeup (it still gets its share of the CPU); the worker is put back to normal afterwards.
+      struct sched_param param = {};
+      bool batch = sched_setscheduler(0, SCHED_BATCH, &param) == 0;
       logCaptureStart();
       err_ = bpf_object__load(self_->obj_);
       log_ = logCaptureTake();
+      if (batch) sched_setscheduler(0, SCHED_OTHER, &param);
     }
     void OnOK() override {
       self_->busy_ = false;

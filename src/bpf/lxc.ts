@@ -82,26 +82,19 @@ export interface LxcLoadResult {
 /**
  * Loads bpf_lxc with the endpoint's constants and attaches both programs to cfg.ifIndex,
  * replacing a previous load atomically. The policy map cellium_policy_<id> is reused when pinned,
- * otherwise created and pinned (empty: everything but the always-pass cases drops). Both programs
- * are verified at once, off the JS thread: each is loaded from its own opening of the object (the
- * other program's autoload off), bound to the same maps. When a map the programs share still has
- * to be created and pinned, they load one after the other (two loads would race to pin it).
+ * otherwise created and pinned (empty: everything but the always-pass cases drops). The verifier
+ * and JIT run on a libuv worker, both programs one after the other: on a small node, verifying
+ * them at once on two threads only takes CPU from the event loop and the pod's setup.
  */
 export async function loadEndpointProgram(cfg: EndpointDatapathConfig, o: LxcLoadOptions): Promise<LxcLoadResult> {
-  const objs: [LxcProgram, BpfObject][] = [];
+  const obj = openPrepared(cfg, o);
   try {
-    for (const prog of PROGRAM_NAMES) {
-      const obj = openPrepared(cfg, o);
-      objs.push([prog, obj]);
-      for (const other of PROGRAM_NAMES) if (other !== prog) obj.setAutoload(other, false);
-    }
-    if (sharedMapsExist(objs[0]![1], o)) await Promise.all(objs.map(([, obj]) => obj.loadAsync()));
-    else for (const [, obj] of objs) await obj.loadAsync();
-    const attached = await Promise.all(objs.map(([prog, obj]) => attachProgram(obj, prog, cfg, o)));
-    const attachments = Object.fromEntries(objs.map(([prog], i) => [prog, attached[i]!])) as Record<LxcProgram, TcAttachment>;
+    await obj.loadAsync();
+    const attached = await Promise.all(PROGRAM_NAMES.map((prog) => attachProgram(obj, prog, cfg, o)));
+    const attachments = Object.fromEntries(PROGRAM_NAMES.map((prog, i) => [prog, attached[i]!])) as Record<LxcProgram, TcAttachment>;
     return { policyMapPath: policyMapPath(o.bpfRoot, cfg.id), attachments };
   } finally {
-    for (const [, obj] of objs) obj.close();
+    obj.close();
   }
 }
 
@@ -121,11 +114,6 @@ function openPrepared(cfg: EndpointDatapathConfig, o: LxcLoadOptions): BpfObject
     obj.close();
     throw err;
   }
-}
-
-/** Whether every pinned map the object binds already exists (or is bound by fd). */
-function sharedMapsExist(obj: BpfObject, o: LxcLoadOptions): boolean {
-  return obj.maps().every((m) => !m.pinPath || (o.reuseMaps ?? {})[m.name] !== undefined || existsSync(m.pinPath));
 }
 
 /** Attaches a loaded program of bpf_lxc at its hook of the endpoint's interface. */

@@ -1,9 +1,9 @@
 /**
  * BpfLoader: the Loader of the BPF datapath. rewrite+load loads bpf_lxc (the object's ELF is read
  * once per process and never recompiled; each load only sets the endpoint's .rodata constants; the
- * two programs are verified at once, off the JS thread) and attaches it to the endpoint's host
- * interface, replacing the old program atomically. The program is bound to the very maps the reconcilers write: the endpoint's
- * policy map and the shared maps, with the sizes of the configuration.
+ * verifier runs off the JS thread) and attaches it to the endpoint's host interface, replacing the
+ * old program atomically. The program is bound to the very maps the reconcilers write: the
+ * endpoint's policy map and the shared maps, with the sizes of the configuration.
  */
 import { readFileSync } from 'node:fs';
 import { isEndpointLoaded, loadEndpointProgram, unloadEndpointProgram, type AttachMode, type BpfMap } from '../../bpf/index.js';
