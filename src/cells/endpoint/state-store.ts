@@ -6,8 +6,7 @@
  * either the old or the new directory restorable: scan() deletes `_next` leftovers and brings a
  * `_stale` back when its `<id>` is missing.
  */
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { readdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { EndpointDatapathConfig } from '../datapath/types.js';
 import { policyMapName } from '../datapath/map-names.js';
@@ -64,54 +63,42 @@ export class EndpointStateStore {
     return join(this.root, `${id}_stale`);
   }
 
-  /**
-   * Writes `<id>_next/` for the endpoint as it will be once `cfg` (and `built`) is in the datapath.
-   * prepare and commit use the synchronous calls: two small files and a few renames cost the event
-   * loop less than a thread-pool round trip each (no fsync; scan() repairs an interrupted swap).
-   */
+  /** Writes `<id>_next/` for the endpoint as it will be once `cfg` (and `built`) is in the datapath. */
   async prepare(ep: Endpoint, cfg: EndpointDatapathConfig, built: BuildRecord = {}): Promise<void> {
     const next = this.nextDirOf(ep.id);
-    try {
-      mkdirSync(next);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') mkdirSync(next, { recursive: true });
-      else if (code !== 'EEXIST') throw err;
-      else {
-        rmSync(next, { recursive: true, force: true });
-        mkdirSync(next);
-      }
-    }
+    await mkdir(next).catch(async (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return mkdir(next, { recursive: true });
+      if (err.code !== 'EEXIST') throw err;
+      await rm(next, { recursive: true, force: true });
+      return mkdir(next);
+    });
     const snap = ep.toSnapshot();
     // what this build will have realized once committed (the endpoint itself only says so after)
     const stored: StoredEndpoint = { ...snap, datapathHash: built.datapathHash ?? snap.datapathHash, policyRevision: built.policyRevision ?? snap.policyRevision, model: ep.toModel() };
-    writeFileSync(join(next, EP_CONFIG_JSON), `${JSON.stringify(stored, null, 2)}\n`);
-    writeFileSync(join(next, EP_CONFIG_H), renderEpConfigHeader(cfg, policyMapName(ep.id)));
+    await Promise.all([
+      writeFile(join(next, EP_CONFIG_JSON), `${JSON.stringify(stored, null, 2)}\n`),
+      writeFile(join(next, EP_CONFIG_H), renderEpConfigHeader(cfg, policyMapName(ep.id))),
+    ]);
   }
 
   /** Swaps `<id>_next` in as `<id>`; on a failed swap puts the old directory back. */
   async commit(id: number): Promise<void> {
     const dir = this.dirOf(id);
     const stale = this.staleDirOf(id);
-    let hadOld = true;
+    const hadOld = await rename(dir, stale).then(() => true, async (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return false;
+      if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
+      await rm(stale, { recursive: true, force: true });
+      await rename(dir, stale);
+      return true;
+    });
     try {
-      renameSync(dir, stale);
+      await rename(this.nextDirOf(id), dir);
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') hadOld = false;
-      else if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
-      else {
-        rmSync(stale, { recursive: true, force: true });
-        renameSync(dir, stale);
-      }
-    }
-    try {
-      renameSync(this.nextDirOf(id), dir);
-    } catch (err) {
-      if (hadOld) renameSync(stale, dir);
+      if (hadOld) await rename(stale, dir);
       throw err;
     }
-    if (hadOld) rmSync(stale, { recursive: true, force: true });
+    await rm(stale, { recursive: true, force: true });
   }
 
   /** Removes `<id>_next` (failed regeneration). */
