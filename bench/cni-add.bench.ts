@@ -10,7 +10,7 @@
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,6 +52,23 @@ function whyNot(buildScript: string): string | undefined {
   if (!existsSync(join(REF_PLUGINS, 'bridge'))) return `needs ${REF_PLUGINS}/bridge (containernetworking-plugins) as the baseline`;
   if (!existsSync(join(root(), 'bin', 'cellium-cni'))) return 'needs bin/cellium-cni (npm run build)';
   return undefined;
+}
+
+const TMPFS_MAGIC = 0x01021994;
+
+/**
+ * Where the run keeps its files (the agent's state directory and socket, host-local's data
+ * directory, the CNI files): on tmpfs when /dev/shm is one, as a node keeps /var/run, so both
+ * sides are measured without this machine's disk (its ext4 allocator costs each new inode dearly
+ * after many deletions); else the temporary directory.
+ */
+function scratchBase(): string {
+  try {
+    if (statfsSync('/dev/shm').type === TMPFS_MAGIC) return '/dev/shm';
+  } catch {
+    // no /dev/shm
+  }
+  return tmpdir();
 }
 
 /** The agent process and a client of its API. */
@@ -100,7 +117,7 @@ async function main(): Promise<void> {
     return;
   }
   const tag = randomBytes(2).toString('hex');
-  const dir = mkdtempSync(join(tmpdir(), 'cellium-bench-cni-'));
+  const dir = mkdtempSync(join(scratchBase(), 'cellium-bench-cni-'));
   // pins of its own: the host's /sys/fs/bpf/cellium belongs to a real agent
   const bpfRoot = `/sys/fs/bpf/cellium-bench-${tag}`;
   const namespaces: string[] = [];
