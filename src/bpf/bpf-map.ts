@@ -4,7 +4,7 @@
  * checked here (the addon trusts them). Per-CPU maps take and return values of
  * roundUp(valueSize, 8) * possible CPUs bytes.
  */
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { bpfError, sys, toBpfError } from './errors.js';
 import { loadAddon, type BpfAddon, type RawMapInfo } from './native.js';
 
@@ -65,15 +65,17 @@ export class BpfMap {
 
   /** Opens the map pinned at `path` when its layout equals `spec`; otherwise (or when absent) creates and pins a new one there. */
   static openOrCreate(path: string, spec: MapSpec): BpfMap {
+    // a new endpoint's map is not pinned yet: a stat spares the failing bpf_obj_get and its error
+    const pinned = existsSync(path);
     let m: BpfMap | undefined;
     try {
-      m = BpfMap.openPinned(path);
+      if (pinned) m = BpfMap.openPinned(path);
     } catch (err) {
       if ((err as { code?: string }).code !== 'ENOENT') throw err;
     }
     if (m && m.matches(spec)) return m;
     m?.close();
-    rmSync(path, { force: true });
+    if (pinned) rmSync(path, { force: true });
     const created = BpfMap.create(spec);
     try {
       created.pin(path);

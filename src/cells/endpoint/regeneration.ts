@@ -149,16 +149,19 @@ export class Regenerator implements EndpointRuntime {
     if (loadedHash === undefined && ep.restoredDatapathHash === hash && (await loader.isLoaded(cfg))) loadedHash = hash;
     const level = req.level === 'rewrite+load' || loadedHash !== hash ? 'rewrite+load' : 'no-rebuild';
     try {
+      // the program load starts first (its verifier runs on a worker meanwhile); the state
+      // directory and the map writes proceed at the same time; all must succeed
+      const loading = level === 'rewrite+load' ? loader.reloadEndpoint(cfg, signal) : undefined;
+      loading?.catch(() => undefined); // settled below; a throw before that must not leave it unhandled
       maps.setPolicy(ep.id, entries);
       const lxc: LxcEntry[] = [ep.ipv4, ep.ipv6].filter((ip): ip is string => !!ip).map((ip) => ({
         ip, endpointId: ep.id, ifIndex: ep.spec.ifIndex, identity: identity.id, mac: ep.spec.mac,
       }));
       maps.setEndpoint(ep.id, lxc);
       for (const e of lxc) maps.upsertIPCache({ cidr: hostCidr(e.ip), identity: identity.id });
-      // the state directory, the program and the map writes proceed at once; all must succeed
       const [prepared, loaded, flushed] = await Promise.allSettled([
         this.d.store.prepare(ep, cfg, { datapathHash: hash, policyRevision: resolved.revision }),
-        level === 'rewrite+load' ? loader.reloadEndpoint(cfg, signal) : undefined,
+        loading,
         maps.flush(signal, ep.id),
       ]);
       for (const r of [prepared, loaded, flushed]) if (r.status === 'rejected') throw r.reason;
