@@ -4,7 +4,7 @@
  *    the same creations made in-process through EndpointAPIManager (no HTTP) in the same run;
  *  - GET /healthz requests per second against a raw node:http server answering the same bytes on
  *    the same kind of unix socket in the same run (target >= 0.5x of raw), and a bare express 5
- *    app answering the same bytes (the framework's own floor). The load comes from a worker
+ *    app answering the same bytes (a common framework's floor, for scale). The load comes from a worker
  *    thread, as a client process would, so the server's event loop runs only the server.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -161,7 +161,7 @@ async function main(): Promise<void> {
       best.brief = Math.max(best.brief, await loadFromWorker(socketPath, '/v1/healthz', M, C, { brief: 'true' }));
     }
     printTable(`GET /healthz: requests per second (best of ${rounds} interleaved rounds of ${M}, ${C} in flight from a worker thread, ${sample.body.length}-byte answer, unix sockets)`, ['what', 'req/s', 'vs raw'], [
-      ['agent: express + spec validation + status collector', best.ours, ratio(best.ours, best.raw, '>= 0.5x')],
+      ['agent: spec routing and validation + status collector', best.ours, ratio(best.ours, best.raw, '>= 0.5x')],
       ['agent: brief (agent state only)', best.brief, ratio(best.brief, best.raw)],
       ['bare express 5 answering the same bytes', best.bare, ratio(best.bare, best.raw)],
       ['baseline: raw node:http answering the same bytes', best.raw, '1.00x'],

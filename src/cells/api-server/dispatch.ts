@@ -2,10 +2,10 @@
  * The request pipeline: match the path against api/openapi.yaml (404 / 405 in JSON otherwise), read
  * and parse the body, validate path, query, headers and body with ajv (400 naming the field as a
  * JSON pointer), wait on the operation's rate limiter (429 with Retry-After), call the handler and
- * write its answer. One express middleware, no router: the spec is the routing table.
+ * write its answer. One node:http request listener, no framework router: the spec is the routing
+ * table.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import express, { type Express } from 'express';
 import { Subject, type Observable } from 'rxjs';
 import type { Logger } from '../../hive/logger.js';
 import { checkHttpRequest, queryRecord } from '../../api/http-check.js';
@@ -24,9 +24,10 @@ export interface DispatchOptions {
   readonly maxBodyBytes: number;
 }
 
-/** The express application and what it exposes. */
+/** The request listener and what it exposes. */
 export interface Dispatcher {
-  readonly app: Express;
+  /** The listener to give node:http's createServer. */
+  readonly listener: (req: IncomingMessage, res: ServerResponse) => void;
   /** operationIds with a handler, sorted. */
   readonly served: readonly string[];
   /** Every answered request. */
@@ -75,16 +76,12 @@ export function createDispatcher(opts: DispatchOptions): Dispatcher {
   const spec = validator.spec;
   const requests = new Subject<RequestRecord>();
   const inFlight = new Set<AbortController>();
-  const app = express();
-  app.disable('x-powered-by');
-  app.disable('etag');
-  app.set('query parser', false);
 
   const finish = (res: ServerResponse, operationId: string, method: string, path: string, began: number): void => {
     requests.next({ operationId, method, path, status: res.statusCode, seconds: (performance.now() - began) / 1000 });
   };
 
-  app.use((req: IncomingMessage, res: ServerResponse) => {
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
     const began = performance.now();
     const url = req.url ?? '/';
     const method = (req.method ?? 'GET').toUpperCase();
@@ -123,7 +120,7 @@ export function createDispatcher(opts: DispatchOptions): Dispatcher {
         else res.destroy();
       })
       .finally(() => finish(res, op.operationId, method, op.fullPath, began));
-  });
+  };
 
   async function handle({ req, res, route, op, pathParams, query, signal }: Call): Promise<void> {
     const operationId = op.operationId;
@@ -190,7 +187,7 @@ export function createDispatcher(opts: DispatchOptions): Dispatcher {
   }
 
   return {
-    app,
+    listener,
     served: [...routes.keys()].sort(),
     requests$: requests.asObservable(),
     abortAll(reason) {

@@ -1,6 +1,6 @@
 /**
  * The API server cells: `api-rate-limiter` (Cilium's APILimiterSet for the endpoint APIs, from
- * --api-rate-limit) and `api-server` (express 5 on the unix socket, optionally TCP; every request
+ * --api-rate-limit) and `api-server` (node:http on the unix socket, optionally TCP; every request
  * validated against api/openapi.yaml). Handler cells contribute routes with
  * `provideInto(ApiRoutesToken, ...)`.
  */

@@ -73,7 +73,7 @@ export class ApiServerImpl implements ApiServer {
   }
 
   private newServer(): Server {
-    const s = createServer({ keepAliveTimeout: 30_000 }, this.dispatcher.app);
+    const s = createServer({ keepAliveTimeout: 30_000 }, this.dispatcher.listener);
     s.on('clientError', answerClientError);
     this.servers.push(s);
     return s;
