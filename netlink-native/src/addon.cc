@@ -183,21 +183,23 @@ class NetlinkHandle : public Napi::ObjectWrap<NetlinkHandle> {
     return p;
   }
 
-  // createVeth(name, peer, mtu, peerNetnsPath | "", mac | "", peerMac | "")
+  // createVeth(name, peer, mtu, peerNetnsPath | "", mac | "", peerMac | "") -> the local side, or null
+  // when the kernel did not echo it
   Napi::Value CreateVeth(const Napi::CallbackInfo &info) {
     std::string name = strArg(info, 0), peer = strArg(info, 1), ns = strArg(info, 3);
     std::string mac = strArg(info, 4), peer_mac = strArg(info, 5);
     uint32_t mtu = u32Arg(info, 2);
-    return run(info, [=](NlSocket &s) {
+    return run(info, [=](NlSocket &s) -> Finish {
       int nsfd = ns.empty() ? -1 : openNetns(ns, "createVeth");
+      std::optional<Link> created;
       try {
-        createVeth(s, name, peer, mtu, nsfd, mac, peer_mac);
+        created = createVeth(s, name, peer, mtu, nsfd, mac, peer_mac);
       } catch (...) {
         if (nsfd >= 0) close(nsfd);
         throw;
       }
       if (nsfd >= 0) close(nsfd);
-      return undefinedResult();
+      return [created](Napi::Env env) { return created ? linkToJs(env, *created) : env.Null(); };
     });
   }
 

@@ -118,11 +118,12 @@ ifinfomsg linkHeader(int index = 0) {
 
 }  // namespace
 
-void createVeth(NlSocket &s, const std::string &name, const std::string &peer, uint32_t mtu,
-                int peer_netns_fd, const std::string &mac, const std::string &peer_mac) {
+std::optional<Link> createVeth(NlSocket &s, const std::string &name, const std::string &peer, uint32_t mtu,
+                               int peer_netns_fd, const std::string &mac, const std::string &peer_mac) {
   const std::string op = "createVeth";
   ifinfomsg ifi = linkHeader();
-  NlMsg m(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifi, sizeof ifi);
+  // NLM_F_ECHO: kernels >= 6.3 send the new link back with the answer (no getLink round trip)
+  NlMsg m(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL | NLM_F_ECHO, &ifi, sizeof ifi);
   m.putStr(IFLA_IFNAME, name);
   if (mtu) m.putU32(IFLA_MTU, mtu);
   if (!mac.empty()) {
@@ -145,7 +146,13 @@ void createVeth(NlSocket &s, const std::string &name, const std::string &peer, u
   m.endNest(peer_at);
   m.endNest(data);
   m.endNest(info);
-  s.transact(m, op, name);
+  std::optional<Link> echoed;
+  s.transact(m, op, name, [&](const nlmsghdr *h) {
+    if (h->nlmsg_type != RTM_NEWLINK) return;
+    Link l = parseLink(h);
+    if (l.name == name) echoed = l;
+  });
+  return echoed;
 }
 
 void setLink(NlSocket &s, const std::string &name, const LinkChange &c) {

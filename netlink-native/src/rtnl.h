@@ -79,8 +79,9 @@ struct RouteSpec {
   uint32_t mtu = 0;
 };
 
-void createVeth(NlSocket &s, const std::string &name, const std::string &peer, uint32_t mtu,
-                int peer_netns_fd, const std::string &mac, const std::string &peer_mac);
+// Returns the new local side when the kernel echoes it (>= 6.3), else nullopt (ask getLink).
+std::optional<Link> createVeth(NlSocket &s, const std::string &name, const std::string &peer, uint32_t mtu,
+                               int peer_netns_fd, const std::string &mac, const std::string &peer_mac);
 void setLink(NlSocket &s, const std::string &name, const LinkChange &change);
 std::optional<Link> getLink(NlSocket &s, const std::string &name);
 std::vector<Link> listLinks(NlSocket &s);

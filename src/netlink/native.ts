@@ -61,7 +61,8 @@ export interface RawRouteSpec {
 
 /** The addon's handle: every method runs on a libuv worker thread. */
 export interface RawHandle {
-  createVeth(name: string, peer: string, mtu: number, peerNetns: string, mac: string, peerMac: string): Promise<void>;
+  /** Resolves with the new local side when the kernel echoes it (>= 6.3), else null. */
+  createVeth(name: string, peer: string, mtu: number, peerNetns: string, mac: string, peerMac: string): Promise<RawLink | null>;
   setLink(name: string, change: { up?: boolean; mtu?: number; mac?: string; name?: string; netns?: string }): Promise<void>;
   getLink(name: string): Promise<RawLink | null>;
   listLinks(): Promise<RawLink[]>;

@@ -76,10 +76,11 @@ export class Netlink {
    * namespace under its final name (no rename, no name clash on the host). Resolves with the local side.
    */
   async createVeth(opts: VethOptions): Promise<LinkInfo> {
-    await this.call(() =>
+    const echoed = await this.call(() =>
       this.raw.createVeth(opts.name, opts.peerName, opts.mtu ?? 0, opts.peerNetns ?? '', opts.mac ?? '', opts.peerMac ?? ''),
     );
-    const link = await this.getLink(opts.name);
+    if (echoed) return toLink(echoed);
+    const link = await this.getLink(opts.name); // a kernel before 6.3 does not echo the new link
     if (!link) throw invalidArgument('createVeth', opts.name, 'the veth vanished right after its creation');
     return link;
   }

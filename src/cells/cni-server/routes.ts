@@ -21,12 +21,9 @@ export function cniRoutes(server: CniServer): ApiRouteGroup {
         handle: async (req): Promise<ApiResult> => {
           if (!server.ready) throw new HttpError(503, 'the cellium agent is starting: its CNI server is not ready yet', { 'retry-after': '1' });
           const resp = await server.handle(req.body as CniRequest, req.signal);
-          // The body the shim prints is a CNI result (JSON) or nothing; the API server writes it as JSON.
-          return {
-            status: 200,
-            body: resp.body === '' ? undefined : (JSON.parse(resp.body) as unknown),
-            headers: { [CNI_EXIT_CODE_HEADER]: String(resp.exitCode) },
-          };
+          // The body the shim prints is a CNI result (JSON text, written as it is) or nothing.
+          const headers = { [CNI_EXIT_CODE_HEADER]: String(resp.exitCode) };
+          return resp.body === '' ? { status: 200, headers } : { status: 200, json: resp.body, headers };
         },
       },
     ],
