@@ -6,12 +6,13 @@
  * either the old or the new directory restorable: scan() deletes `_next` leftovers and brings a
  * `_stale` back when its `<id>` is missing.
  */
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { EndpointDatapathConfig } from '../datapath/types.js';
 import { policyMapName } from '../datapath/map-names.js';
 import type { Endpoint, EndpointSnapshot } from './endpoint.js';
 import { renderEpConfigHeader } from './ep-config-header.js';
+import { stateIO, type StateIO } from './state-io.js';
 import type { EndpointModel } from './model.js';
 
 /** The endpoint file in each directory. */
@@ -47,7 +48,12 @@ export interface BuildRecord {
 
 /** Reads and writes the endpoints' state directories. */
 export class EndpointStateStore {
-  constructor(readonly root: string) {}
+  /** The calls regenerations make (synchronous on tmpfs, see state-io.ts). */
+  readonly io: StateIO;
+
+  constructor(readonly root: string) {
+    this.io = stateIO(root);
+  }
 
   /** `<root>/<id>`. */
   dirOf(id: number): string {
@@ -65,45 +71,47 @@ export class EndpointStateStore {
 
   /** Writes `<id>_next/` for the endpoint as it will be once `cfg` (and `built`) is in the datapath. */
   async prepare(ep: Endpoint, cfg: EndpointDatapathConfig, built: BuildRecord = {}): Promise<void> {
+    const io = this.io;
     const next = this.nextDirOf(ep.id);
-    await mkdir(next).catch(async (err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return mkdir(next, { recursive: true });
+    await io.mkdir(next).catch(async (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return io.mkdir(next, { recursive: true });
       if (err.code !== 'EEXIST') throw err;
-      await rm(next, { recursive: true, force: true });
-      return mkdir(next);
+      await io.rm(next);
+      return io.mkdir(next);
     });
     const snap = ep.toSnapshot();
     // what this build will have realized once committed (the endpoint itself only says so after)
     const stored: StoredEndpoint = { ...snap, datapathHash: built.datapathHash ?? snap.datapathHash, policyRevision: built.policyRevision ?? snap.policyRevision, model: ep.toModel() };
     await Promise.all([
-      writeFile(join(next, EP_CONFIG_JSON), `${JSON.stringify(stored, null, 2)}\n`),
-      writeFile(join(next, EP_CONFIG_H), renderEpConfigHeader(cfg, policyMapName(ep.id))),
+      io.writeFile(join(next, EP_CONFIG_JSON), `${JSON.stringify(stored, null, 2)}\n`),
+      io.writeFile(join(next, EP_CONFIG_H), renderEpConfigHeader(cfg, policyMapName(ep.id))),
     ]);
   }
 
   /** Swaps `<id>_next` in as `<id>`; on a failed swap puts the old directory back. */
   async commit(id: number): Promise<void> {
+    const io = this.io;
     const dir = this.dirOf(id);
     const stale = this.staleDirOf(id);
-    const hadOld = await rename(dir, stale).then(() => true, async (err: NodeJS.ErrnoException) => {
+    const hadOld = await io.rename(dir, stale).then(() => true, async (err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return false;
       if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
-      await rm(stale, { recursive: true, force: true });
-      await rename(dir, stale);
+      await io.rm(stale);
+      await io.rename(dir, stale);
       return true;
     });
     try {
-      await rename(this.nextDirOf(id), dir);
+      await io.rename(this.nextDirOf(id), dir);
     } catch (err) {
-      if (hadOld) await rename(stale, dir);
+      if (hadOld) await io.rename(stale, dir);
       throw err;
     }
-    await rm(stale, { recursive: true, force: true });
+    if (hadOld) await io.rm(stale);
   }
 
   /** Removes `<id>_next` (failed regeneration). */
   async discard(id: number): Promise<void> {
-    await rm(this.nextDirOf(id), { recursive: true, force: true });
+    await this.io.rm(this.nextDirOf(id));
   }
 
   /** Removes every directory of an endpoint (deleted endpoint). */
