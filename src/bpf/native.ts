@@ -76,13 +76,16 @@ export interface BpfAddon {
   mountBpffs(path: string): void;
 }
 
+let root: string | undefined;
+
 /** The repository (or package) root: the nearest directory above this file holding bpf-loader-native/. */
 export function packageRoot(): string {
+  if (root !== undefined) return root;
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
-    if (existsSync(join(dir, 'bpf-loader-native', 'binding.gyp'))) return dir;
+    if (existsSync(join(dir, 'bpf-loader-native', 'binding.gyp'))) return (root = dir);
     const up = dirname(dir);
-    if (up === dir) return process.cwd();
+    if (up === dir) return process.cwd(); // not found: not cached, the working directory may change
     dir = up;
   }
 }
