@@ -35,25 +35,38 @@ std::string argNetns(const Napi::CallbackInfo &info, size_t i) {
   return i < info.Length() && info[i].IsString() ? info[i].As<Napi::String>().Utf8Value() : "";
 }
 
-// Runs fn (returning 0 or a negative errno) in the network namespace at path ("" = the current
-// one) and returns its result; throws when the namespace cannot be entered.
+// Runs fn (returning a result >= 0 or a negative errno) in the network namespace at path ("" =
+// the current one) on a short-lived thread that entered it. Entering failed: returns -errno and
+// names the failed call ("open" or "setns") in *nsFailed; otherwise *nsFailed is left alone.
 template <typename F>
-int inNetns(Napi::Env env, const std::string &path, F fn) {
+int64_t runInNetns(const std::string &path, F fn, const char **nsFailed) {
   if (path.empty()) return fn();
   int nsfd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (nsfd < 0) throwSys(env, errno, "open", path, "network namespace");
-  int rc = 0, setnsErr = 0;
+  if (nsfd < 0) {
+    *nsFailed = "open";
+    return -errno;
+  }
+  int64_t rc = 0;
   std::thread t([&] {
     if (setns(nsfd, CLONE_NEWNET) < 0) {
-      setnsErr = errno;
+      *nsFailed = "setns";
+      rc = -errno;
       return;
     }
     rc = fn();
   });
   t.join();
   close(nsfd);
-  if (setnsErr) throwSys(env, setnsErr, "setns", path, "network namespace");
   return rc;
+}
+
+// runInNetns on the JS thread: throws when the namespace cannot be entered, else returns fn's result.
+template <typename F>
+int inNetns(Napi::Env env, const std::string &path, F fn) {
+  const char *nsFailed = nullptr;
+  int64_t rc = runInNetns(path, fn, &nsFailed);
+  if (nsFailed) throwSys(env, (int)-rc, nsFailed, path, "network namespace");
+  return (int)rc;
 }
 
 // One kernel call on a libuv worker thread (inside the namespace at netns when set), settling a
@@ -71,26 +84,9 @@ class KernelCall : public Napi::AsyncWorker {
 
  protected:
   void Execute() override {
-    if (netns_.empty()) {
-      result_ = fn_(failed_);
-      return;
-    }
-    int nsfd = open(netns_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (nsfd < 0) {
-      failed_ = "open";
-      result_ = -errno;
-      return;
-    }
-    std::thread t([&] {
-      if (setns(nsfd, CLONE_NEWNET) < 0) {
-        failed_ = "setns";
-        result_ = -errno;
-        return;
-      }
-      result_ = fn_(failed_);
-    });
-    t.join();
-    close(nsfd);
+    const char *nsFailed = nullptr;
+    result_ = runInNetns(netns_, [this] { return fn_(failed_); }, &nsFailed);
+    if (nsFailed) failed_ = nsFailed;
   }
   void OnOK() override {
     Napi::Env env = Env();

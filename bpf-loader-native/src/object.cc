@@ -27,7 +27,6 @@ class BpfObject : public Napi::ObjectWrap<BpfObject> {
                            InstanceMethod("reuseMapFd", &BpfObject::ReuseMapFd),
                            InstanceMethod("load", &BpfObject::Load),
                            InstanceMethod("loadAsync", &BpfObject::LoadAsync),
-                           InstanceMethod("setAutoload", &BpfObject::SetAutoload),
                            InstanceMethod("programs", &BpfObject::Programs),
                            InstanceMethod("programFd", &BpfObject::ProgramFd),
                            InstanceMethod("mapFd", &BpfObject::MapFd),
@@ -242,14 +241,6 @@ class BpfObject : public Napi::ObjectWrap<BpfObject> {
     busy_ = true;
     worker->Queue();
     return promise;
-  }
-
-  // setAutoload(program, bool): whether load() loads this program (others of the object may be loaded elsewhere).
-  Napi::Value SetAutoload(const Napi::CallbackInfo &info) {
-    Napi::Env env = info.Env();
-    int err = bpf_program__set_autoload(program(env, argString(info, 0, "name")), argBool(info, 1, true));
-    if (err) throwSys(env, err, "bpf_program__set_autoload", "", argString(info, 0, "name"));
-    return env.Undefined();
   }
 
   Napi::Value Programs(const Napi::CallbackInfo &info) {

@@ -107,13 +107,14 @@ export async function attachTc(progFd: number, t: TcTarget): Promise<TcAttachmen
     }
   }
   // an exclusive create first (one netlink round trip for a new interface); EEXIST: replace atomically
+  const tcAttach = (replace: boolean) => sysAsync(() => a.tcAttach(progFd, t.ifindex, ingress, t.handle ?? 1, t.priority ?? 1, replace, t.netns));
   let had = false;
   try {
-    await sysAsync(() => a.tcAttach(progFd, t.ifindex, ingress, t.handle ?? 1, t.priority ?? 1, false, t.netns));
+    await tcAttach(false);
   } catch (err) {
     if (code(err) !== 'EEXIST') throw err;
     had = true;
-    await sysAsync(() => a.tcAttach(progFd, t.ifindex, ingress, t.handle ?? 1, t.priority ?? 1, true, t.netns));
+    await tcAttach(true);
   }
   // A program attached before through a tcx link (mode switch) would run too: detach it.
   if (t.pinPath && existsSync(t.pinPath)) detachTc({ ifindex: 0, hook: t.hook, netns: t.netns, pinPath: t.pinPath });

@@ -30,7 +30,6 @@ export interface RawBpfObject {
   reuseMapFd(name: string, fd: number): void;
   load(): void;
   loadAsync(): Promise<void>;
-  setAutoload(name: string, autoload: boolean): void;
   programs(): RawProgram[];
   programFd(name: string): number;
   mapFd(name: string): number;

@@ -4,7 +4,7 @@
  * holds; attached programs stay attached through their links or tc filters.
  */
 import { readFileSync } from 'node:fs';
-import { bpfError, sys, toBpfError } from './errors.js';
+import { bpfError, sys, sysAsync } from './errors.js';
 import { loadAddon, type RawBpfObject, type RawObjectMap, type RawProgram, type RawVariable } from './native.js';
 
 /** Options of {@link BpfObject.open}. */
@@ -82,21 +82,12 @@ export class BpfObject {
   }
 
   /**
-   * load() on a worker thread: the verifier and JIT run off the JS thread, so several objects can
-   * load at once. The object may not be used until the promise settles (EBUSY).
+   * load() on a worker thread: the verifier and JIT run off the JS thread. The object may not be
+   * used until the promise settles (EBUSY).
    */
   async loadAsync(): Promise<void> {
-    try {
-      await this.raw.loadAsync();
-    } catch (err) {
-      throw toBpfError(err);
-    }
+    await sysAsync(() => this.raw.loadAsync());
     this.loaded = true;
-  }
-
-  /** Whether load() loads a program (default true); a program left out can be loaded by another object. */
-  setAutoload(program: string, autoload: boolean): void {
-    sys(() => this.raw.setAutoload(program, autoload));
   }
 
   /** Whether load() succeeded. */
