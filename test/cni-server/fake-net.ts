@@ -32,6 +32,12 @@ function mac(): string {
 function errno(op: string, ifname: string, code: string): Error {
   return Object.assign(new Error(`${op} ${ifname}: ${code}`), { code, op, ifname });
 }
+/** The link `name` of ns, or ENODEV naming op. */
+function need(ns: FakeNs, op: string, name: string): FakeLink {
+  const l = ns.links.get(name);
+  if (!l) throw errno(op, name, 'ENODEV');
+  return l;
+}
 function copy(l: FakeLink): LinkInfo {
   const { addrs: _a, peer: _p, ...info } = l;
   return { ...info };
@@ -76,33 +82,48 @@ export class FakeNet implements NetOps {
     return fn(this.ops(ns));
   }
 
-  /** Runs each step through the namespace's operations (so failures inject per op: setUp, addRoute, ...). */
+  /** Applies each step to the namespace, failing per op name as `fail` says (setUp, addAddress, addRoute, ...). */
   async applySteps(netnsPath: string | undefined, steps: readonly NetlinkStep[]): Promise<void> {
-    const run = async (ops: LinkOps): Promise<void> => {
-      for (const [i, s] of steps.entries()) {
-        try {
-          await this.step(ops, s);
-        } catch (err) {
-          throw Object.assign(err as Error, { step: i });
-        }
+    const ns = netnsPath === undefined ? this.hostNs : this.namespaces.get(netnsPath);
+    if (!ns) throw errno('applySteps', netnsPath!, 'ENOENT');
+    for (const [i, s] of steps.entries()) {
+      try {
+        this.step(ns, s);
+      } catch (err) {
+        throw Object.assign(err as Error, { step: i });
       }
-    };
-    return netnsPath === undefined ? this.inHost(run) : this.inNetns(netnsPath, run);
+    }
   }
 
-  private async step(ops: LinkOps, s: NetlinkStep): Promise<void> {
+  private step(ns: FakeNs, s: NetlinkStep): void {
     switch (s.op) {
-      case 'setLink':
+      case 'setLink': {
         if (s.change.up !== true || Object.keys(s.change).length !== 1) throw new Error(`the fake only brings links up, not ${JSON.stringify(s.change)}`);
-        return ops.setUp(s.name);
-      case 'addAddress':
-        return ops.addAddress(s.dev, s.cidr, { noDad: s.noDad });
+        this.check('setUp', ns, s.name);
+        const l = need(ns, 'setUp', s.name);
+        l.up = true;
+        l.flags |= 1;
+        return;
+      }
+      case 'addAddress': {
+        this.check('addAddress', ns, s.dev);
+        const l = need(ns, 'addAddress', s.dev);
+        if (!l.addrs.includes(s.cidr)) l.addrs.push(s.cidr);
+        return;
+      }
       case 'addRoute':
-        return ops.addRoute(s.route);
+        this.check('addRoute', ns, s.route.dev);
+        if (s.route.dev) need(ns, 'addRoute', s.route.dev);
+        ns.routes.push({ ...s.route });
+        return;
       case 'addNeighbor':
-        return ops.addNeighbor(s.dev, s.ip, s.mac, { permanent: s.permanent });
+        this.check('addNeighbor', ns, s.dev);
+        need(ns, 'addNeighbor', s.dev);
+        ns.neighbors.push({ dev: s.dev, ip: s.ip, mac: s.mac, permanent: s.permanent !== false });
+        return;
       case 'writeSysctl':
-        return ops.writeSysctl(s.key, s.value);
+        this.check('writeSysctl', ns, s.key);
+        ns.sysctls.set(s.key, String(s.value));
     }
   }
 
@@ -122,11 +143,6 @@ export class FakeNet implements NetOps {
   }
 
   private ops(ns: FakeNs): LinkOps {
-    const need = (op: string, name: string): FakeLink => {
-      const l = ns.links.get(name);
-      if (!l) throw errno(op, name, 'ENODEV');
-      return l;
-    };
     const check = (op: string, ifname?: string): void => this.check(op, ns, ifname);
     const namespaces = this.namespaces;
     return {
@@ -144,12 +160,6 @@ export class FakeNet implements NetOps {
         ns.links.set(o.name, a);
         peerNs.links.set(o.peerName, b);
         return copy(a);
-      },
-      async setUp(name) {
-        check('setUp', name);
-        const l = need('setUp', name);
-        l.up = true;
-        l.flags |= 1;
       },
       async getLink(name) {
         check('getLink', name);
@@ -173,41 +183,15 @@ export class FakeNet implements NetOps {
         }
         return true;
       },
-      async addAddress(dev, cidr) {
-        check('addAddress', dev);
-        const l = need('addAddress', dev);
-        if (!l.addrs.includes(cidr)) l.addrs.push(cidr);
-      },
       async listAddresses(dev) {
         check('listAddresses', dev);
-        const links = dev ? [need('listAddresses', dev)] : [...ns.links.values()];
+        const links = dev ? [need(ns, 'listAddresses', dev)] : [...ns.links.values()];
         return links.flatMap((l) =>
           l.addrs.map((c): AddressInfo => {
             const [address, len] = c.split('/');
             return { family: address!.includes(':') ? 6 : 4, index: l.index, address: address!, prefixLength: Number(len), scope: 0, flags: 0x80, label: l.name };
           }),
         );
-      },
-      async addRoute(spec) {
-        check('addRoute', spec.dev);
-        if (spec.dev) need('addRoute', spec.dev);
-        ns.routes.push({ ...spec });
-      },
-      async deleteRoute(spec) {
-        check('deleteRoute', spec.dev);
-        const i = ns.routes.findIndex((r) => r.dst === spec.dst && (!spec.dev || r.dev === spec.dev));
-        if (i < 0) return false;
-        ns.routes.splice(i, 1);
-        return true;
-      },
-      async addNeighbor(dev, ip, m, o) {
-        check('addNeighbor', dev);
-        need('addNeighbor', dev);
-        ns.neighbors.push({ dev, ip, mac: m, permanent: o?.permanent !== false });
-      },
-      async writeSysctl(key, value) {
-        check('writeSysctl', key);
-        ns.sysctls.set(key, String(value));
       },
     };
   }

@@ -4,21 +4,18 @@
  * the netlink addon (src/netlink); tests substitute a fake so every rollback path runs unprivileged.
  */
 import { existsSync } from 'node:fs';
-import { applyNetlinkSteps, withNetlink, type AddressInfo, type LinkInfo, type NetlinkStep, type RouteSpec, type VethOptions } from '../../netlink/index.js';
+import { applyNetlinkSteps, withNetlink, type AddressInfo, type LinkInfo, type NetlinkStep, type VethOptions } from '../../netlink/index.js';
 
-/** The link operations of one namespace (a subset of Netlink). */
+/**
+ * The link operations of one namespace the CNI server makes one at a time (a subset of Netlink);
+ * the changes an ADD makes go through {@link NetOps.applySteps} as batches.
+ */
 export interface LinkOps {
   createVeth(o: VethOptions): Promise<LinkInfo>;
-  setUp(name: string): Promise<void>;
   getLink(name: string): Promise<LinkInfo | undefined>;
   listLinks(): Promise<LinkInfo[]>;
   deleteLink(name: string): Promise<boolean>;
-  addAddress(dev: string, cidr: string, opts?: { noDad?: boolean }): Promise<void>;
   listAddresses(dev?: string): Promise<AddressInfo[]>;
-  addRoute(spec: RouteSpec): Promise<void>;
-  deleteRoute(spec: RouteSpec): Promise<boolean>;
-  addNeighbor(dev: string, ip: string, mac: string, opts?: { permanent?: boolean }): Promise<void>;
-  writeSysctl(key: string, value: string | number): Promise<void>;
 }
 
 /** Namespaces and the operations in them. */
