@@ -10,12 +10,13 @@
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CelliumClient } from '../src/api/client.js';
 import { installCni } from '../src/cli/commands/install-cni.js';
+import { onTmpfs } from '../src/lib/tmpfs.js';
 import { printTable, ratio, stats } from './lib/report.js';
 
 const RUNS = 40;
@@ -56,8 +57,6 @@ function whyNot(buildScript: string): string | undefined {
   return undefined;
 }
 
-const TMPFS_MAGIC = 0x01021994;
-
 /**
  * Where the run keeps its files (the agent's state directory and socket, host-local's data
  * directory, the CNI files): on tmpfs when /dev/shm is one, as a node keeps /var/run, so both
@@ -65,12 +64,7 @@ const TMPFS_MAGIC = 0x01021994;
  * after many deletions); else the temporary directory.
  */
 function scratchBase(): string {
-  try {
-    if (statfsSync('/dev/shm').type === TMPFS_MAGIC) return '/dev/shm';
-  } catch {
-    // no /dev/shm
-  }
-  return tmpdir();
+  return existsSync('/dev/shm') && onTmpfs('/dev/shm') ? '/dev/shm' : tmpdir();
 }
 
 /** The agent process and a client of its API. */

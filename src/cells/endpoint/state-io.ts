@@ -4,11 +4,9 @@
  * than a thread-pool round trip per call; on a disk a create may wait for the journal, so the
  * calls go to the thread pool and never stall the event loop.
  */
-import { existsSync, mkdirSync, renameSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
-
-const TMPFS_MAGIC = 0x01021994;
+import { onTmpfs } from '../../lib/tmpfs.js';
 
 /** The calls, all promise-returning whichever way they run. */
 export interface StateIO {
@@ -18,17 +16,6 @@ export interface StateIO {
   writeFile(path: string, data: string): Promise<void>;
   rename(from: string, to: string): Promise<void>;
   rm(path: string): Promise<void>;
-}
-
-/** Whether `path` (or, while it does not exist yet, its nearest existing parent) is on tmpfs. */
-export function onTmpfs(path: string): boolean {
-  let p = path;
-  while (!existsSync(p) && dirname(p) !== p) p = dirname(p);
-  try {
-    return statfsSync(p).type === TMPFS_MAGIC;
-  } catch {
-    return false;
-  }
 }
 
 const asyncIO: StateIO = {
