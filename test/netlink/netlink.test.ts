@@ -4,7 +4,7 @@
 import t from 'tap';
 import { Netlink, NetlinkError, withNetlink, type LinkInfo } from '../../src/netlink/index.js';
 import { readSysctl } from '../../src/netlink/sysctl.js';
-import { createNetns, ip, ipJson, skipUnlessRoot, uniq } from './netns.js';
+import { createNetns, hostAndPod, ip, ipJson, skipUnlessRoot, uniq } from './netns.js';
 
 interface IpLink {
   ifname: string;
@@ -44,11 +44,7 @@ t.test('host namespace reads', { skip: skipUnlessRoot }, async (t) => {
 });
 
 t.test('veth into a pod namespace, configured like a CNI ADD', { skip: skipUnlessRoot }, async (t) => {
-  const id = uniq();
-  const hostNs = createNetns(`clnl-h-${id}`);
-  t.teardown(hostNs.remove);
-  const podNs = createNetns(`clnl-p-${id}`);
-  t.teardown(podNs.remove);
+  const { id, hostNs, podNs } = hostAndPod(t, 'clnl');
   const hostIf = `lxc${id}`;
   const tmpIf = `tmp${id}`;
   const podIp = '198.51.100.7';
@@ -117,11 +113,7 @@ t.test('veth into a pod namespace, configured like a CNI ADD', { skip: skipUnles
 });
 
 t.test('veth created with its peer directly in the pod namespace', { skip: skipUnlessRoot }, async (t) => {
-  const id = uniq();
-  const podNs = createNetns(`clnl-d-${id}`);
-  t.teardown(podNs.remove);
-  const hostNs = createNetns(`clnl-e-${id}`);
-  t.teardown(hostNs.remove);
+  const { id, hostNs, podNs } = hostAndPod(t, 'clnd');
   await withNetlink(hostNs.path, async (host) => {
     // The host namespace already has an eth0: the peer is named in its own namespace, so no clash.
     await host.createVeth({ name: 'eth0', peerName: `x${id}` });

@@ -38,3 +38,13 @@ export function createNetns(name: string): { name: string; path: string; remove:
     },
   };
 }
+
+/** A "host" and a "pod" namespace named `<prefix>-h-<id>` / `<prefix>-p-<id>`, removed when the test ends. */
+export function hostAndPod(t: { teardown(fn: () => void): void }, prefix: string): { id: string; hostNs: ReturnType<typeof createNetns>; podNs: ReturnType<typeof createNetns> } {
+  const id = uniq();
+  const hostNs = createNetns(`${prefix}-h-${id}`);
+  t.teardown(hostNs.remove);
+  const podNs = createNetns(`${prefix}-p-${id}`);
+  t.teardown(podNs.remove);
+  return { id, hostNs, podNs };
+}

@@ -3,14 +3,10 @@
 // with `ip -j`; a failing step stops the batch and is named by its index; bad steps are refused.
 import t from 'tap';
 import { applyNetlinkSteps, Netlink, NetlinkError } from '../../src/netlink/index.js';
-import { createNetns, ip, ipJson, skipUnlessRoot, uniq } from './netns.js';
+import { hostAndPod, ip, ipJson, skipUnlessRoot, uniq } from './netns.js';
 
 t.test('a pod setup as one batch inside the namespace', { skip: skipUnlessRoot }, async (t) => {
-  const id = uniq();
-  const hostNs = createNetns(`clst-h-${id}`);
-  t.teardown(hostNs.remove);
-  const podNs = createNetns(`clst-p-${id}`);
-  t.teardown(podNs.remove);
+  const { id, hostNs, podNs } = hostAndPod(t, 'clst');
   const host = Netlink.open(hostNs.path);
   t.teardown(() => host.close());
   await host.createVeth({ name: `lxc${id}`, peerName: 'eth0', peerNetns: podNs.path, mac: '02:00:00:aa:bb:02' });
