@@ -86,13 +86,15 @@ class KernelCall : public Napi::AsyncWorker {
   void Execute() override {
     const char *nsFailed = nullptr;
     result_ = runInNetns(netns_, [this] { return fn_(failed_); }, &nsFailed);
-    if (nsFailed) failed_ = nsFailed;
+    if (nsFailed) {
+      failed_ = nsFailed;
+      nsError_ = true;
+    }
   }
   void OnOK() override {
     Napi::Env env = Env();
     if (result_ >= 0) return deferred_.Resolve(Napi::Number::New(env, (double)result_));
-    bool ns = failed_ == "open" || failed_ == "setns";
-    deferred_.Reject(sysError(env, (int)-result_, failed_, ns ? netns_ : "", ns ? "network namespace" : detail_).Value());
+    deferred_.Reject(sysError(env, (int)-result_, failed_, nsError_ ? netns_ : "", nsError_ ? "network namespace" : detail_).Value());
   }
 
  private:
@@ -103,6 +105,7 @@ class KernelCall : public Napi::AsyncWorker {
   std::string netns_, detail_;
   Fn fn_;
   std::string failed_;
+  bool nsError_ = false;  // the namespace could not be entered (failed_ is open or setns)
   int64_t result_ = 0;
 };
 
