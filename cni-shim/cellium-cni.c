@@ -1,8 +1,10 @@
 /*
- * cellium-cni: the CNI plugin binary that container runtimes execute. It answers VERSION itself and
- * forwards ADD, DEL, CHECK, STATUS and GC to the Cellium agent as one HTTP request over the agent's
- * unix socket (the wire contract is src/cni/protocol.ts and docs/cni.md). When the agent is down,
- * DEL is queued to a directory the agent replays at start; every other command fails with code 11.
+ * cellium-cni: the CNI plugin binary that container runtimes execute. It answers VERSION itself,
+ * checks the variables and the netconf cheaply (validate.c), and forwards ADD, DEL, CHECK, STATUS
+ * and GC to the Cellium agent as one HTTP request over the agent's unix socket (the wire contract
+ * is src/cni/protocol.ts and docs/cni.md). When the agent does not answer, DEL is queued to a
+ * directory the agent replays at start and every other command fails with code 11 (try again
+ * later); an answer the agent did give is never reported as 11.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,6 +21,7 @@
 #include "buf.h"
 #include "http.h"
 #include "json.h"
+#include "validate.h"
 
 #define DEFAULT_SOCKET "/var/run/cellium/cellium.sock"
 #define DEFAULT_DELETE_QUEUE "/var/run/cellium/delete-queue"
@@ -26,11 +29,13 @@
 #define LATEST_VERSION "1.1.0"
 #define MAX_STDIN (16u << 20)
 
-/* CNI spec error codes used here. */
+/* CNI error codes used here (docs/cni.md, "Error codes"): the spec's, except that an invalid
+ * variable is reported with 7 like an invalid network configuration (the spec's 4 is unused). */
 enum {
     ERR_INCOMPATIBLE_VERSION = 1,
-    ERR_INVALID_CONFIG = 4,
+    ERR_IO = 5,
     ERR_DECODING = 6,
+    ERR_INVALID_CONFIG = 7,
     ERR_INVALID_ENV = 7,
     ERR_TRY_AGAIN_LATER = 11,
 };
@@ -110,7 +115,8 @@ static const char *env_or_empty(const char *name)
     return v ? v : "";
 }
 
-/* Reads all of stdin within the deadline; a terminal or a closed stdin reads as empty. */
+/* Reads all of stdin within the deadline; a terminal or a closed stdin reads as empty. Returns 0,
+ * or the CNI error code with a message in err: 5 when not closed in time, 7 when too large. */
 static int read_stdin(struct buf *in, int timeout_ms, char *err, size_t errlen)
 {
     if (isatty(0))
@@ -123,7 +129,7 @@ static int read_stdin(struct buf *in, int timeout_ms, char *err, size_t errlen)
         long long spent = (now.tv_sec - start.tv_sec) * 1000LL + (now.tv_nsec - start.tv_nsec) / 1000000;
         if (spent >= timeout_ms) {
             snprintf(err, errlen, "stdin was not closed within %d ms", timeout_ms);
-            return -1;
+            return ERR_IO;
         }
         struct pollfd pfd = {0, POLLIN, 0};
         int rc = poll(&pfd, 1, (int)(timeout_ms - spent));
@@ -139,8 +145,9 @@ static int read_stdin(struct buf *in, int timeout_ms, char *err, size_t errlen)
         if (r <= 0)
             return 0;
         if (in->len + (size_t)r > MAX_STDIN) {
-            snprintf(err, errlen, "stdin exceeds %u bytes", MAX_STDIN);
-            return -1;
+            snprintf(err, errlen, "network configuration too large: more than %u bytes, limit %u",
+                     MAX_STDIN, MAX_STDIN);
+            return ERR_INVALID_CONFIG;
         }
         buf_append(in, chunk, (size_t)r);
     }
@@ -241,6 +248,59 @@ static int queue_delete(const struct buf *req, char *err, size_t errlen)
     return 0;
 }
 
+/* The agent's message in an error answer: its JSON string body unescaped, else the text, printable
+ * and at most 300 bytes. */
+static void agent_message(const struct buf *body, char *out, size_t n)
+{
+    struct buf wrapped = {0};
+    struct json_field f[] = {{"m", 0, 0, {0}}};
+    char jerr[64];
+    buf_puts(&wrapped, "{\"m\":");
+    buf_append(&wrapped, body->data ? body->data : "", body->len);
+    buf_putc(&wrapped, '}');
+    int is_string = json_scan_object(wrapped.data, wrapped.len, f, 1, jerr, sizeof jerr) == 0 &&
+                    f[0].is_string;
+    const char *text = is_string ? f[0].value.data : (body->data ? body->data : "");
+    size_t len = is_string ? f[0].value.len : body->len;
+    snprintf(out, n, "%.*s", (int)(len < 300 ? len : 300), text);
+    for (char *c = out; *c; c++)
+        if ((unsigned char)*c < 0x20)
+            *c = ' ';
+    buf_free(&wrapped);
+    buf_free(&f[0].value);
+}
+
+/* Fails for an answer other than 200: 429 is "try again later" (the agent is busy; 503 was handled
+ * as unavailable), 413 an invalid (too large) network configuration, anything else an I/O failure
+ * carrying the agent's message. Returns for 200. */
+static void report_http_error(const struct http_response *resp, const char *socket_path,
+                              size_t request_len, size_t stdin_len)
+{
+    char msg[512], details[1024], said[320];
+    if (resp->status == 200)
+        return;
+    agent_message(&resp->body, said, sizeof said);
+    snprintf(details, sizeof details, "agent at %s answered HTTP %d: %s", socket_path, resp->status,
+             said);
+    if (resp->status == 429)
+        fail(ERR_TRY_AGAIN_LATER, "cellium agent is busy, try again later", details);
+    if (resp->status == 413) {
+        char limit[32] = "unknown";
+        if (resp->max_body >= 0)
+            snprintf(limit, sizeof limit, "%lld", resp->max_body);
+        snprintf(msg, sizeof msg, "network configuration too large: %zu bytes, limit %s",
+                 request_len, limit);
+        snprintf(details, sizeof details,
+                 "the %zu-byte network configuration makes a %zu-byte request; the agent at %s "
+                 "accepts at most %s (its --api-max-body-bytes): shrink the network configuration "
+                 "or raise the agent's limit",
+                 stdin_len, request_len, socket_path, limit);
+        fail(ERR_INVALID_CONFIG, msg, details);
+    }
+    snprintf(msg, sizeof msg, "cellium agent refused the request: HTTP %d: %s", resp->status, said);
+    fail(ERR_IO, msg, details);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -252,8 +312,11 @@ int main(void)
             cmd = &commands[i];
 
     struct buf in = {0};
-    if (read_stdin(&in, env_ms("CELLIUM_CNI_STDIN_TIMEOUT_MS", 30000), err, sizeof err))
-        fail(ERR_DECODING, "cannot read the network configuration from stdin", err);
+    int read_code = read_stdin(&in, env_ms("CELLIUM_CNI_STDIN_TIMEOUT_MS", 30000), err, sizeof err);
+    if (read_code == ERR_INVALID_CONFIG)
+        fail(read_code, err, "shrink the network configuration given on stdin");
+    if (read_code)
+        fail(read_code, "cannot read the network configuration from stdin", err);
 
     struct json_field fields[] = {
         {"cniVersion", 0, 0, {0}}, {"name", 0, 0, {0}}, {"type", 0, 0, {0}}, {"socket-path", 0, 0, {0}},
@@ -268,9 +331,15 @@ int main(void)
         fail(ERR_INVALID_ENV, "required env variables [CNI_COMMAND] missing",
              "cellium-cni is a CNI plugin: run it from a container runtime");
     if (!cmd) {
-        snprintf(err, sizeof err, "CNI_COMMAND=%s; expected ADD, DEL, CHECK, STATUS, GC or VERSION",
-                 cmd_name);
-        fail(ERR_INVALID_ENV, "unknown CNI_COMMAND", err);
+        char shown[80];
+        snprintf(shown, sizeof shown, "%.64s", cmd_name);
+        for (char *c = shown; *c; c++)
+            if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f || *c == '"')
+                *c = '?';
+        snprintf(err, sizeof err,
+                 "invalid CNI_COMMAND: \"%s\" is not a CNI command (use ADD, DEL, CHECK, STATUS, GC "
+                 "or VERSION)", shown);
+        fail(ERR_INVALID_ENV, err, "");
     }
     if (strcmp(cmd->name, "VERSION") == 0) {
         struct buf out = {0};
@@ -298,6 +367,16 @@ int main(void)
         snprintf(err, sizeof err, "required env variables [%s] missing", missing + 1);
         fail(ERR_INVALID_ENV, err, "");
     }
+    if (cmd->needs_container_id) {
+        /* ADD, CHECK, DEL: the variables' syntax; ADD and CHECK also need a network namespace */
+        const char *netns = env_or_empty("CNI_NETNS");
+        if (check_container_id(env_or_empty("CNI_CONTAINERID"), err, sizeof err) ||
+            check_ifname(env_or_empty("CNI_IFNAME"), err, sizeof err) ||
+            (*netns && check_netns(netns, cmd->needs_netns, err, sizeof err)) ||
+            check_cni_args(env_or_empty("CNI_ARGS"), err, sizeof err) ||
+            check_cni_path(env_or_empty("CNI_PATH"), err, sizeof err))
+            fail(ERR_INVALID_ENV, err, "");
+    }
 
     if (in.len == 0)
         fail(ERR_DECODING, "error decoding network configuration", "stdin is empty");
@@ -315,14 +394,15 @@ int main(void)
     }
     for (int i = 1; i <= 2; i++)
         if (!fields[i].is_string || fields[i].value.len == 0) {
-            snprintf(err, sizeof err, "missing %s", fields[i].key);
+            snprintf(err, sizeof err, "invalid network configuration: %s is required (a non-empty string)",
+                     fields[i].key);
             fail(ERR_INVALID_CONFIG, err, "the network configuration needs a string name and type");
         }
     const char *socket_path = DEFAULT_SOCKET;
     if (fields[3].present) {
         struct buf *sp = &fields[3].value;
         if (!fields[3].is_string || sp->len == 0 || strlen(sp->data) != sp->len || sp->len > 107)
-            fail(ERR_INVALID_CONFIG, "invalid socket-path",
+            fail(ERR_INVALID_CONFIG, "invalid network configuration: socket-path is invalid",
                  "socket-path must be a non-empty unix socket path of at most 107 bytes");
         socket_path = sp->data;
     }
@@ -350,16 +430,14 @@ int main(void)
         snprintf(msg, sizeof msg, "cellium agent unreachable at %s, try again later", socket_path);
         fail(ERR_TRY_AGAIN_LATER, msg, err);
     }
+    if (r == HTTP_TIMEOUT || r == HTTP_NO_ANSWER)
+        fail(ERR_TRY_AGAIN_LATER, "cellium agent did not answer, try again later", err);
     if (r != HTTP_OK)
-        fail(ERR_TRY_AGAIN_LATER, "cellium agent did not answer", err);
-    if (resp.status != 200) {
-        snprintf(err, sizeof err, "agent at %s answered HTTP %d: %.300s", socket_path, resp.status,
-                 resp.body.data ? resp.body.data : "");
-        fail(ERR_TRY_AGAIN_LATER, "cellium agent failed the request", err);
-    }
+        fail(ERR_IO, "cellium agent answered an invalid response", err);
+    report_http_error(&resp, socket_path, req.len, in.len);
     if (resp.exit_code < 0) {
         snprintf(err, sizeof err, "agent at %s answered without X-Cellium-Cni-Exit-Code", socket_path);
-        fail(ERR_TRY_AGAIN_LATER, "cellium agent answered an invalid response", err);
+        fail(ERR_IO, "cellium agent answered an invalid response", err);
     }
     write_all(1, resp.body.data ? resp.body.data : "", resp.body.len);
     return resp.exit_code;

@@ -172,6 +172,9 @@ static int parse_head(const char *raw, size_t hdr_len, struct head *h, struct ht
                 if (end == v || code < 0 || code > 255)
                     return -1;
                 resp->exit_code = (int)code;
+            } else if (name_len == 24 && strncasecmp(line, "X-Cellium-Max-Body-Bytes", 24) == 0) {
+                long long max = strtoll(v, &end, 10);
+                resp->max_body = (end == v || max < 0) ? -1 : max;
             }
         }
         line = eol;
@@ -185,6 +188,7 @@ enum http_result http_post_unix(const char *socket_path, const char *path, const
 {
     resp->status = 0;
     resp->exit_code = -1;
+    resp->max_body = -1;
     resp->body.len = 0;
     int fd = connect_unix(socket_path, now_ms() + connect_timeout_ms, err, errlen);
     if (fd < 0)
@@ -200,12 +204,18 @@ enum http_result http_post_unix(const char *socket_path, const char *path, const
              path, body_len);
     buf_puts(&req, line);
     buf_append(&req, body, body_len);
-    if (send_all(fd, req.data, req.len, deadline)) {
-        result = now_ms() >= deadline ? HTTP_TIMEOUT : HTTP_BAD_RESPONSE;
-        snprintf(err, errlen, "%s sending the request to %s",
-                 result == HTTP_TIMEOUT ? "timed out" : strerror(errno), socket_path);
+    int send_failed = send_all(fd, req.data, req.len, deadline) ? errno : 0;
+    if (send_failed && now_ms() >= deadline) {
+        result = HTTP_TIMEOUT;
+        snprintf(err, errlen, "timed out sending the request to %s", socket_path);
         goto out;
     }
+    if (send_failed && send_failed != EPIPE && send_failed != ECONNRESET) {
+        result = HTTP_NO_ANSWER;
+        snprintf(err, errlen, "%s sending the request to %s", strerror(send_failed), socket_path);
+        goto out;
+    }
+    /* EPIPE / ECONNRESET: the agent answered early (413) and closed; its answer is still queued */
 
     struct head h = {0};
     int have_head = 0, complete = 0;
@@ -226,6 +236,7 @@ enum http_result http_post_unix(const char *socket_path, const char *path, const
                 continue;
         }
         if (r < 0) {
+            result = HTTP_NO_ANSWER;
             snprintf(err, errlen, "reading the answer from %s: %s", socket_path, strerror(errno));
             goto out;
         }
@@ -268,8 +279,9 @@ enum http_result http_post_unix(const char *socket_path, const char *path, const
             }
         }
         if (r == 0 && !complete) {
-            snprintf(err, errlen, "%s closed the connection before a complete answer",
-                     socket_path);
+            result = HTTP_NO_ANSWER;
+            snprintf(err, errlen, "%s closed the connection before a complete answer%s",
+                     socket_path, send_failed ? " (while the request was being sent)" : "");
             goto out;
         }
     }

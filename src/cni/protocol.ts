@@ -4,9 +4,12 @@
  * The shim answers VERSION itself. For ADD, DEL, CHECK, STATUS and GC it sends one
  * `POST /v1/cellium/cni` (HTTP/1.1, `Connection: close`) on the agent's unix socket with a JSON
  * {@link CniRequest} body. The agent answers `200` with the exact text the shim prints on stdout as
- * the body, and the shim's exit code in the `X-Cellium-Cni-Exit-Code` header (0–255). Any other
- * status, a missing header or a broken answer makes the shim print CNI error 11 and exit 1; `503`
- * counts as "agent not ready", exactly like an unreachable socket (a DEL is then queued).
+ * the body, and the shim's exit code in the `X-Cellium-Cni-Exit-Code` header (0–255). Code 11 ("try
+ * again later") means the agent did not answer: unreachable socket, no complete answer in time, or
+ * `503` / `429` (not ready, busy; a DEL is then queued on 503 as on an unreachable socket). An
+ * answer the agent did give is a permanent error: `413` is code 7 "network configuration too large:
+ * N bytes, limit M" (M from the `X-Cellium-Max-Body-Bytes` header), any other status, a missing
+ * exit-code header or a malformed answer code 5 with the agent's message ({@link decodeCniResponse}).
  * A DEL the shim could not deliver is stored as a file `<unix-ns>-<pid>-<container id>.json` in the
  * delete queue directory, holding the same {@link CniRequest} JSON; the agent replays them at start.
  * docs/cni.md has the whole story.
@@ -18,6 +21,8 @@ import { Ajv } from 'ajv';
 export const CNI_REQUEST_PATH = '/v1/cellium/cni';
 /** The response header carrying the shim's exit code. */
 export const CNI_EXIT_CODE_HEADER = 'X-Cellium-Cni-Exit-Code';
+/** The header of a `413` answer carrying the agent's request body limit (--api-max-body-bytes). */
+export const MAX_BODY_HEADER = 'X-Cellium-Max-Body-Bytes';
 /** The agent socket used when the netconf has no top-level `socket-path` key. */
 export const DEFAULT_CNI_SOCKET_PATH = '/var/run/cellium/cellium.sock';
 /** Where the shim queues a DEL it could not deliver. */
@@ -32,14 +37,21 @@ export type CniVersion = (typeof SUPPORTED_CNI_VERSIONS)[number];
 /** The commands the shim forwards (VERSION never reaches the agent). */
 export type CniCommand = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC';
 
-/** CNI spec error codes (1–99 are reserved by the spec; 11 means "try again later"). */
+/**
+ * CNI error codes (1–99 are reserved by the spec; 11 means "try again later"). The spec's code 4
+ * ("invalid necessary environment variables") is not used: Cellium reports an invalid variable
+ * with 7, like an invalid network configuration (the spec's 7), the message naming the variable or
+ * the key (docs/cni.md, "Error codes").
+ */
 export const CniErrorCode = {
   IncompatibleVersion: 1,
   UnsupportedField: 2,
   UnknownContainer: 3,
-  InvalidConfig: 4,
+  /** The spec's "invalid network config". */
+  InvalidConfig: 7,
   IoFailure: 5,
   DecodingFailure: 6,
+  /** An invalid CNI_* variable (the spec lists 4; Cellium reports 7, see above). */
   InvalidEnv: 7,
   TryAgainLater: 11,
   PluginNotAvailable: 50,
@@ -170,13 +182,34 @@ export function writeCniResponse(res: ServerResponse, resp: CniResponse): void {
   res.end(body);
 }
 
-/** Reads the agent's answer as the shim does; throws {@link CniProtocolError} when it is not one. */
-export function decodeCniResponse(status: number, headers: IncomingHttpHeaders, body: string): CniResponse {
-  if (status !== 200) throw new CniProtocolError(`agent answered HTTP ${status}`, CniErrorCode.TryAgainLater);
+/** The agent's message in an error answer: the JSON string body Cellium's API sends, else the text. */
+function agentMessage(body: string): string {
+  try {
+    const v: unknown = JSON.parse(body);
+    if (typeof v === 'string') return v;
+  } catch {
+    // not JSON: the text as it is
+  }
+  return body.slice(0, 300);
+}
+
+/**
+ * Reads the agent's answer as the shim does; throws {@link CniProtocolError} when it is not a CNI
+ * answer, with the code the shim prints: 11 for 503 and 429 (the agent asks to try again), 7 for
+ * 413 (`requestBytes`: the size of the request that was refused), 5 for any other status or a
+ * missing exit-code header.
+ */
+export function decodeCniResponse(status: number, headers: IncomingHttpHeaders, body: string, requestBytes?: number): CniResponse {
+  if (status === 503 || status === 429) throw new CniProtocolError(`agent answered HTTP ${status}: ${agentMessage(body)}`, CniErrorCode.TryAgainLater);
+  if (status === 413) {
+    const limit = headers[MAX_BODY_HEADER.toLowerCase()];
+    throw new CniProtocolError(`network configuration too large: ${requestBytes ?? 'unknown'} bytes, limit ${typeof limit === 'string' ? limit : 'unknown'}`, CniErrorCode.InvalidConfig);
+  }
+  if (status !== 200) throw new CniProtocolError(`agent answered HTTP ${status}: ${agentMessage(body)}`, CniErrorCode.IoFailure);
   const raw = headers[CNI_EXIT_CODE_HEADER.toLowerCase()];
   const exitCode = typeof raw === 'string' && /^\d{1,3}$/.test(raw.trim()) ? Number(raw) : NaN;
   if (!(exitCode >= 0 && exitCode <= 255)) {
-    throw new CniProtocolError(`agent answer lacks a valid ${CNI_EXIT_CODE_HEADER}`, CniErrorCode.TryAgainLater);
+    throw new CniProtocolError(`agent answer lacks a valid ${CNI_EXIT_CODE_HEADER}`, CniErrorCode.IoFailure);
   }
   return { exitCode, body };
 }
@@ -199,7 +232,7 @@ export function sendCniRequest(socketPath: string, req: CniRequest, timeoutMs = 
         res.on('error', reject);
         res.on('end', () => {
           try {
-            resolve(decodeCniResponse(res.statusCode ?? 0, res.headers, Buffer.concat(chunks).toString()));
+            resolve(decodeCniResponse(res.statusCode ?? 0, res.headers, Buffer.concat(chunks).toString(), payload.length));
           } catch (err) {
             reject(err);
           }
@@ -214,14 +247,17 @@ export function sendCniRequest(socketPath: string, req: CniRequest, timeoutMs = 
 
 /**
  * Parses CNI_ARGS (`K=V;K=V`, e.g. `IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p`) into a
- * map, keeping the order; throws {@link CniProtocolError} (code 7, invalid env) on a pair without `=`.
+ * map, keeping the order (empty pairs are skipped); throws {@link CniProtocolError} (code 7,
+ * invalid env) on a pair that is not exactly one non-empty key, one `=` and a value (libcni's rule).
  */
 export function parseCniArgs(args: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const pair of args.split(';')) {
     if (pair === '') continue;
     const eq = pair.indexOf('=');
-    if (eq <= 0) throw new CniProtocolError(`CNI_ARGS pair "${pair}" is not KEY=VALUE`, CniErrorCode.InvalidEnv);
+    if (eq <= 0 || pair.indexOf('=', eq + 1) >= 0) {
+      throw new CniProtocolError(`CNI_ARGS pair ${JSON.stringify(pair.slice(0, 64))} is not KEY=VALUE`, CniErrorCode.InvalidEnv);
+    }
     out.set(pair.slice(0, eq), pair.slice(eq + 1));
   }
   return out;

@@ -2,6 +2,7 @@
 // routes, neighbours and sysctls, veth pairs across namespaces, and failure injection per operation
 // and namespace (`fail('addRoute', 'pod')`), so every rollback path can be driven without root.
 import type { LinkOps, NetOps } from '../../src/cells/cni-server/netops.js';
+import type { NetnsProbe } from '../../src/lib/netns.js';
 import type { AddressInfo, LinkInfo, NetlinkStep, RouteSpec, VethOptions } from '../../src/netlink/index.js';
 
 interface FakeLink extends LinkInfo {
@@ -50,6 +51,10 @@ export class FakeNet implements NetOps {
   readonly calls: string[] = [];
   private readonly failures = new Map<string, string>();
   closed = false;
+  /** Paths the probe reports as something else than a namespace (`/etc/passwd` → 'a regular file'). */
+  readonly files = new Map<string, string>();
+  /** The path of "the agent's own" namespace, for the probe. */
+  ownNetns = '/proc/self/ns/net';
 
   /** Creates a pod namespace. */
   addNetns(path: string): FakeNs {
@@ -129,6 +134,14 @@ export class FakeNet implements NetOps {
 
   netnsExists(netnsPath: string): boolean {
     return this.namespaces.has(netnsPath);
+  }
+
+  /** A pod namespace of the fake, the agent's own (`ownNetns`), one of `files`, or missing. */
+  async probeNetns(netnsPath: string): Promise<NetnsProbe> {
+    if (netnsPath === this.ownNetns) return { kind: 'own', what: "this process's own network namespace", inode: 1 };
+    if (this.namespaces.has(netnsPath)) return { kind: 'netns', what: 'a network namespace', inode: 2 };
+    const what = this.files.get(netnsPath);
+    return what ? { kind: 'other', what } : { kind: 'missing', what: 'does not exist' };
   }
 
   async close(): Promise<void> {

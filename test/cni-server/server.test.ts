@@ -82,12 +82,12 @@ t.test('malformed calls get the spec codes, naming the field', async (t) => {
     ['CNI_ARGS without =', cniReq('ADD', { args: 'IgnoreUnknown' }), 7, /CNI_ARGS|KEY=VALUE/],
     ['not JSON', cniReq('ADD', { stdin: '{' }), 6, /not JSON/],
     ['unknown version', cniReq('ADD', {}, {}, '0.2.0'), 1, /cniVersion/],
-    ['bad mtu', cniReq('ADD', {}, { mtu: 'big' }), 4, /mtu/],
-    ['no name', cniReq('ADD', { stdin: JSON.stringify({ cniVersion: '1.0.0', type: 'x' }) }), 4, /name/],
-    ['bad prevResult', cniReq('ADD', {}, { prevResult: { ips: [{ address: 'nope' }] } }), 4, /prevResult.*ips\[0\]\.address/],
-    ['CHECK without prevResult', cniReq('CHECK'), 4, /prevResult/],
-    ['GC without valid-attachments', cniReq('GC', { containerId: '', ifName: '', netns: '' }, {}, '1.1.0'), 4, /valid-attachments/],
-    ['bad valid-attachments', cniReq('GC', {}, { 'cni.dev/valid-attachments': [{ containerID: 'x' }] }, '1.1.0'), 4, /valid-attachments\[0\]\.ifname/],
+    ['bad mtu', cniReq('ADD', {}, { mtu: 'big' }), 7, /mtu/],
+    ['no name', cniReq('ADD', { stdin: JSON.stringify({ cniVersion: '1.0.0', type: 'x' }) }), 7, /name/],
+    ['bad prevResult', cniReq('ADD', {}, { prevResult: { ips: [{ address: 'nope' }] } }), 7, /prevResult.*ips\[0\]\.address/],
+    ['CHECK without prevResult', cniReq('CHECK'), 7, /prevResult/],
+    ['GC without valid-attachments', cniReq('GC', { containerId: '', ifName: '', netns: '' }, {}, '1.1.0'), 7, /valid-attachments/],
+    ['bad valid-attachments', cniReq('GC', {}, { 'cni.dev/valid-attachments': [{ containerID: 'x' }] }, '1.1.0'), 7, /valid-attachments\[0\]\.ifname/],
   ];
   for (const [name, req, want, msg] of cases) {
     const resp = await r.server.handle(req);
@@ -249,7 +249,7 @@ t.test('chaining: attaches to the interface of the previous plugin and returns i
   t.ok(r.net.hostNs.links.has('veth1234'), "the previous plugin's interface is left alone");
   t.notOk(r.deps.manager.lookup('cni-attachment-id:ch:eth0'));
   const missing = await r.server.handle(cniReq('ADD', { containerId: 'ch2', netns: '/run/netns/ch', ifName: 'net1' }, { prevResult: { ...prevResult, interfaces: [{ name: 'net1', sandbox: '/run/netns/ch' }] } }));
-  t.equal(code(missing), 4);
+  t.equal(code(missing), 7);
   t.match(body(missing).msg, /net1 .* does not exist/);
 });
 

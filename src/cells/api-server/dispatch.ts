@@ -126,7 +126,8 @@ export function createDispatcher(opts: DispatchOptions): Dispatcher {
     const operationId = op.operationId;
     // like Cilium's go-swagger server, an operation without a request body does not read one
     const raw = op.requestBody ? await readBody(req, maxBodyBytes) : skipBody(req);
-    if (raw === 'too-large') return send(res, 413, `the request body exceeds ${maxBodyBytes} bytes (--api-max-body-bytes)`, { connection: 'close' });
+    // the limit in a header too, so a client (the CNI shim) can report it without parsing the text
+    if (raw === 'too-large') return send(res, 413, `the request body exceeds ${maxBodyBytes} bytes (--api-max-body-bytes)`, { connection: 'close', 'x-cellium-max-body-bytes': String(maxBodyBytes) });
     const contentType = req.headers['content-type'];
     const mediaType = (contentType ?? JSON_TYPE).split(';')[0]!.trim().toLowerCase();
     let body: unknown;

@@ -11,12 +11,13 @@ import type { EndpointChangeRequest, EndpointView } from '../endpoint/index.js';
 import type { Family, IPAllocation } from '../ipam/types.js';
 import type { CniDeps } from './deps.js';
 import { releaseLedgerIPs, removeAttachment } from './del.js';
-import { CelliumCniCode, CniFailure, asCniFailure, invalidEnv } from './errors.js';
+import { CelliumCniCode, CniFailure, asCniFailure } from './errors.js';
 import { attachmentKey } from './ledger.js';
 import type { ParsedCall } from './netconf.js';
 import { activateHostVeth, configurePodVeth, createPodVeth, findChainedLinks, hostIfName, podCidr, randomPodMac, type PodAddress } from './plumbing.js';
 import type { CniResultModel, ResultIP } from './result.js';
 import type { LinkInfo } from '../../netlink/index.js';
+import { refuseTakenInterface } from './validate-target.js';
 
 /** How long an ADD's IPs wait for their endpoint before IPAM takes them back (agent crash mid-ADD). */
 export const ADD_IP_EXPIRATION_MS = 10 * 60_000;
@@ -143,7 +144,7 @@ async function addVeth(d: CniDeps, call: ParsedCall, signal: AbortSignal | undef
 /** Runs ADD (the caller holds the attachment's lock). */
 export async function runAdd(d: CniDeps, call: ParsedCall, signal?: AbortSignal): Promise<CniResultModel> {
   const { req } = call;
-  if (!d.net.netnsExists(req.netns)) throw invalidEnv('CNI_NETNS', `${req.netns} does not exist`);
+  await refuseTakenInterface(d, call, chainedInterfaceIndex(call) >= 0);
   const key = attachmentKey(req.containerId, req.ifName);
   if (d.manager.lookup(`cni-attachment-id:${key}`)) {
     d.log.info({ containerID: req.containerId, ifName: req.ifName }, 'CNI ADD: the attachment already has an endpoint; replacing it');

@@ -32,9 +32,31 @@ export function invalidConfig(field: string, why: string): CniFailure {
   return new CniFailure(CniErrorCode.InvalidConfig, `invalid network configuration: ${field} ${why}`);
 }
 
-/** An environment variable (CNI_ARGS, CNI_NETNS, CNI_IFNAME, …) is invalid or missing. */
-export function invalidEnv(variable: string, why: string): CniFailure {
-  return new CniFailure(CniErrorCode.InvalidEnv, `invalid environment: ${variable} ${why}`);
+/**
+ * An environment variable (CNI_ARGS, CNI_NETNS, CNI_IFNAME, …) is invalid: code 7, message
+ * `invalid CNI_IFNAME: "eth0;id" contains ";" (use …)`. `why` shows the value with
+ * {@link quoteValue}; `fix` says what to pass instead.
+ */
+export function invalidEnv(variable: string, why: string, fix?: string): CniFailure {
+  return new CniFailure(CniErrorCode.InvalidEnv, `invalid ${variable}: ${why}${fix ? ` (${fix})` : ''}`);
+}
+
+const QUOTE_MAX = 64;
+
+/**
+ * A value as messages show it: in double quotes, printable ASCII as is, `"` and `\` escaped,
+ * anything else as \uXXXX; past 64 characters shortened, with the full length appended.
+ */
+export function quoteValue(v: string): string {
+  const chars = [...v];
+  const shown = chars.slice(0, QUOTE_MAX).map((c) => {
+    const cp = c.codePointAt(0)!;
+    if (c === '"' || c === '\\') return `\\${c}`;
+    if (cp >= 0x20 && cp < 0x7f) return c;
+    return cp > 0xffff ? `\\u{${cp.toString(16)}}` : `\\u${cp.toString(16).padStart(4, '0')}`;
+  });
+  const more = chars.length > QUOTE_MAX ? `..." (${chars.length} characters)` : '"';
+  return `"${shown.join('')}${more}`;
 }
 
 /** A netlink or file operation failed. */

@@ -1,12 +1,13 @@
 /**
  * Parsing one CNI call (as cilium-cni's ADD does with types.LoadNetConf and cniTypes.LoadArgs):
  * the network configuration from stdin (ajv-checked; errors name the key), CNI_ARGS (the K8S_POD_*
- * keys; an unknown key is refused unless `IgnoreUnknown` is set) and the required variables.
+ * keys; an unknown key is refused unless `IgnoreUnknown` is set) and the variables (validate.ts).
  */
 import { Ajv, type ErrorObject } from 'ajv';
-import { CniErrorCode, CniProtocolError, SUPPORTED_CNI_VERSIONS, parseCniArgs, type CniRequest, type CniVersion } from '../../cni/protocol.js';
-import { CniFailure, invalidConfig, invalidEnv } from './errors.js';
+import { CniErrorCode, SUPPORTED_CNI_VERSIONS, parseCniArgs, type CniRequest, type CniVersion } from '../../cni/protocol.js';
+import { CniFailure, invalidConfig, invalidEnv, quoteValue } from './errors.js';
 import { parseResult, type CniResultModel } from './result.js';
+import { ARGS_FIX, argValueProblem, validateEnv } from './validate.js';
 
 /** One entry of `cni.dev/valid-attachments` (CNI 1.1 GC). */
 export interface Attachment {
@@ -117,44 +118,35 @@ export function parseNetConf(stdin: string): NetConf {
   };
 }
 
-/** Parses CNI_ARGS; an unknown key fails (code 7) unless IgnoreUnknown is set (1, true). */
+/**
+ * Parses CNI_ARGS; an unknown key fails (code 7) unless IgnoreUnknown is set (1, true), and so
+ * does a value of a K8S_* key Cellium uses that breaks its rule (validate.ts).
+ */
 export function parseArgs(text: string): CniArgs {
   let pairs: Map<string, string>;
   try {
     pairs = parseCniArgs(text);
   } catch (err) {
-    throw new CniFailure(err instanceof CniProtocolError ? err.cniCode : CniErrorCode.InvalidEnv, `invalid environment: ${(err as Error).message}`);
+    throw invalidEnv('CNI_ARGS', (err as Error).message, ARGS_FIX);
   }
   const ignoreUnknown = /^(1|true)$/i.test(pairs.get('IgnoreUnknown') ?? '');
   const out: Record<string, string> = {};
   for (const [k, v] of pairs) {
     const field = KNOWN_ARGS[k];
     if (field === undefined) {
-      if (!ignoreUnknown) throw invalidEnv('CNI_ARGS', `has the unknown key "${k}" (add IgnoreUnknown=1 to ignore it)`);
+      if (!ignoreUnknown) throw invalidEnv('CNI_ARGS', `the key ${quoteValue(k)} is unknown`, 'add IgnoreUnknown=1 to ignore it');
       continue;
     }
+    const bad = argValueProblem(k, v);
+    if (bad) throw invalidEnv('CNI_ARGS', bad);
     if (field && v !== '') out[field] = v;
   }
   return out;
 }
 
-const IFNAME = /^[^\s/:]{1,15}$/;
-
-/** Checks the variables a command needs (the shim checks presence; the agent checks content too). */
-export function checkEnv(req: CniRequest): void {
-  const needs = req.command === 'ADD' || req.command === 'CHECK' ? ['containerId', 'netns', 'ifName'] : req.command === 'DEL' ? ['containerId', 'ifName'] : [];
-  const names: Record<string, string> = { containerId: 'CNI_CONTAINERID', netns: 'CNI_NETNS', ifName: 'CNI_IFNAME' };
-  const missing = needs.filter((k) => req[k as keyof CniRequest] === '').map((k) => names[k]!);
-  if (missing.length) throw invalidEnv(missing.join(', '), 'must be set');
-  if (needs.includes('ifName') && !IFNAME.test(req.ifName)) {
-    throw invalidEnv('CNI_IFNAME', `"${req.ifName}" is not an interface name (1-15 characters, no space, "/" or ":")`);
-  }
-  if (req.netns && !req.netns.startsWith('/')) throw invalidEnv('CNI_NETNS', `"${req.netns}" is not an absolute path`);
-}
-
 /** Parses a whole call: variables, netconf, CNI_ARGS. */
 export function parseCall(req: CniRequest): ParsedCall {
-  checkEnv(req);
+  validateEnv(req);
   const conf = parseNetConf(req.stdin);
   return { req, conf, args: parseArgs(req.args) };
 }

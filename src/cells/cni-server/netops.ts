@@ -4,6 +4,7 @@
  * the netlink addon (src/netlink); tests substitute a fake so every rollback path runs unprivileged.
  */
 import { existsSync } from 'node:fs';
+import { probeNetns, type NetnsProbe } from '../../lib/netns.js';
 import { applyNetlinkSteps, withNetlink, type AddressInfo, type LinkInfo, type NetlinkStep, type VethOptions } from '../../netlink/index.js';
 
 /**
@@ -34,6 +35,8 @@ export interface NetOps {
   applySteps(netnsPath: string | undefined, steps: readonly NetlinkStep[]): Promise<void>;
   /** Whether a namespace path exists (DEL of a pod whose namespace is gone). */
   netnsExists(netnsPath: string): boolean;
+  /** What a CNI_NETNS path names: a network namespace, the agent's own, a file, nothing (src/lib/netns.ts). */
+  probeNetns(netnsPath: string): Promise<NetnsProbe>;
   /** Releases what it holds (agent stop). */
   close(): Promise<void>;
 }
@@ -62,6 +65,11 @@ export class NetlinkOps implements NetOps {
   /** See NetOps. */
   netnsExists(netnsPath: string): boolean {
     return existsSync(netnsPath);
+  }
+
+  /** See NetOps. */
+  probeNetns(netnsPath: string): Promise<NetnsProbe> {
+    return probeNetns(netnsPath);
   }
 
   /** See NetOps. Nothing is held between batches, so there is nothing to release. */

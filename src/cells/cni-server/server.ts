@@ -10,11 +10,12 @@ import { runCheck } from './check.js';
 import type { CniDeps } from './deps.js';
 import { removeAttachment } from './del.js';
 import { replayDeleteQueue, type ReplayOutcome } from './delete-queue.js';
-import { CniFailure, asCniFailure } from './errors.js';
+import { CniFailure, asCniFailure, quoteValue } from './errors.js';
 import { runGc } from './gc.js';
 import { attachmentKey } from './ledger.js';
 import { parseCall } from './netconf.js';
 import { formatResult } from './result.js';
+import { checkNetns } from './validate-target.js';
 
 /** The cniVersion to answer an error with: the request's when it can be read. */
 function versionOf(stdin: string): string {
@@ -58,7 +59,8 @@ export class CniServer {
       return out;
     } catch (err) {
       const f = asCniFailure(err);
-      this.d.log.warn({ command: req.command, containerID: req.containerId, ifName: req.ifName, code: f.code, err: f.message }, 'CNI command failed');
+      // the variables may be hostile (10,000 characters, newlines): the log gets them shortened and escaped
+      this.d.log.warn({ command: req.command, containerID: quoteValue(req.containerId), ifName: quoteValue(req.ifName), code: f.code, err: f.message }, 'CNI command failed');
       return cniError(versionOf(req.stdin), f.code, f.message, f.details);
     }
   }
@@ -66,6 +68,7 @@ export class CniServer {
   private async dispatch(req: CniRequest, signal?: AbortSignal): Promise<CniResponse> {
     const call = parseCall(req);
     const d = this.d;
+    if (req.command === 'ADD' || req.command === 'CHECK') await checkNetns(d.net, req.netns);
     const key = attachmentKey(req.containerId, req.ifName);
     switch (req.command) {
       case 'ADD': {
