@@ -195,22 +195,15 @@ static int mkdir_p(const char *dir)
     return (mkdir(tmp, 0755) && errno != EEXIST) ? -1 : 0;
 }
 
-/* Writes the DEL request atomically as <unix-ns>-<pid>-<container id>.json in the queue dir. */
+/* Writes the DEL request atomically as <unix-ns>-<pid>-<container id>.json in the queue dir (the
+ * container id was checked: it is a safe file name part of at most 128 bytes). */
 static int queue_delete(const struct buf *req, char *err, size_t errlen)
 {
     const char *dir = getenv("CELLIUM_CNI_DELETE_QUEUE");
     if (!dir || !*dir)
         dir = DEFAULT_DELETE_QUEUE;
-    char cid[129];
-    const char *c = env_or_empty("CNI_CONTAINERID");
-    size_t k = 0;
-    for (; c[k] && k < sizeof cid - 1; k++) {
-        char ch = c[k];
-        int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                 ch == '-' || ch == '_' || ch == '.';
-        cid[k] = ok ? ch : '_';
-    }
-    cid[k] = '\0';
+    /* checked by check_container_id: [A-Za-z0-9][A-Za-z0-9_.-]*, at most 128 bytes */
+    const char *cid = env_or_empty("CNI_CONTAINERID");
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     char name[4096], tmp[4096];

@@ -195,6 +195,7 @@ t.test('bodies over the limit get 413', async (t) => {
   const { tr } = await start(t, { 'api-max-body-bytes': 2048 });
   const res = await tr.request('PUT', '/endpoint/1', { body: { 'container-name': 'x'.repeat(4096) } });
   t.equal(res.status, 413);
+  t.equal(res.headers['x-cellium-max-body-bytes'], '2048', 'the limit in a header (the CNI shim reports it)');
 });
 
 t.test('rate limiting: 429 with Retry-After once the wait would exceed the maximum', async (t) => {

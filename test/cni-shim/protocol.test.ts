@@ -66,19 +66,28 @@ t.test('answers', async (t) => {
   t.same(JSON.parse(cniError('0.4.0', 11, 'later').body), { cniVersion: '0.4.0', code: 11, msg: 'later', details: '' });
   t.equal(cniError('1.0.0', 4, 'x').exitCode, 1);
   t.same(decodeCniResponse(200, { 'x-cellium-cni-exit-code': '7' }, 'b'), { exitCode: 7, body: 'b' });
-  t.equal(codeOf(() => decodeCniResponse(503, {}, '')), CniErrorCode.TryAgainLater);
+  t.equal(codeOf(() => decodeCniResponse(503, {}, '')), CniErrorCode.TryAgainLater, '503: not ready, try again');
+  t.equal(codeOf(() => decodeCniResponse(429, {}, '')), CniErrorCode.TryAgainLater, '429: busy, try again');
   t.throws(() => decodeCniResponse(200, {}, ''), /X-Cellium-Cni-Exit-Code/);
+  t.equal(codeOf(() => decodeCniResponse(200, {}, '')), CniErrorCode.IoFailure, 'an answer against the contract is not "try again"');
   t.throws(() => decodeCniResponse(200, { 'x-cellium-cni-exit-code': '300' }, ''));
+  // an answer the agent did give is a permanent error carrying its message
+  t.throws(() => decodeCniResponse(413, { 'x-cellium-max-body-bytes': '2097152' }, '"too big"', 3_000_000), {
+    message: 'network configuration too large: 3000000 bytes, limit 2097152',
+    cniCode: CniErrorCode.InvalidConfig,
+  });
+  t.throws(() => decodeCniResponse(400, {}, '"bad body"'), { message: 'agent answered HTTP 400: bad body', cniCode: CniErrorCode.IoFailure });
+  t.throws(() => decodeCniResponse(500, {}, 'plain text'), { message: 'agent answered HTTP 500: plain text', cniCode: CniErrorCode.IoFailure });
   t.equal(replyCniVersion('0.4.0'), '0.4.0');
   t.equal(replyCniVersion('0.2.0'), '1.1.0');
   t.equal(replyCniVersion(undefined), '1.1.0');
 });
 
 t.test('CNI_ARGS', async (t) => {
-  const args = parseCniArgs('IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p;;X=a=b');
-  t.same([...args.entries()], [['IgnoreUnknown', '1'], ['K8S_POD_NAMESPACE', 'ns'], ['K8S_POD_NAME', 'p'], ['X', 'a=b']]);
+  const args = parseCniArgs('IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p;;X=');
+  t.same([...args.entries()], [['IgnoreUnknown', '1'], ['K8S_POD_NAMESPACE', 'ns'], ['K8S_POD_NAME', 'p'], ['X', '']]);
   t.equal(parseCniArgs('').size, 0);
-  t.equal(codeOf(() => parseCniArgs('novalue')), CniErrorCode.InvalidEnv);
+  for (const bad of ['novalue', '=x', 'X=a=b']) t.equal(codeOf(() => parseCniArgs(bad)), CniErrorCode.InvalidEnv, `${bad}: refused as libcni does`);
 });
 
 t.test('sendCniRequest against an agent that uses writeCniResponse', async (t) => {

@@ -7,6 +7,7 @@
  * Also the generic-veth chaining lookup of an existing interface.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { CniErrorCode } from '../../cni/protocol.js';
 import type { LinkInfo, NetlinkStep } from '../../netlink/index.js';
 import { CniFailure, ioFailure } from './errors.js';
 import type { LinkOps, NetOps } from './netops.js';
@@ -143,11 +144,11 @@ export async function findChainedLinks(net: NetOps, netns: string, ifName: strin
   } catch (err) {
     throw ioFailure(`looking up ${ifName} in ${netns}`, err);
   }
-  if (!pod) throw new CniFailure(4, `invalid network configuration: prevResult names ${ifName} in ${netns}, but it does not exist there`);
+  if (!pod) throw new CniFailure(CniErrorCode.InvalidConfig, `invalid network configuration: prevResult names ${ifName} in ${netns}, but it does not exist there`);
   const peer = pod.peerIndex;
   const host = peer ? (await net.inHost((h) => h.listLinks())).find((l) => l.index === peer && l.kind === 'veth') : undefined;
   if (!host) {
-    throw new CniFailure(4, `invalid network configuration: ${ifName} in ${netns} has no veth peer in the host namespace (chaining needs a veth created by the previous plugin)`);
+    throw new CniFailure(CniErrorCode.InvalidConfig, `invalid network configuration: ${ifName} in ${netns} has no veth peer in the host namespace (chaining needs a veth created by the previous plugin)`);
   }
   return { host, pod };
 }

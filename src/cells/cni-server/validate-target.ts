@@ -41,7 +41,7 @@ export async function refuseTakenInterface(d: CniDeps, call: ParsedCall, chained
   if (!taken) return;
   throw invalidEnv(
     'CNI_IFNAME',
-    `${quoteValue(req.ifName)} already exists in ${req.netns} (a ${taken.kind || 'device'} interface, index ${taken.index}); an ADD creates its interface and never takes over one`,
+    `${quoteValue(req.ifName)} already exists in ${req.netns} (index ${taken.index}${taken.kind ? `, a ${taken.kind}` : ''}); an ADD creates its interface and never takes over one`,
     `${IFNAME_FIX}, naming an interface the pod does not have yet`,
   );
 }
