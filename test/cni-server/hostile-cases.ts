@@ -53,8 +53,6 @@ export function baseRequest(ctx: HostileContext, command: CniRequest['command'],
 
 const IFNAME = /invalid CNI_IFNAME/;
 const CID = /invalid CNI_CONTAINERID/;
-const NETNS = /invalid CNI_NETNS/;
-const ARGS = /invalid CNI_ARGS/;
 const AGENT = { agentDecides: true } as const;
 /** Code 7 for an invalid variable, as the issue asks (the spec's 4 is unused), and for an invalid netconf (the spec's 7). */
 const INVALID = 7;
