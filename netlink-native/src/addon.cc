@@ -324,6 +324,7 @@ class NetlinkHandle : public Napi::ObjectWrap<NetlinkHandle> {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("NetlinkHandle", NetlinkHandle::Define(env));
   registerBatch(env, exports);
+  registerNsInfo(env, exports);
   Napi::Object nud = Napi::Object::New(env);
   nud.Set("permanent", NUD_PERMANENT);
   nud.Set("reachable", NUD_REACHABLE);

@@ -26,5 +26,7 @@ RouteSpec routeFromObject(const Napi::Object &o);
 LinkChange linkChangeFromObject(const Napi::Object &o);
 // Adds applySteps to the addon's exports (batch.cc).
 void registerBatch(Napi::Env env, Napi::Object exports);
+// Adds nsType to the addon's exports (nsinfo.cc).
+void registerNsInfo(Napi::Env env, Napi::Object exports);
 
 }  // namespace cellium

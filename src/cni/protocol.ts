@@ -214,9 +214,14 @@ export function decodeCniResponse(status: number, headers: IncomingHttpHeaders, 
   return { exitCode, body };
 }
 
-/** Sends one request to an agent socket the way the shim does and returns its decoded answer. */
-export function sendCniRequest(socketPath: string, req: CniRequest, timeoutMs = 300_000): Promise<CniResponse> {
-  const payload = Buffer.from(encodeCniRequest(req));
+interface RawAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** One POST of the contract; with `payload` undefined only the headers (announcing `length` bytes) are sent. */
+function exchange(socketPath: string, length: number, payload: Buffer | undefined, timeoutMs: number): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     const call = httpRequest(
       {
@@ -224,25 +229,40 @@ export function sendCniRequest(socketPath: string, req: CniRequest, timeoutMs = 
         path: CNI_REQUEST_PATH,
         method: 'POST',
         timeout: timeoutMs,
-        headers: { 'Content-Type': 'application/json', 'Content-Length': payload.length, Connection: 'close' },
+        headers: { 'Content-Type': 'application/json', 'Content-Length': length, Connection: 'close' },
       },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', reject);
-        res.on('end', () => {
-          try {
-            resolve(decodeCniResponse(res.statusCode ?? 0, res.headers, Buffer.concat(chunks).toString(), payload.length));
-          } catch (err) {
-            reject(err);
-          }
-        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
       },
     );
     call.on('timeout', () => call.destroy(new CniProtocolError(`no answer from ${socketPath} within ${timeoutMs} ms`, CniErrorCode.TryAgainLater)));
     call.on('error', reject);
-    call.end(payload);
+    if (payload) call.end(payload);
+    else call.flushHeaders();
   });
+}
+
+/**
+ * Sends one request to an agent socket the way the shim does and returns its decoded answer. An
+ * agent that answers before reading the whole body (413) and closes makes the write fail (EPIPE);
+ * its answer is then heard by sending the headers alone, which it judges the same way (the body is
+ * never sent, so nothing runs; any other outcome rejects with the first error).
+ */
+export async function sendCniRequest(socketPath: string, req: CniRequest, timeoutMs = 300_000): Promise<CniResponse> {
+  const payload = Buffer.from(encodeCniRequest(req));
+  let answer: RawAnswer;
+  try {
+    answer = await exchange(socketPath, payload.length, payload, timeoutMs);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EPIPE' && code !== 'ECONNRESET') throw err;
+    answer = await exchange(socketPath, payload.length, undefined, Math.min(timeoutMs, 5_000)).catch(() => Promise.reject(err));
+    if (answer.status !== 413) throw err;
+  }
+  return decodeCniResponse(answer.status, answer.headers, answer.body, payload.length);
 }
 
 /**

@@ -94,6 +94,8 @@ export interface NetlinkAddon {
   /** Runs the steps in order on one worker job, inside netnsPath's namespace ("" for the process's). */
   applySteps(netnsPath: string, steps: RawStep[]): Promise<void>;
   nud: { permanent: number; reachable: number; noarp: number };
+  /** The NS_GET_NSTYPE of a namespace file and the device and inode opened; only `errno` when it failed. */
+  nsType(path: string): { errno: number; type?: number; dev?: number; ino?: number };
 }
 
 const ADDON = join('netlink-native', 'build', 'Release', 'cellium_netlink.node');

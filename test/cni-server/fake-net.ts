@@ -2,7 +2,7 @@
 // routes, neighbours and sysctls, veth pairs across namespaces, and failure injection per operation
 // and namespace (`fail('addRoute', 'pod')`), so every rollback path can be driven without root.
 import type { LinkOps, NetOps } from '../../src/cells/cni-server/netops.js';
-import type { NetnsProbe } from '../../src/lib/netns.js';
+import type { NetnsProbe } from '../../src/netlink/index.js';
 import type { AddressInfo, LinkInfo, NetlinkStep, RouteSpec, VethOptions } from '../../src/netlink/index.js';
 
 interface FakeLink extends LinkInfo {

@@ -4,8 +4,7 @@
  * the netlink addon (src/netlink); tests substitute a fake so every rollback path runs unprivileged.
  */
 import { existsSync } from 'node:fs';
-import { probeNetns, type NetnsProbe } from '../../lib/netns.js';
-import { applyNetlinkSteps, withNetlink, type AddressInfo, type LinkInfo, type NetlinkStep, type VethOptions } from '../../netlink/index.js';
+import { applyNetlinkSteps, probeNetns, withNetlink, type AddressInfo, type LinkInfo, type NetlinkStep, type NetnsProbe, type VethOptions } from '../../netlink/index.js';
 
 /**
  * The link operations of one namespace the CNI server makes one at a time (a subset of Netlink);

@@ -1,13 +1,13 @@
 /**
  * What a path names, as far as network namespaces go, found without entering it and without
  * privileges: a namespace file is an inode of the nsfs pseudo-filesystem (the same device as
- * /proc/self/ns/net), its type is in the name /proc/self/fd/N links to once it is open
- * (`net:[4026532281]`), and its inode number identifies the namespace. Regular files on other
- * filesystems, directories and devices are refused from stat() alone, never opened (opening a
- * FIFO blocks, opening some devices has side effects).
+ * /proc/self/ns/net), the NS_GET_NSTYPE ioctl (the addon's `nsType`) gives its type, and its inode
+ * number identifies the namespace. Regular files on other filesystems, directories and devices are
+ * refused from stat() alone and never opened (opening a FIFO blocks, opening some devices acts).
  */
-import { constants } from 'node:fs';
-import { open, readlink, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
+import { errnoName } from './errors.js';
+import { loadAddon } from './native.js';
 
 /**
  * `netns`: a network namespace other than the two below; `own`: this process's network namespace;
@@ -25,16 +25,22 @@ export interface NetnsProbe {
   readonly inode?: number;
 }
 
-interface NsId {
-  readonly dev: number;
-  readonly ino: number;
-}
-
 const SELF_NET = '/proc/self/ns/net';
 const INIT_NET = '/proc/1/ns/net';
-const NS_LINK = /^([a-z_]+):\[(\d+)\]$/;
+const CLONE_NEWNET = 0x40000000;
+/** Namespace types by their CLONE_NEW* flag, as /proc/PID/ns names them. */
+const NS_TYPES: Readonly<Record<number, string>> = {
+  0x00020000: 'mnt',
+  0x04000000: 'uts',
+  0x08000000: 'ipc',
+  0x10000000: 'user',
+  0x20000000: 'pid',
+  [CLONE_NEWNET]: 'net',
+  0x02000000: 'cgroup',
+  0x00000080: 'time',
+};
 
-async function nsId(path: string): Promise<NsId | undefined> {
+async function nsId(path: string): Promise<{ dev: number; ino: number } | undefined> {
   try {
     const st = await stat(path);
     return { dev: st.dev, ino: st.ino };
@@ -52,22 +58,7 @@ function fileKind(st: Awaited<ReturnType<typeof stat>>): string {
   return 'a regular file';
 }
 
-/**
- * The namespace type of an nsfs file ("net", "mnt", …) from the /proc/self/fd link of the opened
- * file ("nsfs" when the link does not say); undefined when what was opened is not what was stat()ed.
- */
-async function nsType(path: string, dev: number, ino: number): Promise<string | undefined> {
-  const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  try {
-    const st = await fh.stat();
-    if (st.dev !== dev || st.ino !== ino) return undefined;
-    return NS_LINK.exec(await readlink(`/proc/self/fd/${fh.fd}`))?.[1] ?? 'nsfs';
-  } finally {
-    await fh.close();
-  }
-}
-
-/** Finds out what `path` names (it follows symbolic links, as setns on the path would). */
+/** Finds out what `path` names (following symbolic links, as setns on the path would). */
 export async function probeNetns(path: string): Promise<NetnsProbe> {
   let st;
   try {
@@ -81,14 +72,11 @@ export async function probeNetns(path: string): Promise<NetnsProbe> {
   const self = await nsId(SELF_NET);
   if (!self) return { kind: 'other', what: `not comparable with ${SELF_NET}, which is unreadable` };
   if (st.dev !== self.dev) return { kind: 'other', what: 'a regular file' };
-  let type: string | undefined;
-  try {
-    type = await nsType(path, st.dev, st.ino);
-  } catch (err) {
-    return { kind: 'other', what: `a namespace file that cannot be opened (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` };
-  }
-  if (type === undefined) return { kind: 'other', what: 'a file that changed while it was being checked' };
-  if (type !== 'net') return { kind: 'other', what: type === 'nsfs' ? 'an nsfs file of no known type' : `a ${type} namespace` };
+  // an nsfs file: opening it has no side effect
+  const ns = loadAddon().nsType(path);
+  if (ns.type === undefined) return { kind: 'other', what: `a namespace file that cannot be inspected (${errnoName(ns.errno)})` };
+  if (ns.dev !== st.dev || ns.ino !== st.ino) return { kind: 'other', what: 'a file that changed while it was being checked' };
+  if (ns.type !== CLONE_NEWNET) return { kind: 'other', what: `a ${NS_TYPES[ns.type] ?? `type ${ns.type}`} namespace` };
   if (st.ino === self.ino) return { kind: 'own', what: "this process's own network namespace", inode: st.ino };
   const init = await nsId(INIT_NET);
   if (init && st.ino === init.ino && st.dev === init.dev) return { kind: 'init', what: 'the network namespace of PID 1', inode: st.ino };
