@@ -82,7 +82,7 @@ t.test('malformed calls get the spec codes through the shim', { skip: skipUnless
     ['unknown cniVersion', cni('ADD', { containerId: id, netns: ns.path }, conf(agent, {}, '9.9.9')), 1, /./],
     ['netns that does not exist', cni('ADD', { containerId: id, netns: '/var/run/netns/none-such' }, conf(agent)), 7, /CNI_NETNS/],
     ['unknown CNI_ARGS key', cni('ADD', { containerId: id, netns: ns.path, args: 'FOO=1' }, conf(agent)), 7, /FOO/],
-    ['bad mtu', cni('ADD', { containerId: id, netns: ns.path }, conf(agent, { mtu: 10 })), 4, /mtu/],
+    ['bad mtu', cni('ADD', { containerId: id, netns: ns.path }, conf(agent, { mtu: 10 })), 7, /mtu/],
   ];
   for (const [name, run, code, msg] of cases) {
     const r = await run;
