@@ -40,13 +40,30 @@ const NS_TYPES: Readonly<Record<number, string>> = {
   0x00000080: 'time',
 };
 
-async function nsId(path: string): Promise<{ dev: number; ino: number } | undefined> {
+type NsId = { dev: number; ino: number } | undefined;
+
+async function nsId(path: string): Promise<NsId> {
   try {
     const st = await stat(path);
     return { dev: st.dev, ino: st.ino };
   } catch {
     return undefined;
   }
+}
+
+// This process's namespace and PID 1's never change (no thread of the agent joins another one for
+// good), so they are read once; a failed read is tried again next time.
+const known = new Map<string, Promise<NsId>>();
+function cachedNsId(path: string): Promise<NsId> {
+  let got = known.get(path);
+  if (!got) {
+    got = nsId(path).then((id) => {
+      if (!id) known.delete(path);
+      return id;
+    });
+    known.set(path, got);
+  }
+  return got;
 }
 
 function fileKind(st: Awaited<ReturnType<typeof stat>>): string {
@@ -69,7 +86,7 @@ export async function probeNetns(path: string): Promise<NetnsProbe> {
     return { kind: 'other', what: `unreadable (${code ?? (err as Error).message})` };
   }
   if (!st.isFile()) return { kind: 'other', what: fileKind(st) };
-  const self = await nsId(SELF_NET);
+  const self = await cachedNsId(SELF_NET);
   if (!self) return { kind: 'other', what: `not comparable with ${SELF_NET}, which is unreadable` };
   if (st.dev !== self.dev) return { kind: 'other', what: 'a regular file' };
   // an nsfs file: opening it has no side effect
@@ -78,7 +95,7 @@ export async function probeNetns(path: string): Promise<NetnsProbe> {
   if (ns.dev !== st.dev || ns.ino !== st.ino) return { kind: 'other', what: 'a file that changed while it was being checked' };
   if (ns.type !== CLONE_NEWNET) return { kind: 'other', what: `a ${NS_TYPES[ns.type] ?? `type ${ns.type}`} namespace` };
   if (st.ino === self.ino) return { kind: 'own', what: "this process's own network namespace", inode: st.ino };
-  const init = await nsId(INIT_NET);
+  const init = await cachedNsId(INIT_NET);
   if (init && st.ino === init.ino && st.dev === init.dev) return { kind: 'init', what: 'the network namespace of PID 1', inode: st.ino };
   return { kind: 'netns', what: 'a network namespace', inode: st.ino };
 }
