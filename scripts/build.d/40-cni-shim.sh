@@ -12,9 +12,12 @@ fi
 mkdir -p bin
 cc=${CC:-cc}
 flags=(-std=c11 -O2 -Wall -Wextra -D_FORTIFY_SOURCE=2 -fstack-protector-strong)
-if ! "$cc" "${flags[@]}" -static -o "$out.tmp" "${srcs[@]}" 2>/dev/null; then
-  "$cc" "${flags[@]}" -o "$out.tmp" "${srcs[@]}"
+# a temporary name of this build's own: test files run in parallel may build at the same time
+tmp="$out.tmp.$$"
+trap 'rm -f "$tmp"' EXIT
+if ! "$cc" "${flags[@]}" -static -o "$tmp" "${srcs[@]}" 2>/dev/null; then
+  "$cc" "${flags[@]}" -o "$tmp" "${srcs[@]}"
 fi
-strip "$out.tmp" 2>/dev/null || true
-mv -f "$out.tmp" "$out"
+strip "$tmp" 2>/dev/null || true
+mv -f "$tmp" "$out"
 echo "build: $out"

@@ -6,24 +6,17 @@
 // Afterwards the agent is up and healthy, nothing leaked (no link in either namespace, no
 // endpoint, no IP: the first valid ADD gets the pool's first address), and ADD/CHECK/DEL work.
 import t from 'tap';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { CniProtocolError, sendCniRequest } from '../../src/cni/protocol.js';
 import { baseRequest, hostileCases, type HostileContext } from '../cni-server/hostile-cases.js';
 import { tempDir } from '../cni-server/helpers.js';
 import { runShim } from '../cni-shim/run-shim.js';
+import { agentProcessSkip, startAgentProcess } from './agent-process.js';
 import { buildShim, ipJson, netns, uniq } from './agent.js';
 
-const BIN = join(import.meta.dirname, '../../bin/cellium-agent.js');
 const POOL = '10.217.0.0/24';
-
-function skipReason(): string | false {
-  if (process.getuid?.() !== 0) return 'needs root: runs the agent in a network namespace of its own';
-  const help = spawnSync(process.execPath, [BIN, '--help'], { encoding: 'utf8' });
-  if (!/--cni-delete-queue-dir=/.test(help.stdout ?? '')) return 'the built cellium-agent has no cni-server cell (run npm run build)';
-  return false;
-}
 
 /** GET on the agent's API socket: status and parsed body. */
 function apiGet(socketPath: string, path: string): Promise<{ status: number; body: unknown }> {
@@ -44,26 +37,14 @@ function links(nsName: string): string[] {
   return ipJson<{ ifname: string }>('-n', nsName, 'link').map((l) => l.ifname).sort();
 }
 
-t.test('hostile CNI calls against an agent in its own network namespace', { skip: skipReason() }, async (t) => {
+t.test('hostile CNI calls against an agent in its own network namespace', { skip: agentProcessSkip('runs the agent in a network namespace of its own') }, async (t) => {
   buildShim();
-  const dir = tempDir(t, 'hostile');
-  const socketPath = join(dir, 'cellium.sock');
   const agentNs = netns(t, 'hc-agent');
   const pod = netns(t, 'hc-pod');
-  const agent = spawn('ip', ['netns', 'exec', agentNs.name, process.execPath, BIN, `--socket-path=${socketPath}`, `--state-dir=${join(dir, 'state')}`, `--cni-delete-queue-dir=${join(dir, 'q')}`, `--ipv4-range=${POOL}`, '--datapath-mode=memory'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  agent.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const exited = new Promise<number | null>((r) => agent.on('exit', r));
-  t.teardown(() => {
-    if (agent.exitCode === null) agent.kill('SIGKILL');
-  });
-  const conf = (extra: Record<string, unknown> = {}, version = '1.0.0') => JSON.stringify({ cniVersion: version, name: 'cellium', type: 'cellium-cni', 'socket-path': socketPath, ...extra });
-  let up = false;
-  for (let i = 0; i < 150 && !up && agent.exitCode === null; i++) {
-    up = (await runShim({ CNI_COMMAND: 'STATUS' }, conf({}, '1.1.0'))).code === 0;
-    if (!up) await new Promise((r) => setTimeout(r, 100));
-  }
-  if (!t.ok(up, up ? 'the agent is up in its own namespace' : `the agent never became ready: ${stderr}`)) return;
+  const agent = await startAgentProcess(t, { pool: POOL, netnsName: agentNs.name });
+  const { socketPath, netconf: conf } = agent;
+  if (!t.ok(agent.up, agent.up ? 'the agent is up in its own namespace' : `the agent never became ready: ${agent.stderr()}`)) return;
+  const dir = tempDir(t, 'hostile');
   t.same(links(agentNs.name), ['lo'], "the agent's namespace starts with lo only");
 
   const fifo = join(dir, 'fifo');
@@ -90,7 +71,7 @@ t.test('hostile CNI calls against an agent in its own network namespace', { skip
     }
   }
 
-  t.equal(agent.exitCode, null, 'the agent is still running');
+  t.equal(agent.proc.exitCode, null, 'the agent is still running');
   const health = await apiGet(socketPath, '/v1/healthz');
   t.equal(health.status, 200, 'healthz answers');
   t.same(links(agentNs.name), ['lo'], "nothing created in the agent's namespace (no lxc, no pod side)");
@@ -108,6 +89,6 @@ t.test('hostile CNI calls against an agent in its own network namespace', { skip
   const del = await runShim({ ...env, CNI_COMMAND: 'DEL' }, conf({ prevResult: res }));
   t.same([del.code, del.stdout], [0, ''], 'DEL');
   t.same([links(agentNs.name), links(pod.name)], [['lo'], ['lo']], 'both namespaces clean after DEL');
-  agent.kill('SIGTERM');
-  t.equal(await exited, 0, 'the agent stops cleanly');
+  agent.proc.kill('SIGTERM');
+  t.equal(await agent.exited, 0, 'the agent stops cleanly');
 });
