@@ -15,9 +15,8 @@
  *   (libcni's rule), no control characters; the K8S_* values Cellium uses follow their own rules.
  * - CNI_PATH: no control characters.
  */
-import type { CniRequest } from '../../cni/protocol.js';
+import { CniErrorCode, type CniRequest } from '../../cni/protocol.js';
 import { CniFailure, invalidEnv, quoteValue } from './errors.js';
-import { CniErrorCode } from '../../cni/protocol.js';
 
 /** The kernel's limit on an interface name (IFNAMSIZ - 1). */
 export const IFNAME_MAX_BYTES = 15;
