@@ -9,7 +9,7 @@ import type { EndpointChangeRequest, EndpointHealth, EndpointLogEntry, EndpointM
 import type { EndpointAPIManager, EndpointManager, EndpointView } from '../../src/cells/endpoint/types.js';
 import type { Identity, IdentityAllocator, IdentityChange } from '../../src/cells/identity/types.js';
 import { PolicyError } from '../../src/cells/policy/errors.js';
-import type { PolicyChange, PolicyRepository, PolicyRule } from '../../src/cells/policy/types.js';
+import type { ImportOptions, PolicyChange, PolicyRepository, PolicyRule } from '../../src/cells/policy/types.js';
 import type { Datapath, MapDump } from '../../src/cells/datapath/types.js';
 import { parseLabels, formatLabels } from '../../src/lib/labels.js';
 
@@ -156,7 +156,7 @@ export class MockPolicy implements PolicyRepository {
   rules: PolicyRule[] = [];
   revision = 1;
   readonly changes$ = new Subject<PolicyChange>();
-  import(text: string): PolicyChange {
+  import(text: string, opts: ImportOptions = {}): PolicyChange {
     let doc: unknown;
     try {
       doc = JSON.parse(text);
@@ -169,7 +169,9 @@ export class MockPolicy implements PolicyRepository {
     });
     const incoming = doc as PolicyRule[];
     const keys = new Set(incoming.map((r) => (r.labels ?? []).join(';')));
-    this.rules = [...this.rules.filter((r) => !keys.has((r.labels ?? []).join(';'))), ...incoming];
+    const replace = opts.replaceWithLabels ?? [];
+    const replaced = (r: PolicyRule) => keys.has((r.labels ?? []).join(';')) || (replace.length > 0 && replace.every((l) => (r.labels ?? []).includes(l)));
+    this.rules = [...this.rules.filter((r) => !replaced(r)), ...incoming];
     return this.bump(incoming.length, 0);
   }
   delete(labels: readonly string[] | 'all'): PolicyChange {

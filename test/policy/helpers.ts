@@ -1,5 +1,9 @@
 /** Test helpers for the policy cell: a mock IdentityAllocator, verdicts over the LPM policy map, a hive. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Subject } from 'rxjs';
+import { statedirCell } from '../../src/cells/statedir/index.js';
 import { testHive, type TestLike } from '../../src/hive/index.js';
 import { policyCell, PolicyRepositoryToken, type Repository } from '../../src/cells/policy/index.js';
 import { IdentityAllocatorToken, makeIdentity, reservedIdentities, reservedFor, cidrLabel, type Identity, type IdentityAllocator, type IdentityChange } from '../../src/cells/identity/index.js';
@@ -60,10 +64,17 @@ export class MockAllocator implements IdentityAllocator {
   }
 }
 
-/** A started policy cell over a mock allocator. */
-export async function policyHive(t: TestLike, alloc = new MockAllocator()) {
-  const h = await testHive(t, [policyCell], { replace: [[IdentityAllocatorToken, alloc]] });
-  return { alloc, repo: h.get(PolicyRepositoryToken) as Repository };
+/** A temporary state directory, removed when the test ends. */
+export function tempStateDir(t: TestLike): string {
+  const dir = mkdtempSync(join(tmpdir(), 'cellium-policy-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A started policy cell over a mock allocator, its store in `stateDir` (a fresh temporary one by default). */
+export async function policyHive(t: TestLike, alloc = new MockAllocator(), stateDir = tempStateDir(t)) {
+  const h = await testHive(t, [statedirCell, policyCell], { replace: [[IdentityAllocatorToken, alloc]], config: { 'state-dir': stateDir } });
+  return { alloc, repo: h.get(PolicyRepositoryToken) as Repository, h, stateDir };
 }
 
 /** The LPM prefixes (start, length over 16 bits) of a port range, like the datapath expands them. */

@@ -49,17 +49,9 @@ export function policyRoutes(repo: PolicyRepository): ApiRouteGroup {
         operationId: 'PutPolicy',
         handle: (req) =>
           mapped([400, 500], () => {
-            const text = String(req.body);
             const replace = (req.query['replace-with-labels'] as string[] | undefined) ?? [];
-            const saved = replace.length ? repo.get(replace) : [];
-            if (saved.length) repo.delete(replace);
-            try {
-              repo.import(text);
-            } catch (err) {
-              // nothing changes when the import is refused: put the rules deleted above back
-              if (saved.length) repo.import(JSON.stringify(saved));
-              throw err;
-            }
+            // one change: the rules with those labels go and the new ones come, or nothing changes
+            repo.import(String(req.body), { replaceWithLabels: replace });
             return ok(policyModel(repo));
           }),
       },

@@ -13,7 +13,7 @@ import type { IdentityBackend } from './backend.js';
 import { cidrLabel } from './cidr.js';
 import { backendConflict, invalidLabels, rangeExhausted } from './errors.js';
 import { makeIdentity, reservedFor, reservedIdentities } from './reserved.js';
-import type { Identity, IdentityAllocator, IdentityChange, IdentityRange } from './types.js';
+import type { AllocateOptions, Identity, IdentityAllocator, IdentityChange, IdentityRange } from './types.js';
 
 /** Cilium's ranges. */
 export const IDENTITY_RANGE: IdentityRange = Object.freeze({ minGlobal: 256, maxGlobal: 65535, localScope: 1 << 24 });
@@ -62,16 +62,16 @@ export class LocalIdentityAllocator implements IdentityAllocator {
   }
 
   /** See IdentityAllocator. */
-  async allocate(labels: readonly Label[]): Promise<{ identity: Identity; isNew: boolean }> {
+  async allocate(labels: readonly Label[], opts: AllocateOptions = {}): Promise<{ identity: Identity; isNew: boolean }> {
     const ls = normalize(labels);
     const reserved = reservedFor(ls);
     if (reserved) return { identity: reserved, isNew: false };
     await this.load();
-    return this.acquire(labelsKey(ls), () => this.createGlobal(ls));
+    return this.acquire(labelsKey(ls), () => this.createGlobal(ls, opts.prefer));
   }
 
   /** See IdentityAllocator. */
-  async allocateCIDR(cidr: string): Promise<Identity> {
+  async allocateCIDR(cidr: string, opts: AllocateOptions = {}): Promise<Identity> {
     let c;
     try {
       c = parseCidr(cidr);
@@ -81,7 +81,7 @@ export class LocalIdentityAllocator implements IdentityAllocator {
     if (c.prefix === 0) return reservedIdentities.get(2)!;
     const ls = sortLabels([cidrLabel(c), { source: 'reserved', key: 'world', value: '' }]);
     const key = labelsKey(ls);
-    const { identity } = await this.acquire(key, async () => this.createLocal(ls, key, formatCidr(c)));
+    const { identity } = await this.acquire(key, async () => this.createLocal(ls, key, formatCidr(c), opts.prefer));
     return identity;
   }
 
@@ -148,11 +148,11 @@ export class LocalIdentityAllocator implements IdentityAllocator {
     return { identity: e.identity, isNew: creator };
   }
 
-  private async createGlobal(ls: Label[]): Promise<Entry> {
+  private async createGlobal(ls: Label[], prefer?: number): Promise<Entry> {
     const key = labelsKey(ls);
     const labels = formatLabels(ls);
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-      const id = this.freeNumber('global');
+      const id = attempt === 0 && this.isFree('global', prefer) ? prefer! : this.freeNumber('global');
       this.claiming.add(id); // hold the number while the backend records it
       let stored: number | undefined;
       try {
@@ -169,11 +169,19 @@ export class LocalIdentityAllocator implements IdentityAllocator {
     throw backendConflict(key, CLAIM_ATTEMPTS);
   }
 
-  private async createLocal(ls: Label[], key: string, cidr: string): Promise<Entry> {
-    const e: Entry = { identity: makeIdentity(this.freeNumber('local'), ls, false), key, scope: 'local', refs: 0 };
+  private async createLocal(ls: Label[], key: string, cidr: string, prefer?: number): Promise<Entry> {
+    const id = this.isFree('local', prefer) ? prefer! : this.freeNumber('local');
+    const e: Entry = { identity: makeIdentity(id, ls, false), key, scope: 'local', refs: 0 };
     this.insert(e);
     this.log?.debug({ id: e.identity.id, cidr }, 'CIDR identity allocated');
     return e;
+  }
+
+  /** Whether `id` is a number of the scope that nobody holds or is claiming. */
+  private isFree(scope: 'global' | 'local', id: number | undefined): boolean {
+    if (id === undefined || !Number.isInteger(id)) return false;
+    const [min, max] = scope === 'global' ? [IDENTITY_RANGE.minGlobal, IDENTITY_RANGE.maxGlobal] : [IDENTITY_RANGE.localScope + 1, MAX_LOCAL];
+    return id >= min && id <= max && !this.byId.has(id) && !this.claiming.has(id);
   }
 
   private freeNumber(scope: 'global' | 'local'): number {

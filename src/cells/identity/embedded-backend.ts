@@ -1,11 +1,11 @@
 /**
  * The embedded identity backend: the label-set -> number table in memory, persisted as JSON to
- * `<state-dir>/identities.json` (written to a temporary file and renamed, so a crash leaves either
- * the old or the new table). Writes are coalesced: every change resolves once a write that
+ * `<state-dir>/identities.json` (written to a temporary file, fsynced and renamed, so a crash leaves
+ * either the old or the new table). Writes are coalesced: every change resolves once a write that
  * includes it is on disk.
  */
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { removeTemps, writeFileAtomic } from '../../lib/atomic-file.js';
 import type { IdentityBackend, StoredIdentity } from './backend.js';
 import { badStateFile } from './errors.js';
 
@@ -24,6 +24,7 @@ export class EmbeddedBackend implements IdentityBackend {
 
   /** See IdentityBackend. */
   async load(): Promise<readonly StoredIdentity[]> {
+    removeTemps(this.file);
     let text: string;
     try {
       text = await readFile(this.file, 'utf8');
@@ -76,10 +77,7 @@ export class EmbeddedBackend implements IdentityBackend {
       while (this.dirty) {
         this.dirty = false;
         const identities = [...this.byKey.values()].sort((a, b) => a.id - b.id);
-        const tmp = `${this.file}.tmp-${process.pid}`;
-        await mkdir(dirname(this.file), { recursive: true });
-        await writeFile(tmp, `${JSON.stringify({ version: VERSION, identities }, null, 1)}\n`);
-        await rename(tmp, this.file);
+        await writeFileAtomic(this.file, `${JSON.stringify({ version: VERSION, identities }, null, 1)}\n`);
       }
     } finally {
       this.writing = undefined;

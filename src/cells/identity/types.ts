@@ -28,14 +28,24 @@ export interface IdentityRange {
   readonly localScope: number;
 }
 
+/** Options of allocate and allocateCIDR. */
+export interface AllocateOptions {
+  /**
+   * The number to give a label set that has none yet, when it is free and in range (restore: an
+   * endpoint's or a CIDR's number from before the restart, so the pinned maps that name it stay
+   * right). A label set that has a number keeps it.
+   */
+  readonly prefer?: number;
+}
+
 /** Allocates, references and releases identities. */
 export interface IdentityAllocator {
   /** Returns the identity of a label set (same sorted set -> same id), taking a reference. */
-  allocate(labels: readonly Label[]): Promise<{ identity: Identity; isNew: boolean }>;
+  allocate(labels: readonly Label[], opts?: AllocateOptions): Promise<{ identity: Identity; isNew: boolean }>;
   /** Drops a reference; returns true when that was the last one and the identity was freed. */
   release(id: number): Promise<boolean>;
   /** A local identity for a CIDR (1<<24 scope), reference counted like allocate. */
-  allocateCIDR(cidr: string): Promise<Identity>;
+  allocateCIDR(cidr: string, opts?: AllocateOptions): Promise<Identity>;
   /** Looks an identity up by number (reserved ones included). */
   lookup(id: number): Identity | undefined;
   /** Looks an identity up by its label set. */

@@ -1,4 +1,5 @@
 /** Errors of the policy cell: every one names the field (a JSON pointer) and the fix. */
+import { dirname } from 'node:path';
 
 /** What went wrong: `invalid` input (400) or `not-found` (404). */
 export type PolicyErrorCode = 'invalid' | 'not-found';
@@ -36,4 +37,34 @@ export function unknownIdentity(pointer: string, id: number): PolicyError {
 /** Adds the document number to an error raised while reading one document. */
 export function inDocument(err: PolicyError, document: number): PolicyError {
   return new PolicyError(err.code, err.pointer, err.problem, err.fix, document);
+}
+
+/** The policy store (`<state-dir>/policies.json`) could not be read or written. */
+export class PolicyStoreError extends Error {
+  override readonly name = 'PolicyStoreError';
+  constructor(
+    /** The store's path. */
+    readonly file: string,
+    readonly problem: string,
+    readonly fix: string,
+  ) {
+    super(`policy store ${file}: ${problem}; fix: ${fix}`);
+  }
+}
+
+/**
+ * The store exists but cannot be used: the agent stops rather than start with an empty repository
+ * (every endpoint would regenerate without its policy).
+ */
+export function storeUnreadable(file: string, problem: string): PolicyStoreError {
+  return new PolicyStoreError(
+    file,
+    `${problem}; the agent does not start with an empty policy repository while the store exists`,
+    `restore ${file} from a backup, or move it aside (mv ${file} ${file}.bad) to start with no policy rules and import them again`,
+  );
+}
+
+/** A change could not be made durable: it is not applied. */
+export function storeWriteFailed(file: string, problem: string): PolicyStoreError {
+  return new PolicyStoreError(file, `cannot write the policy store (${problem}); the change was not applied`, `make ${dirname(file)} writable (free space, permissions, a read-write mount) and send the change again`);
 }

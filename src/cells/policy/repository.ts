@@ -3,11 +3,16 @@
  * endpoint are found through the SelectorCache's identity -> selectors index, and rules that do
  * not select it cost nothing), a revision bumped on every change, and the identities each change
  * affects. CIDRs named by rules get CIDR identities from the allocator while the rules exist.
+ * With a PolicyStore, every import and delete is written to it before it takes effect (a failed
+ * write changes nothing), and `restore` brings the stored rules, revision and CIDR identity numbers
+ * back at start.
  */
 import { Subject } from 'rxjs';
 import type { Logger } from '../../hive/logger.js';
 import type { Identity, IdentityAllocator, IdentityChange } from '../identity/types.js';
 import { parseLabels, type Label } from '../../lib/labels.js';
+import { cidrLabel } from '../identity/index.js';
+import { parseCidr } from '../ipam/addr.js';
 import { compileRule } from './compile.js';
 import { distill } from './distill.js';
 import { invalidField } from './errors.js';
@@ -16,8 +21,9 @@ import { parsePolicyText } from './parse.js';
 import { peerSelectors, type CompiledRule } from './rule.js';
 import type { SelectorCache } from './selector-cache.js';
 import type { Selector } from './selector.js';
+import type { PolicyStore, StoredPolicy } from './store.js';
 import { tracePolicy } from './trace.js';
-import type { CachedSelector, PolicyChange, PolicyRepository, PolicyRule, ResolvedPolicy, TraceResult, TraceSubject } from './types.js';
+import type { CachedSelector, ImportOptions, PolicyChange, PolicyRepository, PolicyRule, ResolvedPolicy, TraceResult, TraceSubject } from './types.js';
 
 const ZERO: readonly number[] = [0];
 
@@ -35,11 +41,16 @@ export class Repository implements PolicyRepository {
   private rev = 1;
   /** Distillations by the sequence numbers of the selecting rules; emptied on every rule or selection change. */
   private readonly resolved = new Map<string, ResolvedPolicy>();
+  /** While a change is being made: the identities its selection changes affect (they commit with it). */
+  private mutation?: Set<number>;
+  /** While restoring: the CIDR identity numbers to ask the allocator for. */
+  private cidrHints?: Readonly<Record<string, number>>;
 
   constructor(
     private readonly cache: SelectorCache,
     private readonly allocator: IdentityAllocator,
     private readonly log?: Logger,
+    private readonly store?: PolicyStore,
   ) {
     cache.onSelectionChange((keys, change) => this.onSelection(keys, change));
   }
@@ -50,31 +61,63 @@ export class Repository implements PolicyRepository {
   }
 
   /** See PolicyRepository. */
-  import(text: string): PolicyChange {
+  import(text: string, opts: ImportOptions = {}): PolicyChange {
     const compiled = parsePolicyText(text).map((input, i) => compileRule(input, this.seq + i + 1));
-    this.seq += compiled.length;
     const incoming = new Set(compiled.filter((r) => r.labels.length).map((r) => r.labels.join(';')));
-    const replaced = [...this.rules.values()].filter((r) => r.labels.length && incoming.has(r.labels.join(';')));
-    const affected = new Set<number>();
-    for (const r of replaced) this.removeRule(r, affected);
-    for (const r of compiled) this.addRule(r, affected);
-    this.log?.info({ added: compiled.length, replaced: replaced.length, revision: this.rev + 1 }, 'policy imported');
-    return this.commit(affected, { added: compiled.length, deleted: replaced.length });
+    const replaced = new Set([...this.rules.values()].filter((r) => r.labels.length && incoming.has(r.labels.join(';'))));
+    if (opts.replaceWithLabels?.length) for (const r of this.matching(opts.replaceWithLabels, '/replaceWithLabels')) replaced.add(r);
+    const change = this.transact([...replaced], compiled, { added: compiled.length, deleted: replaced.size });
+    this.seq += compiled.length;
+    this.log?.info({ added: compiled.length, replaced: replaced.size, revision: this.rev }, 'policy imported');
+    return change;
   }
 
   /** See PolicyRepository. */
   delete(labels: readonly string[] | 'all'): PolicyChange {
     const victims = labels === 'all' ? [...this.rules.values()] : this.matching(labels, '/labels');
     if (victims.length === 0) return { revision: this.rev, affected: new Set(), rules: this.rules.size, deleted: 0 };
-    const affected = new Set<number>();
-    for (const r of victims) this.removeRule(r, affected);
-    this.log?.info({ deleted: victims.length, revision: this.rev + 1 }, 'policy rules deleted');
-    return this.commit(affected, { deleted: victims.length });
+    const change = this.transact(victims, [], { deleted: victims.length });
+    this.log?.info({ deleted: victims.length, revision: this.rev }, 'policy rules deleted');
+    return change;
+  }
+
+  /**
+   * Brings stored rules back (agent start, before any endpoint is regenerated): they are compiled
+   * as bare rules (what `get` returns means the same), their CIDRs get the stored identity numbers
+   * when free, and the revision is the stored one. Throws PolicyError naming the bad rule
+   * (`/<index>/…`), changing nothing. Emits no change: no endpoint exists yet.
+   */
+  restore(stored: StoredPolicy): void {
+    if (this.rules.size) throw new Error('restore() is for an empty repository (agent start)');
+    const compiled = stored.rules.length ? parsePolicyText(JSON.stringify(stored.rules)).map((input, i) => compileRule(input, i + 1)) : [];
+    this.mutation = new Set();
+    this.cidrHints = stored.cidrIdentities;
+    try {
+      for (const r of compiled) this.addRule(r, this.mutation);
+    } finally {
+      this.mutation = undefined;
+      this.cidrHints = undefined;
+    }
+    this.seq = compiled.length;
+    this.rev = stored.revision;
+    this.resolved.clear();
+  }
+
+  /** What the store holds for the repository as it is now, under `revision`. */
+  snapshot(revision = this.rev): StoredPolicy {
+    const cidrIdentities: Record<string, number> = {};
+    for (const r of this.compiled()) {
+      for (const c of r.cidrs) {
+        const id = this.allocator.lookupByLabels(cidrIdentityLabels(c))?.id;
+        if (id !== undefined) cidrIdentities[c] = id;
+      }
+    }
+    return { revision, rules: this.get(), cidrIdentities };
   }
 
   /** See PolicyRepository. */
   get(labels?: readonly string[]): PolicyRule[] {
-    return (labels && labels.length ? this.matching(labels, '/labels') : [...this.rules.values()]).map((r) => r.raw);
+    return (labels && labels.length ? this.matching(labels, '/labels') : this.compiled()).map((r) => r.raw);
   }
 
   /**
@@ -110,7 +153,7 @@ export class Repository implements PolicyRepository {
 
   /** Every compiled rule, in insertion order. */
   compiled(): CompiledRule[] {
-    return [...this.rules.values()];
+    return [...this.rules.values()].sort((a, b) => a.seq - b.seq);
   }
 
   /** The rules that select an identity, in insertion order. */
@@ -147,7 +190,7 @@ export class Repository implements PolicyRepository {
     } catch (err) {
       throw invalidField(pointer, (err as Error).message, 'give labels as source:key=value');
     }
-    return [...this.rules.values()].filter((r) => hasLabels(r, filter));
+    return this.compiled().filter((r) => hasLabels(r, filter));
   }
 
   private addRule(r: CompiledRule, affected: Set<number>): void {
@@ -181,8 +224,11 @@ export class Repository implements PolicyRepository {
   }
 
   private allocateCIDRs(r: CompiledRule): Promise<(number | undefined)[]> {
-    return Promise.all(r.cidrs.map((c) => this.allocator.allocateCIDR(c).then(
-      (i) => i.id,
+    return Promise.all(r.cidrs.map((c) => this.allocator.allocateCIDR(c, { prefer: this.cidrHints?.[c] }).then(
+      (i) => {
+        this.store?.saveLater(() => this.snapshot());
+        return i.id;
+      },
       (err: unknown) => {
         this.log?.warn({ cidr: c, err: (err as Error).message }, 'CIDR identity allocation failed');
         return undefined;
@@ -196,6 +242,31 @@ export class Repository implements PolicyRepository {
     void done.then(() => this.pending.delete(done));
   }
 
+  /**
+   * Applies a change: removes and adds rules, writes the result to the store (when there is one)
+   * and only then commits. A failed write undoes the change in memory and throws; nothing was
+   * emitted, so no endpoint saw it.
+   */
+  private transact(removed: readonly CompiledRule[], added: readonly CompiledRule[], counts: { added?: number; deleted?: number }): PolicyChange {
+    const affected = new Set<number>();
+    this.mutation = affected;
+    try {
+      for (const r of removed) this.removeRule(r, affected);
+      for (const r of added) this.addRule(r, affected);
+      try {
+        this.store?.save(this.snapshot(this.rev + 1));
+      } catch (err) {
+        for (const r of added) this.removeRule(r, new Set());
+        for (const r of removed) this.addRule(r, new Set());
+        this.resolved.clear();
+        throw err;
+      }
+    } finally {
+      this.mutation = undefined;
+    }
+    return this.commit(affected, counts);
+  }
+
   private commit(affected: Set<number>, counts: { added?: number; deleted?: number }): PolicyChange {
     this.resolved.clear();
     this.rev++;
@@ -207,12 +278,19 @@ export class Repository implements PolicyRepository {
   /** An identity appeared or went: the endpoints whose rules' peers changed must be regenerated. */
   private onSelection(keys: readonly string[], change: IdentityChange): void {
     if (keys.length) this.resolved.clear();
-    const affected = new Set<number>();
+    const affected = this.mutation ?? new Set<number>();
     for (const key of keys) {
       if (this.bySubject.has(key)) affected.add(change.identity.id);
       for (const r of this.byPeer.get(key) ?? []) for (const id of this.cache.identitiesOf(r.subject.key)) affected.add(id);
     }
-    if (affected.size) this.commit(affected, {});
+    if (this.mutation || affected.size === 0) return;
+    this.commit(affected, {});
+    // the revision moved without a rule change: the store follows in the background
+    this.store?.saveLater(() => this.snapshot());
   }
+}
 
+/** The labels of the CIDR identity of `cidr` (as the identity allocator makes them). */
+function cidrIdentityLabels(cidr: string): Label[] {
+  return [cidrLabel(parseCidr(cidr)), { source: 'reserved', key: 'world', value: '' }];
 }

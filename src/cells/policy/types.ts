@@ -55,16 +55,23 @@ export interface CachedSelector {
   readonly users: number;
 }
 
+/** Options of an import. */
+export interface ImportOptions {
+  /** Rules with all these labels are replaced by the imported ones, in the same change (Cilium's replace-with-labels). */
+  readonly replaceWithLabels?: readonly string[];
+}
+
 /** The policy repository. */
 export interface PolicyRepository {
   /**
    * Adds rules from text (JSON or YAML: a CiliumNetworkPolicy, a CiliumClusterwideNetworkPolicy,
    * a List of them, or a bare rules array). Rules whose labels equal an existing rule's labels
    * (or that come from the same resource name/namespace) replace it. Throws PolicyError naming
-   * the field on invalid input, changing nothing.
+   * the field on invalid input, and PolicyStoreError when the change cannot be made durable;
+   * either way nothing changes. Returns once the change is in the policy store.
    */
-  import(text: string): PolicyChange;
-  /** Deletes rules whose labels include every given label (all rules with `all`). */
+  import(text: string, opts?: ImportOptions): PolicyChange;
+  /** Deletes rules whose labels include every given label (all rules with `all`); durable like import. */
   delete(labels: readonly string[] | 'all'): PolicyChange;
   /** The rules (all, or those matching the labels). */
   get(labels?: readonly string[]): PolicyRule[];
@@ -82,3 +89,16 @@ export interface PolicyRepository {
 
 /** Token for the PolicyRepository. */
 export const PolicyRepositoryToken = token<PolicyRepository>('PolicyRepository');
+
+/** The restore of the stored policy at agent start. */
+export interface PolicyRestore {
+  /**
+   * Settles once the stored rules are in the repository and their CIDR identities allocated
+   * (rejects when the store could not be used: the agent then does not start). Whatever
+   * regenerates endpoints at start waits for it.
+   */
+  readonly done: Promise<void>;
+}
+
+/** Token for the policy restore (the endpoint restore depends on it). */
+export const PolicyRestoreToken = token<PolicyRestore>('PolicyRestore');
