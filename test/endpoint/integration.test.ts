@@ -80,6 +80,8 @@ t.test('real cells, memory datapath: create, enforce policy, delete, restore', a
   t.equal(ipam.ownerOf(other.ipv4!), undefined, 'IP released on delete');
   const serverId = server.id;
   const serverIdentity = server.identity;
+  const repo = h.get(PolicyRepositoryToken);
+  const rulesBefore = { rules: repo.get(), revision: repo.revision };
   await h.hive.stop();
 
   const h2 = await testHive(t, CELLS, { config: cfg });
@@ -90,5 +92,8 @@ t.test('real cells, memory datapath: create, enforce policy, delete, restore', a
   t.equal(back.identity, serverIdentity, 'the persisted identity table gives the same identity back');
   t.equal(h2.get(IPAMToken).ownerOf(back.ipv4!), 'default/server-1', 'IP re-claimed from the new IPAM');
   const dp2 = h2.get(DatapathToken);
-  t.equal((await dp2.verdict(serverId, 'ingress', pkt(client.ipv4!, 8080))).allowed, true, 'policies are not persisted: allow all again');
+  const repo2 = h2.get(PolicyRepositoryToken);
+  t.same({ rules: repo2.get(), revision: repo2.revision }, rulesBefore, 'the policy store gives the same rules and revision back');
+  t.same(await dp2.verdict(serverId, 'ingress', pkt(client.ipv4!, 8080)), { allowed: false, reason: 'policy', peerIdentity: client.identity }, 'the restored server still denies what the policy does not allow');
+  t.same(await dp2.verdict(serverId, 'ingress', pkt(client.ipv4!, 80)), { allowed: true, peerIdentity: client.identity }, 'and allows what it allows');
 });

@@ -11,7 +11,7 @@ import { MemoryLoader } from '../../src/cells/datapath-memory/loader.js';
 import { MemoryMaps } from '../../src/cells/datapath-memory/maps.js';
 import { IdentityAllocatorToken, type Identity, type IdentityAllocator, type IdentityChange } from '../../src/cells/identity/types.js';
 import { IPAMToken, type IPAM, type IPAllocation } from '../../src/cells/ipam/types.js';
-import { PolicyRepositoryToken, type PolicyChange, type PolicyRepository, type ResolvedPolicy } from '../../src/cells/policy/types.js';
+import { PolicyRepositoryToken, PolicyRestoreToken, type PolicyChange, type PolicyRepository, type PolicyRestore, type ResolvedPolicy } from '../../src/cells/policy/types.js';
 
 /** Identity allocator: same sorted labels -> same id from 256, reference counted; `reserved:init` -> 5. */
 export class MockIdentities implements IdentityAllocator {
@@ -151,6 +151,8 @@ export class MockLinks {
 export interface Mocks {
   identities: MockIdentities;
   policy: MockPolicy;
+  /** The policy restore the endpoint restore waits for (settled unless a test replaces it). */
+  policyRestore: PolicyRestore;
   ipam: MockIPAM;
   datapath: MockDatapath;
   links: MockLinks;
@@ -159,12 +161,13 @@ export interface Mocks {
 
 /** Fresh mocks. */
 export function mocks(): Mocks {
-  const m = { identities: new MockIdentities(), policy: new MockPolicy(), ipam: new MockIPAM(), datapath: new MockDatapath(), links: new MockLinks() };
+  const m = { identities: new MockIdentities(), policy: new MockPolicy(), policyRestore: { done: Promise.resolve() } as PolicyRestore, ipam: new MockIPAM(), datapath: new MockDatapath(), links: new MockLinks() };
   return {
     ...m,
     replace: [
       [IdentityAllocatorToken, m.identities],
       [PolicyRepositoryToken, m.policy],
+      [PolicyRestoreToken, m.policyRestore],
       [IPAMToken, m.ipam],
       [DatapathToken, m.datapath],
       [LinkCheckerToken, m.links.check],

@@ -3,8 +3,8 @@
  * endpoint regeneration, the state directory with restore at start, the GC timer
  * (`--endpoint-gc-interval`), periodic regeneration (`--endpoint-regen-interval`) and policy-change
  * regeneration of the affected endpoints. Needs: statedir, identity, policy, IPAM and datapath cells
- * (StateDirConfigToken, IdentityAllocatorToken, PolicyRepositoryToken, IPAMToken, DatapathToken,
- * LinkCheckerToken).
+ * (StateDirConfigToken, IdentityAllocatorToken, PolicyRepositoryToken, PolicyRestoreToken, IPAMToken,
+ * DatapathToken, LinkCheckerToken).
  */
 import { config, invoke, module, provide, providePrivate } from '../../hive/cell.js';
 import { ControllerManagerToken, type ControllerManager } from '../../hive/controller/manager.js';
@@ -17,7 +17,7 @@ import { LinkCheckerToken, type LinkChecker } from '../datapath/select.js';
 import { DatapathToken, type Datapath } from '../datapath/types.js';
 import { IdentityAllocatorToken, type IdentityAllocator } from '../identity/types.js';
 import { IPAMToken, type IPAM } from '../ipam/types.js';
-import { PolicyRepositoryToken, type PolicyRepository } from '../policy/types.js';
+import { PolicyRepositoryToken, PolicyRestoreToken, type PolicyRepository, type PolicyRestore } from '../policy/types.js';
 import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
 import { EndpointAPIManagerImpl } from './api-manager.js';
 import { EndpointConfigToken, endpointConfigSchema, type EndpointConfig } from './config.js';
@@ -115,9 +115,13 @@ function newManager(d: ManagerDeps): EndpointManagerImpl {
   return m;
 }
 
-/** Builds the restorer and restores endpoints at start (after identities and IPAM started). */
-function newRestorer(store: EndpointStateStore, m: EndpointManagerImpl, ipam: IPAM, linkExists: LinkChecker, lc: Lifecycle, log: Logger): EndpointRestorer {
-  const r = new EndpointRestorer(store, m, ipam, linkExists, log);
+/**
+ * Builds the restorer and restores endpoints at start: after identities and IPAM started, and after
+ * the stored policy is back (it depends on PolicyRestoreToken, so the policy-restore hook comes
+ * first, and it waits for `done` before restoring anything).
+ */
+function newRestorer(store: EndpointStateStore, m: EndpointManagerImpl, ipam: IPAM, linkExists: LinkChecker, identities: IdentityAllocator, policy: PolicyRestore, lc: Lifecycle, log: Logger): EndpointRestorer {
+  const r = new EndpointRestorer(store, m, ipam, linkExists, identities, policy.done, log);
   lc.append({
     name: 'endpoint-restore',
     onStart: async () => {
@@ -145,7 +149,10 @@ export const endpointCell = module(
       newManager({ regenerator, cfg, policy, linkExists, lc, jobs, health, log }),
     RegeneratorToken, EndpointConfigToken, PolicyRepositoryToken, LinkCheckerToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
   ),
-  provide(EndpointRestorerToken, newRestorer, EndpointStateStoreToken, EndpointManagerImplToken, IPAMToken, LinkCheckerToken, LifecycleToken, LoggerToken),
+  provide(
+    EndpointRestorerToken, newRestorer,
+    EndpointStateStoreToken, EndpointManagerImplToken, IPAMToken, LinkCheckerToken, IdentityAllocatorToken, PolicyRestoreToken, LifecycleToken, LoggerToken,
+  ),
   provide(EndpointManagerToken, (m: EndpointManagerImpl) => m, EndpointManagerImplToken),
   provide(EndpointCreatorToken, DefaultEndpointCreator),
   provide(

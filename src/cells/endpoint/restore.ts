@@ -1,12 +1,17 @@
 /**
  * Endpoint restore at agent start (Cilium's restoreOldEndpoints): leftover `_next` directories are
  * deleted, every stored endpoint whose host interface still exists is brought back under its old ID
- * in state `restoring` with its IPs re-claimed from IPAM, exposed (EndpointRestored), then
- * regenerated, which re-allocates its identity. Endpoints whose interface is gone are dropped with
- * a log line, as are those whose IPs cannot be re-claimed.
+ * in state `restoring` with its IPs re-claimed from IPAM and its identity re-claimed under the
+ * number it had (so the pinned maps that name that number stay right, and identity GC never sees
+ * it unreferenced), exposed (EndpointRestored), then regenerated. Endpoints whose interface is gone
+ * are dropped with a log line, as are those whose IPs or identity cannot be re-claimed. Nothing is
+ * restored before the stored policy is back (`policyRestored`): a restored endpoint regenerates
+ * with the rules it had, never with an empty repository.
  */
 import type { Logger } from '../../hive/index.js';
+import { parseLabels } from '../../lib/labels.js';
 import type { LinkChecker } from '../datapath/select.js';
+import type { Identity, IdentityAllocator } from '../identity/types.js';
 import type { IPAM } from '../ipam/types.js';
 import { Endpoint } from './endpoint.js';
 import type { EndpointManagerImpl } from './manager.js';
@@ -38,6 +43,9 @@ export class EndpointRestorer {
     private readonly manager: EndpointManagerImpl,
     private readonly ipam: IPAM,
     private readonly linkExists: LinkChecker,
+    private readonly identities: IdentityAllocator,
+    /** Settles once the stored policy is in the repository (PolicyRestore.done). */
+    private readonly policyRestored: Promise<void>,
     private readonly log: Logger,
   ) {}
 
@@ -51,6 +59,7 @@ export class EndpointRestorer {
   }
 
   private async restoreAll(): Promise<Endpoint[]> {
+    await this.policyRestored;
     const scan = await this.store.scan();
     for (const name of scan.removedNext) this.log.info({ dir: name }, 'removed an interrupted regeneration directory');
     for (const name of scan.recoveredStale) this.log.info({ dir: name }, 'recovered an endpoint directory from an interrupted swap');
@@ -83,14 +92,39 @@ export class EndpointRestorer {
         this.ipam.restore(ip, owner);
         claimed.push(ip);
       }
+      await this.claimIdentity(ep, stored);
       ep.setState('restoring', 'Endpoint restoring');
       await this.manager.restoreEndpoint(ep);
     } catch (err) {
       for (const ip of claimed) this.ipam.release(ip);
+      const identity = ep.securityIdentity;
+      if (identity) {
+        ep.setIdentity(undefined);
+        await this.identities.release(identity.id);
+      }
       return `cannot be restored: ${(err as Error).message}`;
     }
     into.push(ep);
     return undefined;
+  }
+
+  /**
+   * Takes the endpoint's identity under its stored number. A failure (the backend refusing) leaves
+   * the endpoint restored without one: its regeneration allocates it, and retries like any failure;
+   * dropping the endpoint would take its programs away.
+   */
+  private async claimIdentity(ep: Endpoint, stored: StoredEndpoint): Promise<void> {
+    let identity: Identity;
+    try {
+      ({ identity } = await this.identities.allocate(parseLabels(ep.identityLabels()), { prefer: stored.identity }));
+    } catch (err) {
+      this.log.warn({ endpointID: stored.id, identity: stored.identity, err: (err as Error).message }, 'could not re-claim the identity of a restored endpoint; its regeneration allocates one');
+      return;
+    }
+    ep.setIdentity(identity);
+    if (stored.identity !== undefined && identity.id !== stored.identity) {
+      this.log.warn({ endpointID: stored.id, was: stored.identity, now: identity.id }, 'restored endpoint got a new identity number: its old one belongs to other labels');
+    }
   }
 
   private async regenerate(eps: readonly Endpoint[], dropped: RestoreSummary['dropped'], removedNext: string[]): Promise<void> {

@@ -26,7 +26,7 @@ export function rangeExhausted(scope: string, min: number, max: number): Identit
 
 /** The state file exists but cannot be read. */
 export function badStateFile(file: string, why: string): IdentityError {
-  return new IdentityError('state-file', `identity state file ${file} is unreadable (${why}): fix or delete it; identities are then re-allocated and endpoints regenerated`);
+  return new IdentityError('state-file', `identity state file ${file} is unreadable (${why}): restore it from a backup, or move it aside (mv ${file} ${file}.bad); restored endpoints then claim the identity numbers recorded in their own state again, other label sets get new numbers`);
 }
 
 /** The backend kept refusing the numbers offered for a label set. */
