@@ -13,14 +13,18 @@ import { bpfDatapathCell } from './cells/datapath-bpf/index.js';
 import { endpointCell, EndpointManagerToken, type EndpointManager } from './cells/endpoint/index.js';
 import { identityCell, IdentityAllocatorToken, type IdentityAllocator } from './cells/identity/index.js';
 import { ipamCell, IPAMToken, type IPAM } from './cells/ipam/index.js';
-import { policyCell, PolicyRepositoryToken, type PolicyRepository } from './cells/policy/index.js';
+import { cidrIPCacheCell, policyCell, PolicyRepositoryToken, type PolicyRepository } from './cells/policy/index.js';
 import { statedirCell } from './cells/statedir/index.js';
 
 /** Infrastructure: state directory, API server, metrics, status. */
 export const infrastructure: readonly Cell[] = [statedirCell, apiServerCell, metricsCell, agentStatusCell];
 
-/** Control plane: identities, policy, IPAM, endpoints, API handlers, the CNI server (cellium-cni's agent side). */
-export const controlPlane: readonly Cell[] = [identityCell, policyCell, ipamCell, endpointCell, ...apiHandlerCells, cniServerCell];
+/**
+ * Control plane: identities, policy (with its CIDR identities in the ipcache, without which a
+ * fromCIDR/toCIDR rule would match no packet), IPAM, endpoints, API handlers, the CNI server
+ * (cellium-cni's agent side).
+ */
+export const controlPlane: readonly Cell[] = [identityCell, policyCell, cidrIPCacheCell, ipamCell, endpointCell, ...apiHandlerCells, cniServerCell];
 
 /** Datapath: the selection (memory or BPF), the BPF datapath (pinned maps and their reconcilers, the bpf_lxc loader). */
 export const datapath: readonly Cell[] = [datapathCell, bpfDatapathCell];

@@ -7,6 +7,7 @@ import {
   endpointCell, datapathConfigOf, EndpointAPIManagerToken, EndpointManagerImplToken, EndpointRestorerToken, EndpointStateStoreToken,
   type Endpoint, type EndpointChangeRequest, type EndpointView,
 } from '../../src/cells/endpoint/index.js';
+import { PolicyRestoreToken } from '../../src/cells/policy/types.js';
 import { mocks, request, tempStateDir, type Mocks } from './mocks.js';
 
 const ctx = {};
@@ -129,4 +130,42 @@ t.test('creations wait until restored endpoints hold their IDs', async (t) => {
   await t.rejects(early, { code: 'exists', field: '/id' }, 'the restored endpoint kept its ID');
   t.not((await other).id, ep.id);
   t.equal(h.get(EndpointManagerImplToken).lookup(String(ep.id))?.spec.ifName, 'lxc1');
+});
+
+t.test('nothing is restored or regenerated before the stored policy is back; a failed policy restore stops the start', async (t) => {
+  const dir = tempStateDir(t, 'policy-first');
+  const one = await hive(t, dir);
+  const ep = await one.api.createEndpoint(ctx, req(1, { labels: ['k8s:app=web'] }));
+  await one.h.hive.stop();
+
+  // the policy restore is still running: the endpoint restore waits for it
+  const m = mocks();
+  let finish!: () => void;
+  m.policyRestore = { done: new Promise<void>((r) => (finish = r)) };
+  const replace = [...m.replace.filter(([tok]) => tok !== PolicyRestoreToken), [PolicyRestoreToken, m.policyRestore] as const];
+  const h = await testHive(t, [statedirCell, endpointCell], { replace, config: { 'state-dir': dir }, start: false });
+  const mgr = h.get(EndpointManagerImplToken);
+  let started = false;
+  const starting = h.hive.start().then(() => (started = true));
+  t.teardown(() => h.hive.stop());
+  await new Promise((r) => setTimeout(r, 200));
+  t.notOk(started, 'the start waits for the policy restore');
+  t.equal(mgr.size, 0, 'no endpoint restored yet');
+  t.same(m.policy.resolved, [], 'no policy resolved for any endpoint yet');
+  m.policy.revision = 7; // what the policy store held
+  finish();
+  await starting;
+  await h.get(EndpointRestorerToken).done;
+  t.equal(mgr.lookup(String(ep.id))?.toModel().status.policy?.realized?.['policy-revision'], 7, 'the first regeneration used the restored policy');
+  t.equal(m.policy.resolved.length, 1, 'resolved once, after the policy restore');
+
+  // the policy store could not be used: the start fails before any endpoint exists
+  const bad = mocks();
+  const refused = Promise.reject(new Error('policy store /x/policies.json: is not JSON'));
+  refused.catch(() => undefined);
+  const replaceBad = [...bad.replace.filter(([tok]) => tok !== PolicyRestoreToken), [PolicyRestoreToken, { done: refused }] as const];
+  const h2 = await testHive(t, [statedirCell, endpointCell], { replace: replaceBad, config: { 'state-dir': dir }, start: false });
+  await t.rejects(h2.hive.start(), /endpoint-restore.*policies\.json: is not JSON/, 'the start fails with the policy store error');
+  t.equal(h2.get(EndpointManagerImplToken).size, 0, 'no endpoint was restored');
+  t.same(bad.policy.resolved, [], 'and none regenerated');
 });

@@ -5,7 +5,7 @@
  * start (PolicyRestoreToken: the endpoint restore waits for it). Needs IdentityAllocatorToken (the
  * identity cell) and StateDirConfigToken (the statedir cell).
  */
-import { module, provide, providePrivate } from '../../hive/cell.js';
+import { invoke, module, provide, providePrivate } from '../../hive/cell.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
@@ -61,4 +61,6 @@ export const policyCell = module(
   provide(PolicyRestoreToken, newRestorer, RepositoryImplToken, PolicyStoreToken, LifecycleToken, LoggerToken),
   // the repository is handed out only once its restore is wired: nobody can use it before the store is loaded
   provide(PolicyRepositoryToken, (r: Repository, _restore: PolicyRestore) => r, RepositoryImplToken, PolicyRestoreToken),
+  // the restore runs at every start that includes the cell, whether or not anything else asks for the repository
+  invoke('policy-restore', (_r: PolicyRestore) => undefined, PolicyRestoreToken),
 );
