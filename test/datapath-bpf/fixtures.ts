@@ -2,8 +2,9 @@
 // the way the CNI plugin makes them (a network namespace, veth lxc… in the agent's namespace and
 // eth0 in the pod's, /32 address, default route via the pool gateway with a permanent neighbour,
 // host route to the pod), endpoint change requests for them, TCP checks through the traffic
-// agents of test/bpf/fixtures, the CLI in-process, and kernel-side checks (attached programs, pins,
-// cellium_lxc entries).
+// agents of test/bpf/fixtures, the CLI in-process, kernel-side checks (attached programs, pins,
+// cellium_lxc entries), the built agent as a process and continuous pings.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -210,4 +211,68 @@ export async function until(check: () => boolean | Promise<boolean>, ms: number,
     if (Date.now() >= end) return false;
     await new Promise((r) => setTimeout(r, stepMs));
   }
+}
+
+const AGENT_BIN = join(import.meta.dirname, '../../bin/cellium-agent.js');
+
+/** Why the tests that run the built `cellium-agent` process skip here (as skipReason, or dist/ not built), or false. */
+export function agentProcessSkip(): string | false {
+  return skipReason() || (existsSync(join(import.meta.dirname, '../../dist/src/cmd/agent.js')) ? false : 'dist/ not built: run npm run build (npm test builds it)');
+}
+
+/** A `cellium-agent` process (bin/cellium-agent.js, built dist/); killed at cleanup if still running. */
+export function spawnAgent(c: Cleanup, args: string[]): { proc: ChildProcess; exited: Promise<void>; log: () => string } {
+  const proc = spawn(process.execPath, [AGENT_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  const keep = (d: Buffer): void => {
+    log = (log + d.toString()).slice(-20000);
+  };
+  proc.stdout!.on('data', keep);
+  proc.stderr!.on('data', keep);
+  const exited = new Promise<void>((r) => proc.on('exit', () => r()));
+  c.teardown(async () => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    await exited;
+  });
+  return { proc, exited, log: () => log };
+}
+
+/** A continuous `ping -i <interval>` from a pod: the replies and their icmp_seq numbers. */
+export interface Ping {
+  replies(): number;
+  /** icmp_seq of every reply, in arrival order. */
+  seqs(): readonly number[];
+  /** Whether ping is still running. */
+  running(): boolean;
+  /** Stops ping (SIGINT) and waits for it to exit. */
+  stop(): Promise<void>;
+}
+
+/** Starts pinging `to` from `from` every `intervalS` seconds until stopped (or cleanup). */
+export function startPing(c: Cleanup, from: Pod, to: Pod, intervalS = 0.2): Ping {
+  const proc = spawn('ip', ['netns', 'exec', from.ns, 'ping', '-n', '-i', String(intervalS), to.ip], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const seqs: number[] = [];
+  let rest = '';
+  proc.stdout.on('data', (d: Buffer) => {
+    const lines = (rest + d.toString()).split('\n');
+    rest = lines.pop() ?? '';
+    for (const l of lines) {
+      const m = / bytes from .*icmp_seq=(\d+)/.exec(l);
+      if (m) seqs.push(Number(m[1]));
+    }
+  });
+  const exited = new Promise<void>((r) => proc.on('exit', () => r()));
+  c.teardown(async () => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    await exited;
+  });
+  return {
+    replies: () => seqs.length,
+    seqs: () => seqs,
+    running: () => proc.exitCode === null && proc.signalCode === null,
+    stop: async () => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGINT');
+      await exited;
+    },
+  };
 }

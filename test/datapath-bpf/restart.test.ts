@@ -8,55 +8,22 @@
 // without re-attaching their programs; and that a policy imported after the restart takes effect on
 // real traffic.
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CelliumClient } from '../../src/api/client.js';
 import type { Endpoint } from '../../src/api/models.js';
 import { endpointPrograms } from '../../src/bpf/index.js';
-import { Cleanup, allocatePod, bpfRoot, cli, connects, endpointRequest, endpointsDiag, policyFile, skipReason, tcpFrom, tempDir, until, type Pod } from './fixtures.js';
+import {
+  Cleanup, agentProcessSkip, allocatePod, bpfRoot, cli, connects, endpointRequest, endpointsDiag, policyFile, spawnAgent, startPing, tcpFrom, tempDir, until,
+} from './fixtures.js';
 
-const BIN = join(import.meta.dirname, '../../bin/cellium-agent.js');
 const POOL = '10.242.0.0/24';
-
-function skip(): string | false {
-  return skipReason() || (existsSync(join(import.meta.dirname, '../../dist/src/cmd/agent.js')) ? false : 'dist/ not built: run npm run build (npm test builds it)');
-}
-
-/** The agent process; killed at cleanup if still running. */
-function spawnAgent(c: Cleanup, args: string[]): { proc: ChildProcess; exited: Promise<void>; log: () => string } {
-  const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  const keep = (d: Buffer): void => {
-    log = (log + d.toString()).slice(-6000);
-  };
-  proc.stdout!.on('data', keep);
-  proc.stderr!.on('data', keep);
-  const exited = new Promise<void>((r) => proc.on('exit', () => r()));
-  c.teardown(async () => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-    await exited;
-  });
-  return { proc, exited, log: () => log };
-}
-
-/** A continuous `ping -i 0.2` from a pod, counting replies. */
-function startPing(c: Cleanup, from: Pod, to: Pod): { replies: () => number } {
-  const proc = spawn('ip', ['netns', 'exec', from.ns, 'ping', '-n', '-i', '0.2', to.ip], { stdio: ['ignore', 'pipe', 'ignore'] });
-  let replies = 0;
-  proc.stdout.on('data', (d: Buffer) => {
-    replies += d.toString().split('\n').filter((l) => / bytes from .*icmp_seq=/.test(l)).length;
-  });
-  c.teardown(() => proc.kill('SIGKILL'));
-  return { replies: () => replies };
-}
 
 /** id, identity and IPv4 of each endpoint, sorted by id. */
 function summary(eps: readonly Endpoint[]): Array<{ id: number; identity?: number; ipv4?: string }> {
   return eps.map((e) => ({ id: e.id, identity: e.status?.identity?.id, ipv4: e.status?.networking?.addressing?.[0]?.ipv4 })).sort((a, b) => a.id - b.id);
 }
 
-t.test('programs keep enforcing while the agent is killed; the restarted agent restores the endpoints', { skip: skip() }, async (t) => {
+t.test('programs keep enforcing while the agent is killed; the restarted agent restores the endpoints', { skip: agentProcessSkip() }, async (t) => {
   const c = new Cleanup(t);
   const root = bpfRoot(c);
   const dir = tempDir(c, 'restart');
