@@ -4,7 +4,7 @@
  * checked here (the addon trusts them). Per-CPU maps take and return values of
  * roundUp(valueSize, 8) * possible CPUs bytes.
  */
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, renameSync, rmSync } from 'node:fs';
 import { bpfError, sys, toBpfError } from './errors.js';
 import { loadAddon, type BpfAddon, type RawMapInfo } from './native.js';
 
@@ -84,6 +84,49 @@ export class BpfMap {
       throw err;
     }
     return created;
+  }
+
+  /**
+   * Like openOrCreate, but a pinned map that differs from `spec` only in its size is replaced by a
+   * map of the new size that holds the old one's entries (pinned beside it, then renamed over it),
+   * so a size changed between two agent runs never hands the programs an empty map. Throws, leaving
+   * the old map pinned, when its entries do not fit in the new size.
+   */
+  static openResized(path: string, spec: MapSpec): BpfMap {
+    let old: BpfMap | undefined;
+    try {
+      if (existsSync(path)) old = BpfMap.openPinned(path);
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'ENOENT') throw err;
+    }
+    if (old?.matches(spec)) return old;
+    if (!old || !old.matches({ ...spec, maxEntries: old.info.maxEntries })) {
+      old?.close(); // another layout (or none): a new map, as openOrCreate makes it
+      return BpfMap.openOrCreate(path, spec);
+    }
+    try {
+      const { count, keys, values } = old.lookupAll();
+      if (count > spec.maxEntries) {
+        throw bpfError('bpf_map_create', 7, path, `the map holds ${count} entries and cannot shrink to ${spec.maxEntries}: give a size of at least ${count} (or remove entries first)`);
+      }
+      const created = BpfMap.create(spec);
+      const pending = `${path}_resizing`; // bpffs refuses names with a dot
+      try {
+        const ks = old.keySize;
+        const vs = old.valueBytes;
+        for (let i = 0; i < count; i++) created.update(keys.subarray(i * ks, (i + 1) * ks), values.subarray(i * vs, (i + 1) * vs));
+        BpfMap.unpin(pending);
+        created.pin(pending);
+        renameSync(pending, path);
+      } catch (err) {
+        BpfMap.unpin(pending);
+        created.close();
+        throw err;
+      }
+      return created;
+    } finally {
+      old.close();
+    }
   }
 
   /** Wraps an fd this process owns (close() will close it). */

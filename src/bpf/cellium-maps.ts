@@ -29,7 +29,8 @@ export function policyMapPath(bpfRoot: string, endpointId: number): string {
 
 /**
  * Opens (or creates and pins) cellium_ipcache under the BPF root. With `maxEntries`, a pinned map
- * of another size is replaced by a new one of that size; without it, any pinned size is kept.
+ * of another size is replaced by a new one of that size holding its entries; without it, any
+ * pinned size is kept.
  */
 export function openIPCacheMap(bpfRoot: string, maxEntries?: number): IPCacheMap {
   return new TypedMap(openSized(join(bpfRoot, IPCACHE_MAP), IPCACHE_MAP_SPEC, maxEntries), ipcacheKeyCodec, ipcacheValueCodec);
@@ -46,9 +47,12 @@ export function openPolicyMap(bpfRoot: string, endpointId: number, maxEntries?: 
   return new TypedMap(openSized(policyMapPath(bpfRoot, endpointId), spec, maxEntries), policyKeyCodec, policyValueCodec);
 }
 
-/** The map pinned at `path` when its layout fits `spec` (any size unless `maxEntries` is given), else a new one. */
+/**
+ * The map pinned at `path` when its layout fits `spec` (any size unless `maxEntries` is given; of
+ * another size, it is resized with its entries), else a new one.
+ */
 function openSized(path: string, spec: MapSpec, maxEntries: number | undefined): BpfMap {
-  if (maxEntries !== undefined) return BpfMap.openOrCreate(path, { ...spec, maxEntries });
+  if (maxEntries !== undefined) return BpfMap.openResized(path, { ...spec, maxEntries });
   let pinned: BpfMap | undefined;
   try {
     pinned = BpfMap.openPinned(path);

@@ -1,6 +1,7 @@
 // Maps against the kernel (root): create, pin, reopen, batch update/lookup/delete, typed maps
 // for every datapath struct, the policy sync, per-CPU reads and error mapping of real failures.
 import t from 'tap';
+import { readdirSync } from 'node:fs';
 import {
   BpfError, BpfMap, MapType, UpdateFlags, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readDropCounters, syncPolicyMap,
 } from '../../src/bpf/index.js';
@@ -116,4 +117,36 @@ t.test('policy map sync writes only the difference', { skip }, async (t) => {
   t.strictSame(syncPolicyMap(pm, v2), { written: 0, deleted: 0, unchanged: 2 }, 'a repeated sync writes nothing');
   t.strictSame(syncPolicyMap(pm, []), { written: 0, deleted: 2, unchanged: 0 });
   t.equal(pm.entries().length, 0);
+});
+
+t.test('a size changed between two runs: the map is replaced by one of the new size holding every entry; too small refuses', { skip }, async (t) => {
+  const { root, remove } = testBpfRoot();
+  t.teardown(remove);
+  const first = openIPCacheMap(root, 64);
+  first.setMany([['10.0.0.0/8', { identity: 16777217, flags: 0 }], ['10.1.2.3/32', { identity: 300, flags: 0 }], ['fd00::/64', { identity: 400, flags: 0 }]]);
+  const before = first.entries().sort();
+  const oldId = first.map.info.id;
+  first.close();
+
+  const bigger = openIPCacheMap(root, 128);
+  t.teardown(() => bigger.close());
+  t.equal(bigger.map.info.maxEntries, 128, 'the new size');
+  t.not(bigger.map.info.id, oldId, 'a new map');
+  t.strictSame(bigger.entries().sort(), before, 'with every entry of the old one');
+  t.equal(openIPCacheMap(root).map.info.id, bigger.map.info.id, 'pinned at the same path');
+  t.same(readdirSync(root).filter((n) => n.includes('resizing')), [], 'no pending pin left');
+
+  t.throws(() => openIPCacheMap(root, 2), { name: 'BpfError', message: /cellium_ipcache.*\n.*holds 3 entries and cannot shrink to 2: give a size of at least 3/ }, 'too small: refused, naming the map, the count and the fix');
+  const still = openIPCacheMap(root);
+  t.teardown(() => still.close());
+  t.equal(still.map.info.id, bigger.map.info.id, 'the map in place stays');
+
+  const policy = openPolicyMap(root, 7, 16);
+  policy.setMany(expandPolicy([{ identity: 0, direction: 'ingress', protocol: 0, port: 0, deny: false }, { identity: 300, direction: 'ingress', protocol: 0, port: 0, deny: true }]).map((e) => [e.key, e.deny] as const));
+  const policyBefore = policy.entries().map(([k, v]) => `${policyKeyId(k)}=${v}`).sort();
+  policy.close();
+  const resized = openPolicyMap(root, 7, 32);
+  t.teardown(() => resized.close());
+  t.equal(resized.map.info.maxEntries, 32);
+  t.strictSame(resized.entries().map(([k, v]) => `${policyKeyId(k)}=${v}`).sort(), policyBefore, 'a policy map keeps its allows and denies');
 });
