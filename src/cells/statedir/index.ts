@@ -1,6 +1,7 @@
 /**
  * The agent's state directory (`--state-dir`), shared by every cell that keeps state on disk:
- * endpoints write `<state-dir>/<id>/`, the identity allocator `<state-dir>/identities.json`.
+ * endpoints write `<state-dir>/<id>/`, the identity allocator `<state-dir>/identities.json`, the
+ * policy repository `<state-dir>/policies.json`.
  * One small config cell so the flag is declared once and injected wherever it is needed.
  */
 import { config, module } from '../../hive/cell.js';
@@ -15,7 +16,7 @@ export function defaultStateDir(uid: number | undefined = process.getuid?.()): s
 /** Schema of the state-dir configuration. */
 export const stateDirConfigSchema = {
   stateDir: {
-    ...string(defaultStateDir(), 'Directory where the agent keeps endpoint and identity state across restarts'),
+    ...string(defaultStateDir(), 'Directory where the agent keeps endpoint, identity and policy state across restarts'),
     parse(raw: unknown): string {
       if (typeof raw !== 'string' || raw.trim() === '') {
         throw new Error(`expected a directory path (e.g. /var/run/cellium/state), got ${JSON.stringify(raw)}`);
