@@ -95,14 +95,12 @@ t.test('a crash between the two renames: <id>_stale is brought back', async (t) 
   t.same(readdirSync(dir), [String(ep.id)]);
 });
 
-t.test('unrestorable endpoints are dropped or left alone, the rest come back', async (t) => {
+t.test('endpoints whose IPs cannot be re-claimed are dropped, the rest come back', async (t) => {
   const dir = tempStateDir(t, 'partial');
   const one = await hive(t, dir);
   const a = await one.api.createEndpoint(ctx, req(1));
   const b = await one.api.createEndpoint(ctx, req(2));
   await one.h.hive.stop();
-  mkdirSync(join(dir, '4000'));
-  writeFileSync(join(dir, '4000', 'ep_config.json'), 'not json');
   const m = mocks();
   m.ipam.refuse.add(b.ipv6!);
   const two = await hive(t, dir, m);
@@ -112,7 +110,20 @@ t.test('unrestorable endpoints are dropped or left alone, the rest come back', a
   t.match(summary.dropped[0]!, { id: b.id, reason: /outside the pool/ });
   t.equal(m.ipam.ownerOf(b.ipv4!), undefined, 'the IPv4 claimed before the IPv6 failed is given back');
   t.ok(m.ipam.released.includes(b.ipv4!));
-  t.ok(existsSync(join(dir, '4000')), 'an unreadable directory is left in place');
+});
+
+t.test('an unreadable stored endpoint stops the start, naming its directory and the way out; nothing is restored', async (t) => {
+  const dir = tempStateDir(t, 'unreadable');
+  const one = await hive(t, dir);
+  await one.api.createEndpoint(ctx, req(1));
+  await one.h.hive.stop();
+  mkdirSync(join(dir, '4000'));
+  writeFileSync(join(dir, '4000', 'ep_config.json'), 'not json');
+  const m = mocks();
+  const h = await testHive(t, [statedirCell, endpointCell], { replace: m.replace, config: { 'state-dir': dir }, start: false });
+  await t.rejects(h.hive.start(), new RegExp(`hook "endpoint-restore".*unreadable endpoint state: ${join(dir, '4000')} \\(.*JSON.*\\); the agent does not start without them.*fix: restore each directory from a backup, or remove it`), 'the start fails');
+  t.equal(h.get(EndpointManagerImplToken).size, 0, 'no endpoint restored');
+  t.ok(existsSync(join(dir, '4000')), 'the directory is left in place');
 });
 
 t.test('creations wait until restored endpoints hold their IDs', async (t) => {

@@ -14,3 +14,16 @@ export class EndpointError extends Error {
     super(message);
   }
 }
+
+/**
+ * Stored endpoints whose state cannot be read: the agent stops, since restoring without them would
+ * unload their programs while their pods keep running (unenforced).
+ */
+export function unreadableEndpointState(bad: readonly { readonly dir: string; readonly error: string }[]): EndpointError {
+  const list = bad.map((b) => `${b.dir} (${b.error})`).join('; ');
+  return new EndpointError(
+    'failed',
+    `unreadable endpoint state: ${list}; the agent does not start without them, since their programs would be unloaded while their pods run; ` +
+      'fix: restore each directory from a backup, or remove it (rm -r DIR): the endpoint is then not restored, its program is removed, and its pod must be re-created',
+  );
+}

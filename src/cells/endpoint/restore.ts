@@ -4,7 +4,8 @@
  * in state `restoring` with its IPs re-claimed from IPAM and its identity re-claimed under the
  * number it had (so the pinned maps that name that number stay right, and identity GC never sees
  * it unreferenced), exposed (EndpointRestored), then regenerated. Endpoints whose interface is gone
- * are dropped with a log line, as are those whose IPs or identity cannot be re-claimed. Nothing is
+ * are dropped with a log line, as are those whose IPs cannot be re-claimed. A stored endpoint that
+ * cannot be read stops the start (unreadableEndpointState) rather than lose its programs. Nothing is
  * restored before the stored policy is back (`policyRestored`): a restored endpoint regenerates
  * with the rules it had, never with an empty repository.
  */
@@ -14,6 +15,7 @@ import type { LinkChecker } from '../datapath/select.js';
 import type { Identity, IdentityAllocator } from '../identity/types.js';
 import type { IPAM } from '../ipam/types.js';
 import { Endpoint } from './endpoint.js';
+import { unreadableEndpointState } from './errors.js';
 import type { EndpointManagerImpl } from './manager.js';
 import type { EndpointStateStore, StoredEndpoint } from './state-store.js';
 
@@ -63,7 +65,7 @@ export class EndpointRestorer {
     const scan = await this.store.scan();
     for (const name of scan.removedNext) this.log.info({ dir: name }, 'removed an interrupted regeneration directory');
     for (const name of scan.recoveredStale) this.log.info({ dir: name }, 'recovered an endpoint directory from an interrupted swap');
-    for (const bad of scan.invalid) this.log.warn(bad, 'unreadable endpoint state directory left in place');
+    if (scan.invalid.length) throw unreadableEndpointState(scan.invalid);
     const dropped: { id: number; reason: string }[] = [];
     const restored: Endpoint[] = [];
     for (const stored of scan.endpoints) {
