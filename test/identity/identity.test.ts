@@ -171,3 +171,20 @@ t.test('the GC timer job frees unreferenced identities', async (t) => {
   t.equal(a.lookup(300), undefined);
   t.equal(stored(), 0, 'removed from the state file too');
 });
+
+t.test('a preferred number (restore): used when free and in range, else the next free one; a label set with a number keeps it', async (t) => {
+  const backend = new MemoryBackend(new Set([300]));
+  const h = await testHive(t, [statedirCell, identityCell, use], { replace: [[IdentityBackendToken, backend]] });
+  const alloc = h.get(IdentityAllocatorToken);
+  const a = (await alloc.allocate(parseLabels(['k8s:app=a']), { prefer: 4000 })).identity;
+  t.equal(a.id, 4000, 'a free number is used');
+  t.equal((await alloc.allocate(parseLabels(['k8s:app=a']), { prefer: 5000 })).identity.id, 4000, 'a label set with a number keeps it');
+  t.equal((await alloc.allocate(parseLabels(['k8s:app=b']), { prefer: 4000 })).identity.id, 256, 'a number another label set holds: the next free one');
+  t.equal((await alloc.allocate(parseLabels(['k8s:app=c']), { prefer: 300 })).identity.id, 257, 'a number the backend refuses: the next free one');
+  t.equal((await alloc.allocate(parseLabels(['k8s:app=d']), { prefer: 70000 })).identity.id, 258, 'out of the global range: ignored');
+  t.equal((await alloc.allocate(parseLabels(['k8s:app=e']), { prefer: 5 })).identity.id, 259, 'a reserved number: ignored');
+  const local = (1 << 24) + 77;
+  t.equal((await alloc.allocateCIDR('10.9.0.0/16', { prefer: local })).id, local, 'a CIDR identity takes its preferred local number');
+  t.equal((await alloc.allocateCIDR('10.8.0.0/16', { prefer: local })).id, (1 << 24) + 1, 'taken: the next free local one');
+  t.equal((await alloc.allocateCIDR('10.7.0.0/16', { prefer: 4001 })).id, (1 << 24) + 2, 'a global number is not a local one');
+});
