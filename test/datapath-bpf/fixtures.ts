@@ -276,3 +276,33 @@ export function startPing(c: Cleanup, from: Pod, to: Pod, intervalS = 0.2): Ping
     },
   };
 }
+
+/** An agent process's setup: its own BPF root, state directory and socket, and a client on it. */
+export interface AgentProcess {
+  readonly root: string;
+  readonly dir: string;
+  readonly socketPath: string;
+  readonly client: CelliumClient;
+  /** Spawns the agent (bpf datapath, the pool, prune every second, plus the extra flags). */
+  start(): ReturnType<typeof spawnAgent>;
+  /** Waits (up to 60 s) until the spawned agent serves the API; false when it exited or never did. */
+  up(agent: ReturnType<typeof spawnAgent>): Promise<boolean>;
+}
+
+/** Sets up an agent process for test `name` on `pool` (see AgentProcess). */
+export function agentProcess(c: Cleanup, name: string, pool: string, extraArgs: readonly string[] = []): AgentProcess {
+  const root = bpfRoot(c);
+  const dir = tempDir(c, name);
+  const socketPath = join(dir, 'cellium.sock');
+  const args = [
+    `--socket-path=${socketPath}`, `--state-dir=${join(dir, 'state')}`, `--cni-delete-queue-dir=${join(dir, 'q')}`,
+    `--bpf-root=${root}`, `--ipv4-range=${pool}`, '--datapath-mode=bpf', '--bpf-map-prune-interval=1s', ...extraArgs,
+  ];
+  const client = new CelliumClient({ socketPath });
+  c.teardown(() => client.close());
+  return {
+    root, dir, socketPath, client,
+    start: () => spawnAgent(c, args),
+    up: (a) => until(async () => a.proc.exitCode === null && (await client.listEndpoints().then(() => true, () => false)), 60000, 50),
+  };
+}

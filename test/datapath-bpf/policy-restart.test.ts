@@ -9,10 +9,9 @@
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CelliumClient } from '../../src/api/client.js';
 import { readDropCounters } from '../../src/bpf/index.js';
 import {
-  Cleanup, agentProcessSkip, allocatePod, bpfRoot, cli, endpointRequest, endpointsDiag, spawnAgent, startPing, tempDir, until, type Ping,
+  Cleanup, agentProcess, agentProcessSkip, allocatePod, cli, endpointRequest, endpointsDiag, startPing, until, type Ping,
 } from './fixtures.js';
 
 const POOL = '10.247.11.0/24';
@@ -32,20 +31,9 @@ const deniedDrops = (root: string): number => readDropCounters(root)['policy-den
 
 t.test('kill -9 and restart with a deny policy in force: the denied pod never gets a reply, the allowed pod loses nothing, the policy comes back', { skip: agentProcessSkip() }, async (t) => {
   const c = new Cleanup(t);
-  const root = bpfRoot(c);
-  const dir = tempDir(c, 'policy-restart');
-  const socketPath = join(dir, 'cellium.sock');
-  const args = [
-    `--socket-path=${socketPath}`, `--state-dir=${join(dir, 'state')}`, `--cni-delete-queue-dir=${join(dir, 'q')}`,
-    `--bpf-root=${root}`, `--ipv4-range=${POOL}`, '--datapath-mode=bpf', '--bpf-map-prune-interval=1s',
-    '--endpoint-regen-interval=2s',
-  ];
-  const client = new CelliumClient({ socketPath });
-  c.teardown(() => client.close());
-  const up = async (a: ReturnType<typeof spawnAgent>): Promise<boolean> =>
-    until(async () => a.proc.exitCode === null && (await client.listEndpoints().then(() => true, () => false)), 60000, 50);
+  const { root, dir, socketPath, client, start, up } = agentProcess(c, 'policy-restart', POOL, ['--endpoint-regen-interval=2s']);
 
-  let agent = spawnAgent(c, args);
+  let agent = start();
   t.ok(await up(agent), 'the agent serves the API', { log: agent.log() });
   const server = await allocatePod(c, client, 'server');
   const good = await allocatePod(c, client, 'good');
@@ -85,7 +73,7 @@ t.test('kill -9 and restart with a deny policy in force: the denied pod never ge
   const dropsDown = deniedDrops(root);
   t.ok(dropsDown > dropsUp + 10, `agent down: the deny keeps dropping (${dropsDown - dropsUp} more)`);
 
-  agent = spawnAgent(c, args);
+  agent = start();
   const atStart = allowed.replies();
   t.ok(await up(agent), 'the restarted agent serves the API', { log: agent.log() });
   const ready = await until(async () => {

@@ -8,12 +8,10 @@
 // without re-attaching their programs; and that a policy imported after the restart takes effect on
 // real traffic.
 import t from 'tap';
-import { join } from 'node:path';
-import { CelliumClient } from '../../src/api/client.js';
 import type { Endpoint } from '../../src/api/models.js';
 import { endpointPrograms } from '../../src/bpf/index.js';
 import {
-  Cleanup, agentProcessSkip, allocatePod, bpfRoot, cli, connects, endpointRequest, endpointsDiag, policyFile, spawnAgent, startPing, tcpFrom, tempDir, until,
+  Cleanup, agentProcess, agentProcessSkip, allocatePod, cli, connects, endpointRequest, endpointsDiag, policyFile, startPing, tcpFrom, until,
 } from './fixtures.js';
 
 const POOL = '10.242.0.0/24';
@@ -25,19 +23,9 @@ function summary(eps: readonly Endpoint[]): Array<{ id: number; identity?: numbe
 
 t.test('programs keep enforcing while the agent is killed; the restarted agent restores the endpoints', { skip: agentProcessSkip() }, async (t) => {
   const c = new Cleanup(t);
-  const root = bpfRoot(c);
-  const dir = tempDir(c, 'restart');
-  const socketPath = join(dir, 'cellium.sock');
-  const args = [
-    `--socket-path=${socketPath}`, `--state-dir=${join(dir, 'state')}`, `--cni-delete-queue-dir=${join(dir, 'q')}`,
-    `--bpf-root=${root}`, `--ipv4-range=${POOL}`, '--datapath-mode=bpf', '--bpf-map-prune-interval=1s',
-  ];
-  const client = new CelliumClient({ socketPath });
-  c.teardown(() => client.close());
-  const up = async (a: ReturnType<typeof spawnAgent>): Promise<boolean> =>
-    until(async () => a.proc.exitCode === null && (await client.listEndpoints().then(() => true, () => false)), 60000, 200);
+  const { dir, socketPath, client, start, up } = agentProcess(c, 'restart', POOL);
 
-  let agent = spawnAgent(c, args);
+  let agent = start();
   t.ok(await up(agent), 'the agent serves the API', { log: agent.log() });
   const pods = {
     client: await allocatePod(c, client, 'client'),
@@ -73,7 +61,7 @@ t.test('programs keep enforcing while the agent is killed; the restarted agent r
   const beforeRestart = ping.replies();
   t.ok(beforeRestart > atKill + 5, `agent down: replies kept coming during the TCP checks (${beforeRestart - atKill})`);
 
-  agent = spawnAgent(c, args);
+  agent = start();
   t.ok(await up(agent), 'the restarted agent serves the API', { log: agent.log() });
   const ready = await until(async () => {
     const eps = await client.listEndpoints().catch(() => []);
