@@ -49,7 +49,8 @@ export class PolicyRestorer implements PolicyRestore {
       throw storeUnreadable(this.store.file, `the rule at /rules${err.pointer} cannot be restored (${err.problem})`);
     }
     await this.repo.settled();
-    const moved = Object.entries(stored.cidrIdentities).filter(([cidr, id]) => this.repo.snapshot().cidrIdentities[cidr] !== id);
+    const now = this.repo.snapshot().cidrIdentities;
+    const moved = Object.entries(stored.cidrIdentities).filter(([cidr, id]) => now[cidr] !== undefined && now[cidr] !== id);
     if (moved.length) this.log.warn({ cidrs: moved.map(([c]) => c) }, 'CIDR identities restored under new numbers: the stored ones were taken');
     this.log.info({ file: this.store.file, rules: stored.rules.length, revision: stored.revision }, 'policy restored from the policy store');
   }
