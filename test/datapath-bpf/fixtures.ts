@@ -16,6 +16,7 @@ import { runCli } from '../../src/cli/main.js';
 import { agentCells } from '../../src/cells.js';
 import { testHive, type TestLike } from '../../src/hive/index.js';
 import { isolatedDirs } from '../api-integration/agent.js';
+import { AGENT_BIN } from '../e2e/agent-process.js';
 import { exchange, ip, skipUnlessBpf, testBpfRoot, TrafficAgent, uniq } from '../bpf/fixtures/topology.js';
 
 export { uniq };
@@ -212,8 +213,6 @@ export async function until(check: () => boolean | Promise<boolean>, ms: number,
     await new Promise((r) => setTimeout(r, stepMs));
   }
 }
-
-const AGENT_BIN = join(import.meta.dirname, '../../bin/cellium-agent.js');
 
 /** Why the tests that run the built `cellium-agent` process skip here (as skipReason, or dist/ not built), or false. */
 export function agentProcessSkip(): string | false {
