@@ -116,8 +116,8 @@ function newManager(d: ManagerDeps): EndpointManagerImpl {
 }
 
 /** Builds the restorer and restores endpoints at start (after identities and IPAM started). */
-function newRestorer(store: EndpointStateStore, m: EndpointManagerImpl, ipam: IPAM, linkExists: LinkChecker, lc: Lifecycle, log: Logger): EndpointRestorer {
-  const r = new EndpointRestorer(store, m, ipam, linkExists, log);
+function newRestorer(store: EndpointStateStore, m: EndpointManagerImpl, linkExists: LinkChecker, lc: Lifecycle, log: Logger): EndpointRestorer {
+  const r = new EndpointRestorer(store, m, linkExists, log);
   lc.append({
     name: 'endpoint-restore',
     onStart: async () => {
@@ -145,13 +145,13 @@ export const endpointCell = module(
       newManager({ regenerator, cfg, policy, linkExists, lc, jobs, health, log }),
     RegeneratorToken, EndpointConfigToken, PolicyRepositoryToken, LinkCheckerToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
   ),
-  provide(EndpointRestorerToken, newRestorer, EndpointStateStoreToken, EndpointManagerImplToken, IPAMToken, LinkCheckerToken, LifecycleToken, LoggerToken),
+  provide(EndpointRestorerToken, newRestorer, EndpointStateStoreToken, EndpointManagerImplToken, LinkCheckerToken, LifecycleToken, LoggerToken),
   provide(EndpointManagerToken, (m: EndpointManagerImpl) => m, EndpointManagerImplToken),
   provide(EndpointCreatorToken, DefaultEndpointCreator),
   provide(
     EndpointAPIManagerToken,
-    (creator: EndpointCreator, m: EndpointManagerImpl, ipam: IPAM, log: Logger, r: EndpointRestorer) => new EndpointAPIManagerImpl(creator, m, ipam, log, r.exposed),
-    EndpointCreatorToken, EndpointManagerImplToken, IPAMToken, LoggerToken, EndpointRestorerToken,
+    (creator: EndpointCreator, m: EndpointManagerImpl, log: Logger, r: EndpointRestorer) => new EndpointAPIManagerImpl(creator, m, log, r.exposed),
+    EndpointCreatorToken, EndpointManagerImplToken, LoggerToken, EndpointRestorerToken,
   ),
   invoke('endpoint-restore', (_r: EndpointRestorer) => undefined, EndpointRestorerToken),
 );

@@ -1,13 +1,13 @@
 /**
  * Endpoint restore at agent start (Cilium's restoreOldEndpoints): leftover `_next` directories are
  * deleted, every stored endpoint whose host interface still exists is brought back under its old ID
- * in state `restoring` with its IPs re-claimed from IPAM, exposed (EndpointRestored), then
+ * in state `restoring` with its IPs reserved again in IPAM (by the manager, as at creation; an
+ * out-of-pool address is recorded again), exposed (EndpointRestored), then
  * regenerated, which re-allocates its identity. Endpoints whose interface is gone are dropped with
  * a log line, as are those whose IPs cannot be re-claimed.
  */
 import type { Logger } from '../../hive/index.js';
 import type { LinkChecker } from '../datapath/select.js';
-import type { IPAM } from '../ipam/types.js';
 import { Endpoint } from './endpoint.js';
 import type { EndpointManagerImpl } from './manager.js';
 import type { EndpointStateStore, StoredEndpoint } from './state-store.js';
@@ -36,7 +36,6 @@ export class EndpointRestorer {
   constructor(
     private readonly store: EndpointStateStore,
     private readonly manager: EndpointManagerImpl,
-    private readonly ipam: IPAM,
     private readonly linkExists: LinkChecker,
     private readonly log: Logger,
   ) {}
@@ -75,18 +74,11 @@ export class EndpointRestorer {
     if (!(await this.linkExists(stored.spec.ifName))) return `host interface ${stored.spec.ifName} no longer exists`;
     const ep = new Endpoint({ ...stored.spec, requestedId: stored.id }, []);
     ep.restoreFrom(stored);
-    const owner = ep.podName ?? ep.containerId ?? `endpoint ${stored.id}`;
-    const claimed: string[] = [];
     try {
-      for (const ip of [ep.ipv4, ep.ipv6]) {
-        if (!ip) continue;
-        this.ipam.restore(ip, owner);
-        claimed.push(ip);
-      }
       ep.setState('restoring', 'Endpoint restoring');
+      // re-reserves its addresses with IPAM (out-of-pool ones included), as at creation
       await this.manager.restoreEndpoint(ep);
     } catch (err) {
-      for (const ip of claimed) this.ipam.release(ip);
       return `cannot be restored: ${(err as Error).message}`;
     }
     into.push(ep);
