@@ -112,12 +112,19 @@ t.test('out-of-pool addresses are allowed, flagged and still exclusive; taken-ov
   const wrong = await put(a, 3, { ipv4: addr.ipv4 }, { addressing: { ipv4: addr.ipv4, 'ipv4-expiration-uuid': '00000000-0000-4000-8000-000000000000' } });
   t.equal(wrong.status, 409, 'an expiration UUID naming another allocation is refused');
   t.match(wrong.body, /another expiration UUID/);
+  const thief = await put(a, 4, { ipv4: addr.ipv4 });
+  t.equal(thief.status, 409, 'an allocation in flight (expiring) is not taken without its UUID');
+  t.match(thief.body, /give its expiration UUID/);
   const ok = await put(a, 3, { ipv4: addr.ipv4, ipv6: addr.ipv6 }, { addressing: { ...addr } });
   t.equal(ok.status, 201);
   t.match((await view(t, a)).addresses.filter((x) => x.ip === addr.ipv4 || x.ip === addr.ipv6), [
     { owner: 'default/web-3', expiring: false, 'endpoint-id': (ok.body as { id: number }).id },
     { owner: 'default/web-3', expiring: false },
   ], 'taken over: the owner stays, the expiration is gone');
+  const given = await a.call('PostIpam', 'POST', '/ipam', { query: { family: 'ipv4' } });
+  const plain = (given.body as { address: { ipv4: string } }).address.ipv4;
+  t.equal((await put(a, 5, { ipv4: plain })).status, 201, 'a finished allocation (no expiration, no owner: cilium-docker\'s flow) is taken over without a UUID');
+  t.match((await view(t, a)).addresses.find((x) => x.ip === plain), { owner: 'api', 'endpoint-id': /./ });
 });
 
 t.test('a restarted agent reserves its endpoints’ addresses again, out-of-pool ones included', async (t) => {

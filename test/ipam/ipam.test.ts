@@ -100,14 +100,15 @@ t.test('allocations nobody took over expire; those an endpoint took over stay', 
   t.type(a.expirationUUID, 'string');
   t.match(ipam.allocations().find((x) => x.ip === a.ip), { expiring: true, expirationUUID: a.expirationUUID, expiresAt: 1_100 });
   ipam.useForEndpoint(b.ip, 2, 'ignored', { expirationUUID: b.expirationUUID });
-  ipam.useForEndpoint(c.ip, 3, 'ignored');
+  t.throws(() => ipam.useForEndpoint(c.ip, 3, 'default/thief'), { code: 'in-use', message: /"cni-c" and expires unless the endpoint it was allocated for takes it over: give its expiration UUID/ }, 'an allocation in flight cannot be taken without its UUID');
+  ipam.useForEndpoint(c.ip, 3, 'ignored', { expirationUUID: c.expirationUUID });
   now += 99;
   t.same(ipam.releaseExpired(), []);
   now += 1;
   t.same(ipam.releaseExpired(), [a.ip]);
   t.equal(ipam.ownerOf(a.ip), undefined);
   t.equal(ipam.ownerOf(b.ip), 'cni-b', 'taken over with its expiration UUID: kept, owner unchanged');
-  t.equal(ipam.ownerOf(c.ip), 'cni-c', 'taken over without a UUID: kept too');
+  t.equal(ipam.ownerOf(c.ip), 'cni-c', 'taken over after a refused attempt: kept too');
   t.match(ipam.allocations().find((x) => x.ip === b.ip), { expiring: false, endpointId: 2 });
   t.throws(() => ipam.allocateNext('ipv4', 'x', { expirationMs: -1 }), { code: 'invalid' });
   t.equal(Object.keys(ipam.status()[0]!.allocated).length, 2, 'a rejected expiration allocates nothing');
@@ -178,7 +179,7 @@ t.test('endpoint release: reservations go; taken-over allocations go, or go back
   const ipam = new NodeIPAM({ ipv4Range: '10.9.0.0/24', ipv6Range: '' }, undefined, () => now);
   ipam.useForEndpoint('10.9.0.50', 1, 'default/own');
   const cni = ipam.allocateNext('ipv4', 'default/cni', { expirationMs: 1_000 });
-  t.same(ipam.useForEndpoint(cni.ip, 2, 'default/cni'), { ip: cni.ip, family: 'ipv4', owner: 'default/cni', reserved: false, outOfPool: false });
+  t.same(ipam.useForEndpoint(cni.ip, 2, 'default/cni', { expirationUUID: cni.expirationUUID }), { ip: cni.ip, family: 'ipv4', owner: 'default/cni', reserved: false, outOfPool: false });
   const api = ipam.allocateNext('ipv4', 'api');
   ipam.useForEndpoint(api.ip, 3, 'default/api');
   t.equal(ipam.releaseForEndpoint('10.9.0.50', 2), false, 'not used by that endpoint: untouched');
@@ -196,7 +197,7 @@ t.test('endpoint release: reservations go; taken-over allocations go, or go back
 t.test('restore: endpoints re-reserve their addresses in a fresh IPAM, out-of-pool ones included', async (t) => {
   const before = new NodeIPAM({ ipv4Range: '10.9.0.0/24', ipv6Range: 'fd00:9::/120' });
   const cni = before.allocateNext('ipv4', 'default/web', { expirationMs: 60_000 });
-  before.useForEndpoint(cni.ip, 100, 'default/web');
+  before.useForEndpoint(cni.ip, 100, 'default/web', { expirationUUID: cni.expirationUUID });
   before.useForEndpoint('fd00:9::20', 100, 'default/web');
   before.useForEndpoint('198.51.100.7', 200, 'container-z');
   const after = new NodeIPAM({ ipv4Range: '10.9.0.0/24', ipv6Range: 'fd00:9::/120' });

@@ -56,6 +56,15 @@ export function otherAllocation(ip: string, owner: string): IPAMError {
   );
 }
 
+/** An expiring allocation (in flight for one endpoint) taken over without its expiration UUID. */
+export function inFlight(ip: string, owner: string): IPAMError {
+  return new IPAMError(
+    'in-use',
+    `${ip} is allocated to owner "${owner}" and expires unless the endpoint it was allocated for takes it over: give its expiration UUID (addressing ipv4-/ipv6-expiration-uuid) or use another address`,
+    ip,
+  );
+}
+
 /** The IP is the pool's network, gateway or broadcast address, which is never allocated. */
 export function reservedAddr(ip: string, what: string, cidr: string): IPAMError {
   return new IPAMError('reserved', `${ip} is the ${what} address of pool ${cidr} and is never allocated: pick another address`, ip);

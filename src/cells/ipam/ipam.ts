@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../hive/logger.js';
 import { formatAddr, parseAddr, parseCidr, type Addr } from './addr.js';
 import type { IPAMConfig } from './config.js';
-import { IPAMError, inUse, invalidIP, noPool, otherAllocation } from './errors.js';
+import { IPAMError, inFlight, inUse, invalidIP, noPool, otherAllocation } from './errors.js';
 import { Pool, type PoolEntry } from './pool.js';
 import type { AllocateOptions, AllocationStatus, EndpointAddress, Family, IPAM, IPAllocation, PoolStatus } from './types.js';
 
@@ -89,7 +89,8 @@ export class NodeIPAM implements IPAM {
     const result = { ip: entry.ip, family, owner: entry.owner, reserved: entry.endpoint?.adopted === false, outOfPool: this.outside.get(entry.ip) === entry };
     if (entry.endpoint?.id === endpointId) return result;
     if (entry.endpoint) throw inUse(entry.ip, entry.owner, entry.endpoint.id);
-    if (expirationUUID && entry.expirationUUID && expirationUUID !== entry.expirationUUID) throw otherAllocation(entry.ip, entry.owner);
+    // an expiring allocation is in flight for one endpoint: only its expiration UUID proves the caller is that endpoint
+    if (entry.expirationUUID && expirationUUID !== entry.expirationUUID) throw expirationUUID ? otherAllocation(entry.ip, entry.owner) : inFlight(entry.ip, entry.owner);
     entry.endpoint = { id: endpointId, adopted: true, expiresAt: entry.expiresAt, expirationUUID: entry.expirationUUID };
     delete entry.expiresAt;
     delete entry.expirationUUID;

@@ -82,7 +82,8 @@ export interface IPAM {
    * Records that endpoint `endpointId` uses `ip` (creation and restore), so IPAM never hands it
    * out: a free address of the pool is reserved for the endpoint under `owner`; an address
    * allocated beforehand for it (CNI ADD, `POST /ipam`) is taken over as it is, its expiration
-   * cleared (refused when `expirationUUID` names another allocation); an address outside the pool
+   * cleared (an expiring one only with its `expirationUUID`: it is in flight for one endpoint);
+   * an address outside the pool
    * is recorded as out-of-pool and logged. Throws IPAMError: `in-use` (another endpoint uses it),
    * `reserved` (network, gateway, broadcast), `invalid`. Idempotent for the same endpoint.
    */
