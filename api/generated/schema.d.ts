@@ -422,9 +422,11 @@ export interface paths {
          * Runs a CNI command forwarded by the cellium-cni shim.
          * @description The shim (cni-shim/) posts one request per CNI invocation. 200 carries the exact text the
          *     shim prints on stdout and the shim's exit code in `X-Cellium-Cni-Exit-Code`; a failed CNI
-         *     command is still a 200 (with a CNI error result and a non-zero exit code). Any other
-         *     status makes the shim print CNI error 11 (try again later); 503 means the agent is not
-         *     ready yet (the shim then queues a DEL). See docs/cni.md and src/cni/protocol.ts.
+         *     command is still a 200 (with a CNI error result and a non-zero exit code). 503 means the
+         *     agent is not ready yet: the shim prints CNI error 11 (try again later) or queues a DEL.
+         *     413 (a body over --api-max-body-bytes, the limit in `X-Cellium-Max-Body-Bytes`) becomes
+         *     CNI error 7 "network configuration too large"; any other status CNI error 5 with the
+         *     agent's message. See docs/cni.md and src/cni/protocol.ts.
          */
         post: operations["PostCelliumCni"];
         delete?: never;
@@ -1963,6 +1965,17 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            /** @description The request body is over the agent's --api-max-body-bytes (answered before it is read). */
+            413: {
+                headers: {
+                    /** @description The agent's limit on request bodies, in bytes. */
+                    "X-Cellium-Max-Body-Bytes": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             503: components["responses"]["ServiceUnavailable"];
         };
     };
