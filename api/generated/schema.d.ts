@@ -289,7 +289,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * The pools and every address in use (ours; Cilium has no GET /ipam).
+         * @description Cilium's IPAMStatus fields (`allocations`, `ipv4`, `ipv6`, `status`, as in `GET /healthz`),
+         *     then each pool (CIDR, size, used, free) and each address in use: its owner, the endpoint
+         *     using it, whether it expires, whether it lies outside every pool. An endpoint created with
+         *     explicit addresses (`PUT /endpoint/{id}` with `addressing`) reserves them: IPAM never hands
+         *     out an address in use, and an address outside the pools is allowed but flagged here (and
+         *     logged by the agent).
+         */
+        get: operations["GetIpam"];
         put?: never;
         /** Allocates the next free IP (of one family, or of every enabled family). */
         post: operations["PostIpam"];
@@ -413,9 +422,11 @@ export interface paths {
          * Runs a CNI command forwarded by the cellium-cni shim.
          * @description The shim (cni-shim/) posts one request per CNI invocation. 200 carries the exact text the
          *     shim prints on stdout and the shim's exit code in `X-Cellium-Cni-Exit-Code`; a failed CNI
-         *     command is still a 200 (with a CNI error result and a non-zero exit code). Any other
-         *     status makes the shim print CNI error 11 (try again later); 503 means the agent is not
-         *     ready yet (the shim then queues a DEL). See docs/cni.md and src/cni/protocol.ts.
+         *     command is still a 200 (with a CNI error result and a non-zero exit code). 503 means the
+         *     agent is not ready yet: the shim prints CNI error 11 (try again later) or queues a DEL.
+         *     413 (a body over --api-max-body-bytes, the limit in `X-Cellium-Max-Body-Bytes`) becomes
+         *     CNI error 7 "network configuration too large"; any other status CNI error 5 with the
+         *     agent's message. See docs/cni.md and src/cni/protocol.ts.
          */
         post: operations["PostCelliumCni"];
         delete?: never;
@@ -935,6 +946,60 @@ export interface components {
             verdict: "allowed" | "denied";
             enforced: boolean;
             rules: string[];
+        };
+        /**
+         * @description GET /ipam: Cilium's IPAMStatus fields (same meanings as in StatusResponse `ipam`), then
+         *     the pools and every address in use in detail.
+         */
+        CelliumIPAM: {
+            /** @description Every address in use -> its owner (Cilium's AllocationMap), out-of-pool ones included. */
+            allocations: {
+                [key: string]: string;
+            };
+            /** @description IPv4 pool CIDRs. */
+            ipv4: string[];
+            /** @description IPv6 pool CIDRs. */
+            ipv6: string[];
+            /** @description `<used>/<size> allocated`, then `, <n> out of pool` when there are such addresses. */
+            status: string;
+            pools: components["schemas"]["CelliumIPAMPool"][];
+            addresses: components["schemas"]["CelliumIPAMAddress"][];
+        };
+        /** @description One address pool (one per configured family). */
+        CelliumIPAMPool: {
+            /** @description The pool name (`default`). */
+            name: string;
+            /** @enum {string} */
+            family: "ipv4" | "ipv6";
+            cidr: string;
+            /** @description The gateway (first usable) address; never allocated. */
+            gateway: string;
+            /** @description Allocatable addresses (network, gateway and IPv4 broadcast excluded). */
+            size: number;
+            used: number;
+            free: number;
+        };
+        /** @description One address in use. */
+        CelliumIPAMAddress: {
+            ip: string;
+            /** @enum {string} */
+            family: "ipv4" | "ipv6";
+            /** @description Who holds it: the pod (`ns/name`), a container id, `endpoint N`, or the `owner` given to POST /ipam. */
+            owner: string;
+            /** @description The pool name; absent for an out-of-pool address. */
+            pool?: string;
+            /** @description An endpoint's address outside every pool: recorded (never handed out), not allocated from a pool. */
+            "out-of-pool": boolean;
+            /** @description Released unless an endpoint takes it over (a CNI ADD or POST /ipam with `expiration`). */
+            expiring: boolean;
+            "expiration-uuid"?: string;
+            /**
+             * Format: date-time
+             * @description When an expiring allocation is released.
+             */
+            expires?: string;
+            /** @description The endpoint using the address. */
+            "endpoint-id"?: number;
         };
         /**
          * @description The verdict for the traffic: allowed only when the source's egress and the destination's
@@ -1567,6 +1632,32 @@ export interface operations {
             404: components["responses"]["NotFound"];
         };
     };
+    GetIpam: {
+        parameters: {
+            query?: {
+                /** @description Only this family's pools and addresses. */
+                family?: "ipv4" | "ipv6";
+                /** @description The IPAM pool (Cellium has one pool per family, named `default`). */
+                pool?: components["parameters"]["IpamPool"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CelliumIPAM"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+        };
+    };
     PostIpam: {
         parameters: {
             query?: {
@@ -1677,6 +1768,15 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            /** @description An endpoint uses the IP (delete the endpoint; it releases its addresses). Not in Cilium's spec. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Failure"];
             /** @description Allocation for the IP's address family is disabled */
             501: {
@@ -1865,6 +1965,17 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            /** @description The request body is over the agent's --api-max-body-bytes (answered before it is read). */
+            413: {
+                headers: {
+                    /** @description The agent's limit on request bodies, in bytes. */
+                    "X-Cellium-Max-Body-Bytes": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             503: components["responses"]["ServiceUnavailable"];
         };
     };

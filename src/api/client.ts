@@ -6,6 +6,7 @@
 import type {
   BPFMap,
   BPFMapList,
+  CelliumIPAM,
   CelliumTraceResult,
   DaemonConfiguration,
   DaemonConfigurationSpec,
@@ -157,6 +158,11 @@ export class CelliumClient {
   /** GET /identity/endpoints. */
   identityEndpoints(): Promise<IdentityEndpoints[]> {
     return this.body('GET', '/identity/endpoints');
+  }
+
+  /** GET /ipam (ours): the pools and every address in use (of one family when given). */
+  ipam(opts: { family?: 'ipv4' | 'ipv6' } = {}): Promise<CelliumIPAM> {
+    return this.body('GET', '/ipam', { query: { family: opts.family } });
   }
 
   /** POST /ipam: allocates the next free address(es). */

@@ -26,6 +26,8 @@ export type LabelConfigurationSpec = Schemas['LabelConfigurationSpec'];
 export type EndpointStatusLog = Schemas['EndpointStatusLog'];
 /** An endpoint's health. */
 export type EndpointHealth = Schemas['EndpointHealth'];
+/** GET /ipam (ours): the pools and every address in use. */
+export type CelliumIPAM = Schemas['CelliumIPAM'];
 /** GET /healthz. */
 export type StatusResponse = Schemas['StatusResponse'];
 /** A node of the hive's health tree (StatusResponse `cellium-health`). */

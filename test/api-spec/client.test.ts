@@ -30,6 +30,7 @@ t.test('every operation through the client', async (t) => {
   t.same(await c.listIdentities(), fx.identities);
   t.same(await c.getIdentity(31245), fx.identities[1]);
   t.same(await c.identityEndpoints(), fx.identityEndpoints);
+  t.same(await c.ipam({ family: 'ipv6' }), fx.ipamView);
   t.same(await c.ipamAllocate({ family: 'ipv4', owner: 'x', expiration: true }), fx.ipamResponse);
   await c.ipamAllocateIP('fd00::7', { owner: 'x' });
   await c.ipamRelease('fd00::7');

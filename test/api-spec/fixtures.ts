@@ -5,6 +5,7 @@
 import type {
   BPFMap,
   BPFMapList,
+  CelliumIPAM,
   CelliumTraceResult,
   DaemonConfiguration,
   Endpoint,
@@ -172,6 +173,24 @@ export const ipamResponse: IPAMResponse = {
   'host-addressing': { ipv4: { enabled: true, ip: '10.200.0.1', 'alloc-range': '10.200.0.0/16' }, ipv6: { enabled: false } },
 };
 
+/** GET /ipam: both pools, a pod's address, an expiring one, an endpoint's out-of-pool one. */
+export const ipamView: CelliumIPAM = {
+  allocations: { '10.200.0.12': 'default/web-0', '10.200.0.14': 'cellium-cli', '192.0.2.10': 'default/legacy', 'fd00:10:200::c': 'default/web-0' },
+  ipv4: ['10.200.0.0/16'],
+  ipv6: ['fd00:10:200::/112'],
+  status: '3/131066 allocated, 1 out of pool',
+  pools: [
+    { name: 'default', family: 'ipv4', cidr: '10.200.0.0/16', gateway: '10.200.0.1', size: 65533, used: 2, free: 65531 },
+    { name: 'default', family: 'ipv6', cidr: 'fd00:10:200::/112', gateway: 'fd00:10:200::1', size: 65534, used: 1, free: 65533 },
+  ],
+  addresses: [
+    { ip: '10.200.0.12', family: 'ipv4', owner: 'default/web-0', pool: 'default', 'out-of-pool': false, expiring: false, 'endpoint-id': 12 },
+    { ip: '10.200.0.14', family: 'ipv4', owner: 'cellium-cli', pool: 'default', 'out-of-pool': false, expiring: true, 'expiration-uuid': '6a1c3e0e-3c51-4b35-8e0c-5a8a9cfc20d5', expires: '2026-11-22T08:10:00.000Z' },
+    { ip: '192.0.2.10', family: 'ipv4', owner: 'default/legacy', 'out-of-pool': true, expiring: false, 'endpoint-id': 13 },
+    { ip: 'fd00:10:200::c', family: 'ipv6', owner: 'default/web-0', pool: 'default', 'out-of-pool': false, expiring: false, 'endpoint-id': 12 },
+  ],
+};
+
 /** GET /policy. */
 export const policy: Policy = {
   revision: 4,
@@ -217,6 +236,7 @@ export const FIXTURES: readonly { readonly operationId: string; readonly status:
   { operationId: 'GetIdentity', status: 200, body: identities },
   { operationId: 'GetIdentityID', status: 200, body: identities[1] },
   { operationId: 'GetIdentityEndpoints', status: 200, body: identityEndpoints },
+  { operationId: 'GetIpam', status: 200, body: ipamView },
   { operationId: 'PostIpam', status: 201, body: ipamResponse },
   { operationId: 'GetPolicy', status: 200, body: policy },
   { operationId: 'PutPolicy', status: 200, body: policy },

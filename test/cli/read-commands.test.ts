@@ -111,9 +111,34 @@ t.test('read commands', async (t) => {
     const s = await run('policy', 'selectors');
     t.match(s.stdout, /^&LabelSelector\{MatchLabels:map\[any\.app:web\]\}\s+1\s+31245$/m);
     const i = await run('ipam');
-    t.match(i.stdout, /^IPv4 pools:\s+10\.200\.0\.0\/16$/m);
-    t.match(i.stdout, /^10\.200\.0\.12\s+default\/web-0$/m);
-    t.same(JSON.parse((await run('ipam', '-o', 'json')).stdout), fx.statusResponse.ipam);
+    t.equal(i.stdout, [
+      'Status:        3/131066 allocated, 1 out of pool',
+      'Out of pool:   1 (endpoint addresses outside every pool: recorded, never handed out)',
+      '',
+      'POOL      FAMILY   CIDR                GATEWAY          SIZE    USED   FREE',
+      'default   ipv4     10.200.0.0/16       10.200.0.1       65533   2      65531',
+      'default   ipv6     fd00:10:200::/112   fd00:10:200::1   65534   1      65533',
+      '',
+      'IP               OWNER            ENDPOINT   EXPIRES                    POOL',
+      '10.200.0.12      default/web-0    12         no                         default',
+      '10.200.0.14      cellium-cli      -          2026-11-22T08:10:00.000Z   default',
+      '192.0.2.10       default/legacy   13         no                         OUT OF POOL',
+      'fd00:10:200::c   default/web-0    12         no                         default',
+      '',
+    ].join('\n'), 'pools (CIDR, size, used, free), then each address: owner, endpoint, expiry, out-of-pool');
+    t.same(JSON.parse((await run('ipam', '-o', 'json')).stdout), fx.ipamView);
+    t.same(agent.requests('GetIpam').map((r) => r.query), [{}, {}]);
+    await run('ipam', 'list', '--family', 'ipv6');
+    t.same(agent.requests('GetIpam')[2]?.query, { family: 'ipv6' }, '--family is sent as the query');
+    const bad = await run('ipam', 'list', '--family', 'ipv5');
+    t.same([bad.code, bad.stderr.trim()], [2, 'cellium: invalid --family "ipv5": expected ipv4 or ipv6'], 'a bad family is a usage error, nothing sent');
+    t.equal(agent.requests('GetIpam').length, 3);
+  });
+
+  t.test('ipam with no pool and nothing in use', async (t) => {
+    const empty = await startFakeAgent(t, { GetIpam: { status: 200, body: { allocations: {}, ipv4: [], ipv6: [], status: '0/0 allocated', pools: [], addresses: [] } } });
+    const r = await cli(empty.socketPath, ['ipam']);
+    t.equal(r.stdout, 'Status:   0/0 allocated\n\nNo pool configured (--ipv4-range, --ipv6-range).\n\nNo address in use.\n');
   });
 
   t.test('the CLI sent only spec-valid requests; every canned answer matched the spec', async (t) => {

@@ -44,11 +44,12 @@ function copy(l: FakeLink): LinkInfo {
   return { ...info };
 }
 
-/** The fake. `calls` lists every operation as `op@ns`. */
+/** The fake. `calls` lists every operation as `op@ns`; `steps` every batch step applied, in order. */
 export class FakeNet implements NetOps {
   readonly hostNs = new FakeNs('host');
   readonly namespaces = new Map<string, FakeNs>();
   readonly calls: string[] = [];
+  readonly steps: NetlinkStep[] = [];
   private readonly failures = new Map<string, string>();
   closed = false;
   /** Paths the probe reports as something else than a namespace (`/etc/passwd` → 'a regular file'). */
@@ -100,7 +101,13 @@ export class FakeNet implements NetOps {
     }
   }
 
+  /** The applied steps of one op. */
+  stepsOf(op: NetlinkStep['op']): NetlinkStep[] {
+    return this.steps.filter((s) => s.op === op);
+  }
+
   private step(ns: FakeNs, s: NetlinkStep): void {
+    this.steps.push(s);
     switch (s.op) {
       case 'setLink': {
         if (s.change.up !== true || Object.keys(s.change).length !== 1) throw new Error(`the fake only brings links up, not ${JSON.stringify(s.change)}`);

@@ -53,8 +53,10 @@ t.test('ADD plumbs the pod, creates a ready endpoint and answers in the requeste
   t.same(pod.routes, [{ dst: 'default', gateway: '10.200.0.1', dev: 'eth0', onlink: true }]);
   t.same(pod.neighbors, [{ dev: 'eth0', ip: '10.200.0.1', mac: hostLink.mac, permanent: true }]);
   t.same(host.routes, [{ dst: ip, dev: lxc, scope: 'link' }]);
+  t.same(host.neighbors, [{ dev: lxc, ip, mac: res.interfaces[1]!.mac, permanent: true }], 'permanent host neighbour: the pod IP -> the pod MAC');
   t.equal(host.sysctls.get('net.ipv4.ip_forward'), '1');
   t.equal(host.sysctls.get(`net.ipv4.conf.${lxc}.rp_filter`), '0');
+  t.notOk([...host.sysctls.keys(), ...pod.sysctls.keys()].some((k) => k.includes('ipv6')), 'no IPv6 sysctl without an IPv6 pool');
 });
 
 t.test('ADD results of every supported version; MTU from the netconf; IPv6 too', async (t) => {
@@ -67,6 +69,26 @@ t.test('ADD results of every supported version; MTU from the netconf; IPv6 too',
   t.equal(r.net.namespaces.get('/run/netns/a')!.links.get('eth0')!.mtu, 1400);
   t.equal(r.net.hostNs.sysctls.get('net.ipv6.conf.all.forwarding'), '1');
   for (const v of ['0.4.0', '1.1.0']) t.equal(body(await add(r, `v${v}`, v)).cniVersion, v);
+});
+
+t.test('IPv6 ready at once: DAD off on both ends before any address, NODAD addresses, permanent neighbours both ways', async (t) => {
+  const r = await rig(t, { config: { 'ipv6-range': 'fd00:200::/112' } });
+  r.net.addNetns(NS);
+  const res = body(await r.server.handle(cniReq('ADD'))) as { interfaces: Array<{ name: string; mac: string }>; ips: Array<{ address: string; gateway: string }> };
+  const [v4, v6] = res.ips.map((i) => i.address.split('/')[0]!) as [string, string];
+  const lxc = res.interfaces[0]!.name;
+  const podMac = res.interfaces[1]!.mac;
+  const pod = r.net.namespaces.get(NS)!;
+  t.equal(pod.sysctls.get('net/ipv6/conf/eth0/accept_dad'), '0', 'pod: accept_dad=0');
+  t.equal(r.net.hostNs.sysctls.get(`net/ipv6/conf/${lxc}/accept_dad`), '0', 'host side: accept_dad=0');
+  const order = r.net.calls.filter((c) => c.endsWith('@pod'));
+  t.ok(order.indexOf('writeSysctl@pod') < order.indexOf('addAddress@pod'), 'the pod sysctl is written before the addresses are added');
+  const hostCalls = r.net.calls.filter((c) => c.endsWith('@host'));
+  t.ok(hostCalls.indexOf('writeSysctl@host') < hostCalls.indexOf('setUp@host'), 'the host sysctl is written while the host side is still down');
+  t.ok(hostCalls.indexOf('addNeighbor@host') < hostCalls.indexOf('addRoute@host'), 'host neighbours exist before the routes send traffic to the pod');
+  t.same(pod.neighbors.map((n) => n.ip), ['10.200.0.1', 'fd00:200::1'], 'pod: permanent neighbours for both gateways');
+  t.same(r.net.hostNs.neighbors, [{ dev: lxc, ip: v4, mac: podMac, permanent: true }, { dev: lxc, ip: v6, mac: podMac, permanent: true }], 'host: permanent neighbours for both pod IPs');
+  t.same(r.net.stepsOf('addAddress'), [{ op: 'addAddress', dev: 'eth0', cidr: `${v4}/32`, noDad: false }, { op: 'addAddress', dev: 'eth0', cidr: `${v6}/128`, noDad: true }], 'IPv6 address with IFA_F_NODAD');
 });
 
 t.test('malformed calls get the spec codes, naming the field', async (t) => {

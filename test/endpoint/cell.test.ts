@@ -135,12 +135,17 @@ t.test('1000 endpoints created concurrently: no duplicate ID or IP', async (t) =
   t.equal(readdirSync(s.dir).length, 1000, 'one state directory each');
 });
 
-t.test('sync-build failure removes the endpoint (IPs kept for the CNI) and returns the error', async (t) => {
+t.test('sync-build failure removes the endpoint (IPs allocated for it kept for the CNI, its own reservations released) and returns the error', async (t) => {
   const s = await start(t, 'syncfail');
   s.datapath.failLoad = new Error('verifier rejected the program');
+  s.ipam.allocateIP('10.200.0.1', 'default/pod-1');
+  s.ipam.allocateIP('fd00::1', 'default/pod-1');
   await t.rejects(s.api.createEndpoint(ctx, req(1)), { code: 'failed', message: /removed.*verifier rejected/ });
   t.equal(s.mgr.size, 0);
-  t.same(s.ipam.released, [], 'no IP released: the CNI plugin releases it');
+  t.same(s.ipam.released, [], 'no IP released: the CNI plugin that allocated them releases them');
+  t.same([s.ipam.ownerOf('10.200.0.1'), s.ipam.users.size], ['default/pod-1', 0], 'still allocated to their owner, no longer used by an endpoint');
+  await t.rejects(s.api.createEndpoint(ctx, req(2)), { code: 'failed' });
+  t.same(s.ipam.released, ['10.200.0.2', 'fd00::2'], 'addresses the endpoint reserved itself are released: nobody else would');
   t.same(readdirSync(s.dir), [], 'no state directory and no _next');
   t.equal(s.identities.refs(256), 0, 'identity released');
   t.same(s.h.hive.get(EndpointManagerImplToken).list(), []);

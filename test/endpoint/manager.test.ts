@@ -15,6 +15,7 @@ function runtime(): EndpointRuntime & { cleaned: number[] } {
       ep.builderSetState('ready', 'ok');
     },
     controllers: () => [],
+    claimIPs: () => undefined,
     cleanup: async (ep) => {
       cleaned.push(ep.id);
     },
@@ -90,6 +91,23 @@ t.test('conflicts name what clashed and leave nothing behind', async (t) => {
   t.equal(m.size, 1);
   await m.addEndpoint(ep(6, { containerId: 'c1', containerIfName: 'eth1' }));
   t.equal(m.lookupContainer('c1').length, 2, 'two interfaces of one container');
+});
+
+t.test('IPAM refusing the addresses refuses the endpoint: nothing indexed, the ID freed, nothing emitted', async (t) => {
+  const claimed: Array<[string, number]> = [];
+  const rt = { ...runtime(), claimIPs: (e: Endpoint, id: number) => {
+    if (e.ipv4 === '10.200.9.9') throw Object.assign(new Error('10.200.9.9 is the gateway address'), { code: 'invalid', field: '/addressing/ipv4' });
+    claimed.push([e.spec.ifName, id]);
+  } };
+  const m = new EndpointManagerImpl(rt, silentLogger());
+  const created: EndpointView[] = [];
+  m.created$.subscribe((e) => created.push(e));
+  await t.rejects(m.addEndpoint(ep(1, { requestedId: 42, ipv4: '10.200.9.9' })), { code: 'invalid', field: '/addressing/ipv4' });
+  t.same([m.size, m.lookup('ipv4:10.200.9.9'), m.lookup('container-id:c1'), created.length], [0, undefined, undefined, 0]);
+  const again = ep(2, { requestedId: 42 });
+  await m.addEndpoint(again);
+  t.equal(again.id, 42, 'the refused endpoint’s ID was freed');
+  t.same(claimed, [['lxc2', 42]], 'the addresses are claimed under the endpoint’s ID before it starts');
 });
 
 t.test('removeEndpoint: tears down once, unindexes, frees the ID, emits deleted', async (t) => {

@@ -10,7 +10,8 @@ import { DatapathToken, type Datapath, type PolicyEntry } from '../../src/cells/
 import { MemoryLoader } from '../../src/cells/datapath-memory/loader.js';
 import { MemoryMaps } from '../../src/cells/datapath-memory/maps.js';
 import { IdentityAllocatorToken, type Identity, type IdentityAllocator, type IdentityChange } from '../../src/cells/identity/types.js';
-import { IPAMToken, type IPAM, type IPAllocation } from '../../src/cells/ipam/types.js';
+import { IPAMToken, type EndpointAddress, type IPAM, type IPAllocation } from '../../src/cells/ipam/types.js';
+import { IPAMError } from '../../src/cells/ipam/errors.js';
 import { PolicyRepositoryToken, PolicyRestoreToken, type PolicyChange, type PolicyRepository, type PolicyRestore, type ResolvedPolicy } from '../../src/cells/policy/types.js';
 
 /** Identity allocator: same sorted labels -> same id from 256, reference counted; `reserved:init` -> 5. */
@@ -94,12 +95,13 @@ export class MockPolicy implements PolicyRepository {
   selectors(): [] { return []; }
 }
 
-/** IPAM recording restore / confirm / release. */
+/** IPAM recording owners, the endpoints using addresses and releases; `refuse` makes useForEndpoint fail. */
 export class MockIPAM implements IPAM {
   readonly owners = new Map<string, string>();
-  readonly confirmed: string[] = [];
+  /** IP -> the endpoint using it (adopted: the address was allocated before the endpoint took it). */
+  readonly users = new Map<string, { id: number; adopted: boolean }>();
   readonly released: string[] = [];
-  /** IPs restore refuses. */
+  /** IPs useForEndpoint refuses (as the gateway address). */
   readonly refuse = new Set<string>();
 
   private alloc(ip: string, owner: string): IPAllocation {
@@ -108,15 +110,28 @@ export class MockIPAM implements IPAM {
   }
   allocateNext(): IPAllocation { throw new Error('not used by the endpoint cell'); }
   allocateIP(ip: string, owner: string): IPAllocation { return this.alloc(ip, owner); }
-  confirm(ip: string): void { this.confirmed.push(ip); }
   release(ip: string): boolean { this.released.push(ip); return this.owners.delete(ip); }
   releaseOwner(): string[] { return []; }
-  restore(ip: string, owner: string): IPAllocation {
-    if (this.refuse.has(ip)) throw new Error(`${ip} is outside the pool`);
-    return this.alloc(ip, owner);
+  useForEndpoint(ip: string, endpointId: number, owner: string): EndpointAddress {
+    if (this.refuse.has(ip)) throw new IPAMError('reserved', `${ip} is the gateway address of the pool and is never allocated: pick another address`, ip);
+    const user = this.users.get(ip);
+    if (user && user.id !== endpointId) throw new IPAMError('in-use', `${ip} is in use by endpoint ${user.id}`, ip);
+    const adopted = user ? user.adopted : this.owners.has(ip);
+    if (!adopted) this.alloc(ip, owner);
+    this.users.set(ip, { id: endpointId, adopted });
+    return { ip, family: ip.includes(':') ? 'ipv6' : 'ipv4', owner: this.owners.get(ip)!, reserved: !adopted, outOfPool: false };
+  }
+  releaseForEndpoint(ip: string, endpointId: number, opts: { keepAdopted?: boolean } = {}): boolean {
+    const user = this.users.get(ip);
+    if (user?.id !== endpointId) return false;
+    this.users.delete(ip);
+    if (user.adopted && opts.keepAdopted) return false;
+    this.released.push(ip);
+    return this.owners.delete(ip);
   }
   ownerOf(ip: string): string | undefined { return this.owners.get(ip); }
   status(): [] { return []; }
+  allocations(): [] { return []; }
 }
 
 /** A datapath over the real in-memory maps and loader, with failure injection. */

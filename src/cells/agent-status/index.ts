@@ -15,7 +15,7 @@ import { repoPath } from '../../api/repo-files.js';
 import type { StatusResponse } from '../../api/models.js';
 import { DatapathToken, type Datapath } from '../datapath/types.js';
 import { IdentityAllocatorToken, type IdentityAllocator } from '../identity/types.js';
-import { IPAMToken, type IPAM } from '../ipam/types.js';
+import { IPAMToken, ipamSummary, type IPAM } from '../ipam/index.js';
 
 /** Collects the agent's status. */
 export interface AgentStatus {
@@ -116,35 +116,22 @@ export class StatusCollector implements AgentStatus {
     }
     const tree = this.health.snapshot();
     const controllers = this.controllers.statuses();
-    const pools = this.ipam.status();
+    const allocations = this.ipam.allocations();
     const mapsProbe = this.maps;
     const key = [
       tree,
       mapsProbe,
       controllers.map((c) => `${c.name}:${c.status['success-count']}:${c.status['failure-count']}`).join(','),
-      pools.map((p) => Object.keys(p.allocated).join(',')).join(';'),
+      allocations.map((a) => `${a.ip}=${a.owner}`).join(','),
     ];
     if (this.cached && key.every((k, i) => k === this.cached!.key[i])) return this.cached;
-    const allocations: Record<string, string> = {};
-    let used = 0;
-    let size = 0;
-    for (const p of pools) {
-      Object.assign(allocations, p.allocated);
-      used += Object.keys(p.allocated).length;
-      size += p.size;
-    }
     // a failing datapath probe leaves the maps out rather than failing the whole status
     const maps = await mapsProbe.catch((): MapStatus => []);
     const range = this.identities.range;
     const value: StatusResponse = {
       cilium: agentState(tree, this.version, this.datapath.mode),
       'datapath-mode': 'veth',
-      ipam: {
-        allocations,
-        ipv4: pools.filter((p) => p.family === 'ipv4').map((p) => p.cidr),
-        ipv6: pools.filter((p) => p.family === 'ipv6').map((p) => p.cidr),
-        status: `${used}/${size} allocated`,
-      },
+      ipam: ipamSummary(this.ipam.status(), allocations),
       controllers: controllers.map((c) => ({ ...c, configuration: { ...c.configuration }, status: { ...c.status } })),
       'identity-range': { 'min-identity': range.minGlobal, 'max-identity': range.maxGlobal },
       'bpf-maps': { maps: maps.map((m) => ({ ...m })) },

@@ -23,7 +23,6 @@ export const IPAM_STATUS: Readonly<Record<IPAMErrorCode, number>> = {
   'outside-pool': 400,
   reserved: 400,
   'in-use': 409,
-  'not-found': 404,
   'no-pool': 501,
   exhausted: 502,
 };

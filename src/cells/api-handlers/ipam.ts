@@ -1,14 +1,15 @@
 /**
- * IPAM API handlers (module `api-ipam`): POST /ipam (next free address of one or every enabled
- * family, optionally expiring), POST /ipam/{ip}, DELETE /ipam/{ip}. Thin calls into IPAM with
- * IPAMError codes mapped to statuses (in use 409, no pool 501, exhausted 502).
+ * IPAM API handlers (module `api-ipam`): GET /ipam (the pools and every address in use; ours),
+ * POST /ipam (next free address of one or every enabled family, optionally expiring), POST
+ * /ipam/{ip}, DELETE /ipam/{ip}. Thin calls into IPAM with IPAMError codes mapped to statuses (in
+ * use 409, no pool 501, exhausted 502).
  */
 import { isIP } from 'node:net';
 import { module, provideInto } from '../../hive/cell.js';
 import { HttpError } from '../api-server/errors.js';
 import { ApiRoutesToken, created, ok, type ApiRequest, type ApiRouteGroup } from '../api-server/types.js';
-import type { Family, IPAllocation, IPAM, PoolStatus } from '../ipam/types.js';
-import { IPAMToken } from '../ipam/types.js';
+import type { CelliumIPAM } from '../../api/models.js';
+import { ipamSummary, IPAMToken, type Family, type IPAllocation, type IPAM, type PoolStatus } from '../ipam/index.js';
 import { badField, mapped, notFound } from './errors.js';
 
 /** How long an expiring allocation (header `expiration: true`) waits for an endpoint to confirm it. */
@@ -39,11 +40,35 @@ function addressResponse(a: IPAllocation): Record<string, unknown> {
   return { ip: a.ip, gateway: a.gateway, cidrs: [a.cidr], ...(a.expirationUUID ? { 'expiration-uuid': a.expirationUUID } : {}) };
 }
 
+/** GET /ipam's model: the pools and every address in use (of one family when given). */
+export function ipamView(ipam: IPAM, family?: Family): CelliumIPAM {
+  const pools = ipam.status().filter((p) => !family || p.family === family);
+  const addrs = ipam.allocations().filter((a) => !family || a.family === family);
+  return {
+    ...ipamSummary(pools, addrs),
+    pools: pools.map((p) => ({ name: DEFAULT_POOL, family: p.family, cidr: p.cidr, gateway: p.gateway, size: p.size, used: p.used, free: p.free })),
+    addresses: addrs.map((a) => ({
+      ip: a.ip, family: a.family, owner: a.owner, ...(a.pool ? { pool: DEFAULT_POOL } : {}), 'out-of-pool': a.pool === undefined, expiring: a.expiring,
+      ...(a.expirationUUID ? { 'expiration-uuid': a.expirationUUID } : {}),
+      ...(a.expiresAt !== undefined ? { expires: new Date(a.expiresAt).toISOString() } : {}),
+      ...(a.endpointId !== undefined ? { 'endpoint-id': a.endpointId } : {}),
+    })),
+  };
+}
+
 /** The IPAM route group. */
 export function ipamRoutes(ipam: IPAM): ApiRouteGroup {
   return {
     name: 'ipam',
     routes: [
+      {
+        operationId: 'GetIpam',
+        handle: (req) =>
+          mapped([400], () => {
+            checkPool(req);
+            return ok(ipamView(ipam, req.query.family as Family | undefined));
+          }),
+      },
       {
         operationId: 'PostIpam',
         handle: (req) =>
@@ -85,7 +110,7 @@ export function ipamRoutes(ipam: IPAM): ApiRouteGroup {
       {
         operationId: 'DeleteIpamIP',
         handle: (req) =>
-          mapped([400, 404, 500, 501], () => {
+          mapped([400, 404, 409, 500, 501], () => {
             checkPool(req);
             const ip = String(req.path.ip);
             const family = isIP(ip) === 6 ? 'ipv6' : 'ipv4';

@@ -2,9 +2,12 @@
  * The pod's network plumbing, as cilium-cni's connector does it: a veth pair whose host side is
  * `lxc<hash>` and whose peer is created directly inside the pod's namespace as CNI_IFNAME; the pod
  * gets its addresses (/32, /128), a default route via the pool gateway (onlink) and a permanent
- * neighbour entry for the gateway pointing at the host side's MAC; the host gets a route to each
- * pod IP via the lxc device. Each side's setup is one batch of netlink steps (one worker hop).
- * Also the generic-veth chaining lookup of an existing interface.
+ * neighbour entry for the gateway pointing at the host side's MAC; the host gets a permanent
+ * neighbour entry and a route for each pod IP via the lxc device. With IPv6, both ends have
+ * duplicate address detection off (accept_dad=0 before any address exists, pod addresses with
+ * IFA_F_NODAD), so no address is ever tentative and no packet waits for neighbour discovery: the
+ * pod answers its first IPv6 packet as it does its first IPv4 one. Each side's setup is one batch
+ * of netlink steps (one worker hop). Also the generic-veth chaining lookup of an existing interface.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { CniErrorCode } from '../../cni/protocol.js';
@@ -86,10 +89,26 @@ export function createPodVeth(net: NetOps, s: VethSetup): Promise<LinkInfo> {
   });
 }
 
-/** The pod side's setup, as one batch in its namespace: lo up, addresses, interface up, default routes, gateway neighbours. */
+/** Whether the pod gets an IPv6 address. */
+function hasIPv6(s: Pick<VethSetup, 'addresses'>): boolean {
+  return s.addresses.some((a) => a.family === 'ipv6');
+}
+
+/**
+ * The step turning IPv6 duplicate address detection off on `dev` (Cilium's lxc devices have it
+ * off): written while the device is down and has no address, so its link-local address is never
+ * tentative (a tentative one cannot source neighbour solicitations or answers). The key uses `/`
+ * so an interface name with a dot stays one path element.
+ */
+function noDadStep(dev: string): NetlinkStep {
+  return { op: 'writeSysctl', key: `net/ipv6/conf/${dev}/accept_dad`, value: 0 };
+}
+
+/** The pod side's setup, as one batch in its namespace: lo up, DAD off (IPv6), addresses, interface up, default routes, gateway neighbours. */
 function podSteps(s: VethSetup, hostMac: string): NetlinkStep[] {
   return [
     { op: 'setLink', name: 'lo', change: { up: true } },
+    ...(hasIPv6(s) ? [noDadStep(s.ifName)] : []),
     ...s.addresses.map((a): NetlinkStep => ({ op: 'addAddress', dev: s.ifName, cidr: podCidr(a), noDad: a.family === 'ipv6' })),
     { op: 'setLink', name: s.ifName, change: { up: true } },
     ...s.addresses.flatMap((a): NetlinkStep[] => [
@@ -99,11 +118,11 @@ function podSteps(s: VethSetup, hostMac: string): NetlinkStep[] {
   ];
 }
 
-/** The host's settings for routing between pods: forwarding on, no reverse-path filter on the lxc device. */
+/** The host's settings for routing between pods: forwarding on, no reverse-path filter on the lxc device, DAD off on it (IPv6; it is still down). */
 function hostSysctlSteps(s: VethSetup): NetlinkStep[] {
   return [
     ...(s.addresses.some((a) => a.family === 'ipv4') ? [{ op: 'writeSysctl', key: 'net.ipv4.ip_forward', value: 1 } as const] : []),
-    ...(s.addresses.some((a) => a.family === 'ipv6') ? [{ op: 'writeSysctl', key: 'net.ipv6.conf.all.forwarding', value: 1 } as const] : []),
+    ...(hasIPv6(s) ? [{ op: 'writeSysctl', key: 'net.ipv6.conf.all.forwarding', value: 1 } as const, noDadStep(s.hostName)] : []),
     { op: 'writeSysctl', key: `net.ipv4.conf.${s.hostName}.rp_filter`, value: 0 },
   ];
 }
@@ -119,13 +138,16 @@ export async function configurePodVeth(net: NetOps, s: VethSetup, hostLink: Pick
 }
 
 /**
- * Brings the host side up and routes the pod's IPs to it: the last step of ADD, once the endpoint
- * (and its program) is ready, so no packet crosses the pair before its policy is in place.
+ * Brings the host side up, gives it a permanent neighbour entry for each pod IP (the pod's MAC, so
+ * the host never resolves a pod address: no ARP, no neighbour discovery) and routes the pod's IPs
+ * to it: the last step of ADD, once the endpoint (and its program) is ready, so no packet crosses
+ * the pair before its policy is in place.
  */
 export async function activateHostVeth(net: NetOps, s: VethSetup): Promise<void> {
   try {
     await net.applySteps(undefined, [
       { op: 'setLink', name: s.hostName, change: { up: true } },
+      ...s.addresses.map((a): NetlinkStep => ({ op: 'addNeighbor', dev: s.hostName, ip: a.ip, mac: s.podMac, permanent: true })),
       ...s.addresses.map((a): NetlinkStep => ({ op: 'addRoute', route: { dst: a.ip, dev: s.hostName, scope: 'link' } })),
     ]);
   } catch (err) {

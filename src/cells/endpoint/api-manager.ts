@@ -1,13 +1,13 @@
 /**
  * The EndpointAPIManager (Cilium's pkg/endpoint/api endpointAPIManager): the API's entry point.
  * createEndpoint: creator -> refuse a duplicate ID, CNI attachment or IP (409 naming which) ->
- * merge labels (+ `k8s:io.kubernetes.pod.namespace=<ns>`) -> EndpointManager.addEndpoint -> first
+ * merge labels (+ `k8s:io.kubernetes.pod.namespace=<ns>`) -> EndpointManager.addEndpoint (which
+ * records the addresses with IPAM: reserved, taken over, or out-of-pool) -> first
  * regeneration, awaited with sync-build-endpoint (on failure the endpoint is removed and the
  * error returned). Also delete, patch, patch labels and patch config.
  */
 import type { Logger } from '../../hive/index.js';
 import { canonicalAddr } from '../ipam/addr.js';
-import type { IPAM } from '../ipam/types.js';
 import type { Endpoint } from './endpoint.js';
 import { labelsFromChangeRequest, specFromChangeRequest, type EndpointCreator } from './creator.js';
 import { EndpointError } from './errors.js';
@@ -44,7 +44,6 @@ export class EndpointAPIManagerImpl implements EndpointAPIManager {
   constructor(
     private readonly creator: EndpointCreator,
     private readonly manager: EndpointManagerImpl,
-    private readonly ipam: IPAM,
     private readonly log: Logger,
     /** Settles once restored endpoints hold their IDs and IPs; creations wait for it. */
     private readonly restored: Promise<unknown> = Promise.resolve(),
@@ -58,7 +57,6 @@ export class EndpointAPIManagerImpl implements EndpointAPIManager {
     if (ep.namespace) ep.mergeLabels([`${NAMESPACE_LABEL}=${ep.namespace}`]);
     ctx.signal?.throwIfAborted();
     await this.manager.addEndpoint(ep);
-    this.confirmIPs(ep);
     const first = ep.regenerate('Initial build on endpoint creation', 'rewrite+load');
     if (!req['sync-build-endpoint']) {
       first.catch((err: Error) => this.log.warn({ endpointID: ep.id, err: err.message }, 'initial endpoint build failed; retrying'));
@@ -73,19 +71,6 @@ export class EndpointAPIManagerImpl implements EndpointAPIManager {
     }
     this.log.info({ endpointID: ep.id, containerID: ep.containerId, ipv4: ep.ipv4, ipv6: ep.ipv6 }, 'Successful endpoint creation');
     return ep;
-  }
-
-  /** IPs allocated with an expiration are confirmed once their endpoint exists (Cilium stops the timer). */
-  private confirmIPs(ep: Endpoint): void {
-    const pairs: Array<[string | undefined, string | undefined]> = [[ep.ipv4, ep.spec.ipv4ExpirationUUID], [ep.ipv6, ep.spec.ipv6ExpirationUUID]];
-    for (const [ip, uuid] of pairs) {
-      if (!ip || !uuid) continue;
-      try {
-        this.ipam.confirm(ip);
-      } catch (err) {
-        this.log.warn({ endpointID: ep.id, ip, err: (err as Error).message }, 'could not confirm the IP allocation of a new endpoint');
-      }
-    }
   }
 
   /** The endpoint behind an API id; throws 400 on a malformed id and 404 when there is none. */

@@ -116,12 +116,12 @@ function newManager(d: ManagerDeps): EndpointManagerImpl {
 }
 
 /**
- * Builds the restorer and restores endpoints at start: after identities and IPAM started, and after
+ * Builds the restorer and restores endpoints at start: after identities and IPAM started (the manager's regenerator needs IPAM), and after
  * the stored policy is back (it depends on PolicyRestoreToken, so the policy-restore hook comes
  * first, and it waits for `done` before restoring anything).
  */
-function newRestorer(store: EndpointStateStore, m: EndpointManagerImpl, ipam: IPAM, linkExists: LinkChecker, identities: IdentityAllocator, policy: PolicyRestore, lc: Lifecycle, log: Logger): EndpointRestorer {
-  const r = new EndpointRestorer(store, m, ipam, linkExists, identities, policy.done, log);
+function newRestorer(store: EndpointStateStore, m: EndpointManagerImpl, linkExists: LinkChecker, identities: IdentityAllocator, policy: PolicyRestore, lc: Lifecycle, log: Logger): EndpointRestorer {
+  const r = new EndpointRestorer(store, m, linkExists, identities, policy.done, log);
   lc.append({
     name: 'endpoint-restore',
     onStart: async () => {
@@ -151,14 +151,14 @@ export const endpointCell = module(
   ),
   provide(
     EndpointRestorerToken, newRestorer,
-    EndpointStateStoreToken, EndpointManagerImplToken, IPAMToken, LinkCheckerToken, IdentityAllocatorToken, PolicyRestoreToken, LifecycleToken, LoggerToken,
+    EndpointStateStoreToken, EndpointManagerImplToken, LinkCheckerToken, IdentityAllocatorToken, PolicyRestoreToken, LifecycleToken, LoggerToken,
   ),
   provide(EndpointManagerToken, (m: EndpointManagerImpl) => m, EndpointManagerImplToken),
   provide(EndpointCreatorToken, DefaultEndpointCreator),
   provide(
     EndpointAPIManagerToken,
-    (creator: EndpointCreator, m: EndpointManagerImpl, ipam: IPAM, log: Logger, r: EndpointRestorer) => new EndpointAPIManagerImpl(creator, m, ipam, log, r.exposed),
-    EndpointCreatorToken, EndpointManagerImplToken, IPAMToken, LoggerToken, EndpointRestorerToken,
+    (creator: EndpointCreator, m: EndpointManagerImpl, log: Logger, r: EndpointRestorer) => new EndpointAPIManagerImpl(creator, m, log, r.exposed),
+    EndpointCreatorToken, EndpointManagerImplToken, LoggerToken, EndpointRestorerToken,
   ),
   invoke('endpoint-restore', (_r: EndpointRestorer) => undefined, EndpointRestorerToken),
 );

@@ -1,8 +1,9 @@
 /**
  * The EndpointManager (Cilium's pkg/endpointmanager): owns every endpoint, allocates their IDs,
- * indexes them by id, IPv4, IPv6, container-id, pod-name and cni-attachment-id, and emits
- * created / deleted / restored events. Conflict checks and indexing happen synchronously in one
- * step, so concurrent creations can never share an ID, an IP or an attachment.
+ * records their addresses with IPAM, indexes them by id, IPv4, IPv6, container-id, pod-name and
+ * cni-attachment-id, and emits created / deleted / restored events. Conflict checks, the IPAM
+ * records and indexing happen synchronously in one step, so concurrent creations can never share
+ * an ID, an IP or an attachment, and IPAM never hands out an address an endpoint uses.
  */
 import { Subject, type Observable } from 'rxjs';
 import type { Logger } from '../../hive/index.js';
@@ -14,13 +15,18 @@ import type { EndpointManager, EndpointView, RegenerationLevel } from './types.j
 
 /** Options of a removal. */
 export interface RemoveOptions {
-  /** Keep the endpoint's IPs allocated (Cilium's NoIPRelease: the CNI plugin releases them itself). */
+  /**
+   * Keep the IPs the endpoint took over allocated (Cilium's NoIPRelease: the CNI plugin releases
+   * them itself); addresses the endpoint reserved itself are released anyway.
+   */
   readonly noIPRelease?: boolean;
 }
 
-/** What the manager needs besides the owner role: tearing an endpoint's datapath state down. */
+/** What the manager needs besides the owner role: the endpoint's addresses in IPAM, tearing its datapath state down. */
 export interface EndpointRuntime extends EndpointOwner {
-  /** Removes the endpoint's datapath state, identity, state directory and (unless told not to) IPs. */
+  /** Records the endpoint's addresses with IPAM under `id` (all or nothing); throws EndpointError (in use 409, refused 400). */
+  claimIPs(ep: Endpoint, id: number): void;
+  /** Removes the endpoint's datapath state, identity, state directory and IPs (see RemoveOptions). */
   cleanup(ep: Endpoint, opts: RemoveOptions): Promise<void>;
 }
 
@@ -91,6 +97,12 @@ export class EndpointManagerImpl implements EndpointManager {
     if (ep.id !== 0) throw new EndpointError('failed', `endpoint ID is already set to ${ep.id}`, '/id');
     this.checkConflicts(ep);
     const id = ep.spec.requestedId !== undefined ? this.ids.reserve(ep.spec.requestedId) : this.ids.allocate();
+    try {
+      this.runtime.claimIPs(ep, id);
+    } catch (err) {
+      this.ids.release(id);
+      throw err;
+    }
     ep.start(id, this.runtime);
     this.byId.set(id, ep);
     if (ep.ipv4) this.byIPv4.set(ep.ipv4, ep);

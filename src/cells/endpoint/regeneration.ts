@@ -19,6 +19,7 @@ import { canonicalJSON } from './canonical-json.js';
 import type { Endpoint } from './endpoint.js';
 import { EndpointError } from './errors.js';
 import type { RegenerationRequest } from './event-queue.js';
+import { claimEndpointIPs, releaseEndpointIPs } from './ip-claims.js';
 import type { EndpointRuntime, RemoveOptions } from './manager.js';
 import type { EndpointStateStore } from './state-store.js';
 
@@ -191,6 +192,11 @@ export class Regenerator implements EndpointRuntime {
     });
   }
 
+  /** See EndpointRuntime: the endpoint's addresses recorded with IPAM under `id`. */
+  claimIPs(ep: Endpoint, id: number): void {
+    claimEndpointIPs(this.d.ipam, ep, id);
+  }
+
   /** See EndpointRuntime: datapath state, controllers, identity, state directory, IPs. */
   async cleanup(ep: Endpoint, opts: RemoveOptions): Promise<void> {
     const errors: string[] = [];
@@ -217,9 +223,7 @@ export class Regenerator implements EndpointRuntime {
       await step('identity', () => this.d.identities.release(identity.id));
     }
     await step('state directory', () => this.d.store.remove(ep.id));
-    if (!opts.noIPRelease) {
-      for (const ip of [ep.ipv4, ep.ipv6]) if (ip) await step(`IP ${ip}`, () => this.d.ipam.release(ip));
-    }
+    await step('IPs', () => releaseEndpointIPs(this.d.ipam, ep, opts.noIPRelease === true));
     if (errors.length) throw new Error(`cleanup of endpoint ${ep.id}: ${errors.join('; ')}`);
   }
 }

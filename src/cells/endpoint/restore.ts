@@ -1,7 +1,8 @@
 /**
  * Endpoint restore at agent start (Cilium's restoreOldEndpoints): leftover `_next` directories are
  * deleted, every stored endpoint whose host interface still exists is brought back under its old ID
- * in state `restoring` with its IPs re-claimed from IPAM and its identity re-claimed under the
+ * in state `restoring` with its IPs reserved again in IPAM (by the manager, as at creation; an
+ * out-of-pool address is recorded again) and its identity re-claimed under the
  * number it had (so the pinned maps that name that number stay right, and identity GC never sees
  * it unreferenced), exposed (EndpointRestored), then regenerated. Endpoints whose interface is gone
  * are dropped with a log line, as are those whose IPs cannot be re-claimed. A stored endpoint that
@@ -13,7 +14,6 @@ import type { Logger } from '../../hive/index.js';
 import { parseLabels } from '../../lib/labels.js';
 import type { LinkChecker } from '../datapath/select.js';
 import type { Identity, IdentityAllocator } from '../identity/types.js';
-import type { IPAM } from '../ipam/types.js';
 import { Endpoint } from './endpoint.js';
 import { unreadableEndpointState } from './errors.js';
 import type { EndpointManagerImpl } from './manager.js';
@@ -43,7 +43,6 @@ export class EndpointRestorer {
   constructor(
     private readonly store: EndpointStateStore,
     private readonly manager: EndpointManagerImpl,
-    private readonly ipam: IPAM,
     private readonly linkExists: LinkChecker,
     private readonly identities: IdentityAllocator,
     /** Settles once the stored policy is in the repository (PolicyRestore.done). */
@@ -86,19 +85,12 @@ export class EndpointRestorer {
     if (!(await this.linkExists(stored.spec.ifName))) return `host interface ${stored.spec.ifName} no longer exists`;
     const ep = new Endpoint({ ...stored.spec, requestedId: stored.id }, []);
     ep.restoreFrom(stored);
-    const owner = ep.podName ?? ep.containerId ?? `endpoint ${stored.id}`;
-    const claimed: string[] = [];
     try {
-      for (const ip of [ep.ipv4, ep.ipv6]) {
-        if (!ip) continue;
-        this.ipam.restore(ip, owner);
-        claimed.push(ip);
-      }
       await this.claimIdentity(ep, stored);
       ep.setState('restoring', 'Endpoint restoring');
+      // re-reserves its addresses with IPAM (out-of-pool ones included), as at creation
       await this.manager.restoreEndpoint(ep);
     } catch (err) {
-      for (const ip of claimed) this.ipam.release(ip);
       const identity = ep.securityIdentity;
       if (identity) {
         ep.setIdentity(undefined);

@@ -1,8 +1,8 @@
 /** Errors of the IPAM cell, each with a code the API maps to a status and a message naming the fix. */
 import type { Family } from './types.js';
 
-/** What went wrong: the API maps `invalid`/`outside-pool` to 400, `exhausted` to 503, `in-use` to 409, `not-found` to 404. */
-export type IPAMErrorCode = 'invalid' | 'no-pool' | 'outside-pool' | 'exhausted' | 'in-use' | 'reserved' | 'not-found';
+/** What went wrong: the API maps `invalid`/`outside-pool`/`reserved` to 400, `in-use` to 409, `no-pool` to 501, `exhausted` to 502. */
+export type IPAMErrorCode = 'invalid' | 'no-pool' | 'outside-pool' | 'exhausted' | 'in-use' | 'reserved';
 
 /** An IPAM error; `ip` is the address concerned, when there is one. */
 export class IPAMError extends Error {
@@ -39,19 +39,35 @@ export function exhausted(family: Family, cidr: string, usable: bigint): IPAMErr
   return new IPAMError('exhausted', `${family} pool ${cidr} is exhausted (${usable} usable addresses all allocated): release addresses or widen ${flag}`);
 }
 
-/** The IP is already allocated to someone. */
-export function inUse(ip: string, owner: string): IPAMError {
+/** The IP is already allocated to someone (and used by endpoint `endpointId`, when one does). */
+export function inUse(ip: string, owner: string, endpointId?: number): IPAMError {
+  if (endpointId !== undefined) {
+    return new IPAMError('in-use', `${ip} is in use by endpoint ${endpointId} (owner "${owner}"): delete that endpoint first (it releases its addresses) or use another address`, ip);
+  }
   return new IPAMError('in-use', `${ip} is already allocated to owner "${owner}": release it first or allocate another address`, ip);
+}
+
+/** The endpoint's expiration UUID names another allocation of the IP than the current one. */
+export function otherAllocation(ip: string, owner: string): IPAMError {
+  return new IPAMError(
+    'in-use',
+    `${ip} is allocated to owner "${owner}" under another expiration UUID than the endpoint's: the allocation the endpoint was given expired and the address was handed out again; allocate a new address`,
+    ip,
+  );
+}
+
+/** An expiring allocation (in flight for one endpoint) taken over without its expiration UUID. */
+export function inFlight(ip: string, owner: string): IPAMError {
+  return new IPAMError(
+    'in-use',
+    `${ip} is allocated to owner "${owner}" and expires unless the endpoint it was allocated for takes it over: give its expiration UUID (addressing ipv4-/ipv6-expiration-uuid) or use another address`,
+    ip,
+  );
 }
 
 /** The IP is the pool's network, gateway or broadcast address, which is never allocated. */
 export function reservedAddr(ip: string, what: string, cidr: string): IPAMError {
   return new IPAMError('reserved', `${ip} is the ${what} address of pool ${cidr} and is never allocated: pick another address`, ip);
-}
-
-/** The IP is not allocated. */
-export function notAllocated(ip: string): IPAMError {
-  return new IPAMError('not-found', `${ip} is not allocated`, ip);
 }
 
 /** A pool range that cannot be used; thrown while parsing `--ipv4-range`/`--ipv6-range`. */

@@ -7,6 +7,14 @@ import { cidrContainsAddr, cidrSize, formatAddr, formatCidr, type Addr, type Cid
 import { exhausted, inUse, outsidePool, reservedAddr } from './errors.js';
 import type { Family } from './types.js';
 
+/** An endpoint's use of an address; `adopted` when the allocation existed before (with its expiration then). */
+export interface EndpointUse {
+  readonly id: number;
+  readonly adopted: boolean;
+  readonly expiresAt?: number;
+  readonly expirationUUID?: string;
+}
+
 /** What the pool records per allocated address. */
 export interface PoolEntry {
   readonly ip: string;
@@ -14,6 +22,8 @@ export interface PoolEntry {
   /** Epoch ms after which an unconfirmed allocation is released. */
   expiresAt?: number;
   expirationUUID?: string;
+  /** The endpoint using the address, if one does. */
+  endpoint?: EndpointUse;
 }
 
 /** An address pool of one family. */
@@ -70,15 +80,20 @@ export class Pool {
     }
   }
 
+  /** Whether the address lies inside the pool's CIDR. */
+  contains(addr: Addr): boolean {
+    return cidrContainsAddr(this.cidr, addr);
+  }
+
   /** Allocates a given address; throws when outside the pool, reserved or taken. */
   claim(addr: Addr, owner: string): PoolEntry {
     const ip = formatAddr(addr.family, addr.value);
-    if (!cidrContainsAddr(this.cidr, addr)) throw outsidePool(ip, this.cidrText, this.family);
+    if (!this.contains(addr)) throw outsidePool(ip, this.cidrText, this.family);
     if (addr.value === this.cidr.network) throw reservedAddr(ip, 'network', this.cidrText);
     if (addr.value === this.first - 1n) throw reservedAddr(ip, 'gateway', this.cidrText);
     if (addr.value > this.last) throw reservedAddr(ip, 'broadcast', this.cidrText);
     const held = this.entries.get(addr.value);
-    if (held) throw inUse(ip, held.owner);
+    if (held) throw inUse(ip, held.owner, held.endpoint?.id);
     return this.take(addr.value, owner);
   }
 

@@ -1,19 +1,37 @@
-/** `cellium ipam`: the node's IP pools and allocations; `ipam allocate|release` for debugging. */
-import type { IPAMResponse, StatusResponse } from '../../api/models.js';
+/** `cellium ipam`: the node's IP pools and every address in use; `ipam allocate|release` for debugging. */
+import type { CelliumIPAM, IPAMResponse } from '../../api/models.js';
 import type { CommandGroup } from '../context.js';
+import { UsageError } from '../errors.js';
 import { keyValues, table } from '../output.js';
 
-/** The pools and the allocation table of /healthz's IPAM status. */
-export function renderIpam(ipam: NonNullable<StatusResponse['ipam']>): string {
-  const allocs = Object.entries(ipam.allocations ?? {}).sort((a, b) => a[0].localeCompare(b[0], undefined, { numeric: true }));
+const FAMILIES = ['ipv4', 'ipv6'] as const;
+
+/** The `--family` value, checked before anything is sent. */
+function family(v: string | undefined): 'ipv4' | 'ipv6' | undefined {
+  if (v !== undefined && !(FAMILIES as readonly string[]).includes(v)) throw new UsageError(`invalid --family "${v}": expected ipv4 or ipv6`);
+  return v as 'ipv4' | 'ipv6' | undefined;
+}
+
+/** GET /ipam as tables: the summary, the pools (CIDR, size, used, free), then every address in use. */
+export function renderIpam(ipam: CelliumIPAM): string {
+  const pools = table(
+    ['Pool', 'Family', 'CIDR', 'Gateway', 'Size', 'Used', 'Free'],
+    ipam.pools.map((p) => [p.name, p.family, p.cidr, p.gateway, p.size, p.used, p.free]),
+  );
+  const addresses = table(
+    ['IP', 'Owner', 'Endpoint', 'Expires', 'Pool'],
+    ipam.addresses.map((a) => [
+      a.ip, a.owner, a['endpoint-id'] ?? '-', a.expiring ? (a.expires ?? 'yes') : 'no', a['out-of-pool'] ? 'OUT OF POOL' : (a.pool ?? '-'),
+    ]),
+  );
+  const outside = ipam.addresses.filter((a) => a['out-of-pool']).length;
   return (
     keyValues([
-      ['IPv4 pools', ipam.ipv4?.length ? ipam.ipv4 : undefined],
-      ['IPv6 pools', ipam.ipv6?.length ? ipam.ipv6 : undefined],
       ['Status', ipam.status],
-      ['Allocated', allocs.length],
+      ['Out of pool', outside ? `${outside} (endpoint addresses outside every pool: recorded, never handed out)` : undefined],
     ]) +
-    (allocs.length ? '\n' + table(['IP', 'Owner'], allocs) : '')
+    '\n' + (ipam.pools.length ? pools : 'No pool configured (--ipv4-range, --ipv6-range).\n') +
+    '\n' + (ipam.addresses.length ? addresses : 'No address in use.\n')
   );
 }
 
@@ -32,11 +50,11 @@ export const ipamCommands: CommandGroup = (program, rt) => {
 
   ipam
     .command('list', { isDefault: true })
-    .description('show the pools and every allocated IP with its owner (the default)')
+    .description('show the pools (CIDR, size, used, free) and every address in use: owner, endpoint, expiry, out-of-pool (the default)')
+    .option('--family <family>', 'only ipv4 or ipv6')
     .action(
-      rt.action(async (ctx) => {
-        const s = await ctx.client.status();
-        ctx.print(s.ipam ?? {}, renderIpam);
+      rt.action(async (ctx, opts: { family?: string }) => {
+        ctx.print(await ctx.client.ipam({ family: family(opts.family) }), renderIpam);
       }),
     );
 
@@ -48,13 +66,13 @@ export const ipamCommands: CommandGroup = (program, rt) => {
     .option('--owner <owner>', 'who holds the address', 'cellium-cli')
     .option('--expiration', 'expire unless an endpoint confirms it')
     .action(
-      rt.action(async (ctx, ip: string | undefined, opts: { family?: 'ipv4' | 'ipv6'; owner: string; expiration?: boolean }) => {
+      rt.action(async (ctx, ip: string | undefined, opts: { family?: string; owner: string; expiration?: boolean }) => {
         if (ip) {
           await ctx.client.ipamAllocateIP(ip, { owner: opts.owner });
           ctx.print({ ip, owner: opts.owner }, (r) => `Allocated ${r.ip} to ${r.owner}\n`);
           return;
         }
-        const r = await ctx.client.ipamAllocate({ family: opts.family, owner: opts.owner, expiration: opts.expiration === true });
+        const r = await ctx.client.ipamAllocate({ family: family(opts.family), owner: opts.owner, expiration: opts.expiration === true });
         ctx.print(r, renderAllocation);
       }),
     );
