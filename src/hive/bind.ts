@@ -1,7 +1,8 @@
 /**
  * Binds a built tree into inversify containers: the root scope into the root container (the hive's
- * own, or a host tool's), every module and decorate scope that binds anything into a child container
- * of its enclosing scope's. Each provider is bound, as a singleton, in the container of the scope
+ * own, or a host tool's), every module and decorate scope that binds a token of its own (a private
+ * provider, a decoration, a per-module built-in its cells inject) into a child container of its
+ * enclosing scope's; a scope that binds none sees what its parent sees and shares its container. Each provider is bound, as a singleton, in the container of the scope
  * that declared it under its own service id, so inversify resolves its dependencies from there (its
  * module's private providers, the decoration around it). Its token is bound where it is visible (the
  * root for public providers, its module for private ones, the decorate scope for a decoration) to
@@ -26,9 +27,8 @@ export function bindScopes(tree: BuiltTree, rootContainer: Container, serve: Ser
   }
   const bindChildren = (s: Scope): void => {
     for (const c of s.children) {
-      const own = c.local.size > 0 || c.declared.some((r) => r.deps.length > 0);
-      // a scope that binds nothing of its own sees what its parent sees: it shares its container
-      bindScope(c, own ? new Container({ parent: s.container }) : s.container, serve);
+      // a scope that binds no token of its own sees what its parent sees: it shares its container
+      bindScope(c, c.local.size > 0 ? new Container({ parent: s.container }) : s.container, serve);
       bindChildren(c);
     }
   };
@@ -38,7 +38,11 @@ export function bindScopes(tree: BuiltTree, rootContainer: Container, serve: Ser
 function bindScope(s: Scope, container: Container, serve: Serve): void {
   s.container = container;
   for (const r of s.local.values()) {
-    if (r.kind === 'builtin') r.bind(container.bind(r.serviceId)).inSingletonScope();
+    if (r.kind === 'builtin') {
+      const b = r.bind(container.bind(r.serviceId));
+      if (r.transient) b.inTransientScope();
+      else b.inSingletonScope();
+    }
     else container.bind(r.token.id).toDynamicValue(() => serve(r)).inSingletonScope();
   }
   for (const r of s.declared) r.bind(container.bind(r.serviceId)).inSingletonScope();

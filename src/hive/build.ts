@@ -28,7 +28,7 @@ export interface BuiltTree {
 }
 
 /** Per-scope built-ins (Lifecycle, Logger, Health, Jobs) are added by the hive through this hook. */
-export type ScopeInit = (scope: Scope, builtin: <T>(token: Token<T>, make: () => T) => void) => void;
+export type ScopeInit = (scope: Scope, builtin: <T>(token: Token<T>, make: () => T, transient?: boolean) => void) => void;
 
 /** What a host inversify container (cells loaded into another tool's container) already binds. */
 export type HostBinds = (id: ServiceIdentifier) => boolean;
@@ -61,11 +61,11 @@ export function buildTree(name: string, cells: readonly Cell[], registry: Config
   const where = (scope: Scope) => (n: string) => `${n} (module ${scope.module.id})`;
 
   const initBuiltins = (scope: Scope): void =>
-    initScope(scope, (token, make) => {
+    initScope(scope, (token, make, transient) => {
       // a replace() or a binding of the host container wins over the per-module built-ins
       if (replacements.has(token.id) || hostBinds(token.id)) return;
       scope.local.set(token.id, {
-        kind: 'builtin', token, name: token.name, scope, visibleIn: scope, deps: [], serviceId: token.id, bind: (to) => to.toDynamicValue(make), constructed: false,
+        kind: 'builtin', token, name: token.name, scope, visibleIn: scope, deps: [], serviceId: token.id, bind: (to) => to.toDynamicValue(make), transient, constructed: false,
       });
     });
   initBuiltins(root);

@@ -15,7 +15,7 @@ import { checkDeps, checkGraph, invokeLabel } from './graph.js';
 import { HealthRegistry, HealthToken, HealthTreeToken } from './health.js';
 import { hiveConfigCell, HiveConfigToken, type HiveConfig } from './builtins.js';
 import { JobGroup, JobsToken } from './jobs.js';
-import { LifecycleRunner, LifecycleToken, describeHook, type LifecycleTimeouts, type OwnedHook } from './lifecycle.js';
+import { LifecycleRunner, LifecycleToken, describeHook, type Lifecycle, type LifecycleTimeouts, type OwnedHook } from './lifecycle.js';
 import { defaultLogger, LoggerToken, type Logger } from './logger.js';
 import { label, type ProviderRecord, type Scope } from './scope.js';
 import { ShutdownerToken, ShutdownSignal } from './shutdowner.js';
@@ -50,8 +50,8 @@ export class Hive {
   private readonly shutdownSignal = new ShutdownSignal();
   private readonly controllers = new Controllers();
   private readonly jobGroups: JobGroup[] = [];
-  /** What is being constructed, innermost last (a hook appended now belongs to the last one). */
-  private readonly constructing: string[] = [];
+  /** What is being constructed (or invoked), innermost last: the Lifecycle it injects owns its hooks. */
+  private readonly constructing: { readonly module: string; readonly cell: string }[] = [];
   private state: HiveState = 'new';
   /** The root inversify container: the hive's own, or the host's given in the options. */
   readonly container: Container;
@@ -75,7 +75,7 @@ export class Hive {
     if (this.state !== 'new') return;
     checkGraph(this.tree.root, this.tree.invokes, this.tree.groups);
     for (const inv of this.tree.invokes) {
-      this.constructing.push(inv.cell.name);
+      this.constructing.push({ module: inv.scope.module.id, cell: inv.cell.name });
       try {
         const args = inv.cell.inject.map((t) => getFrom(inv.scope.container, t));
         inv.cell.fn(...callArgs(inv.cell.names, args));
@@ -199,7 +199,7 @@ export class Hive {
    */
   private serve(r: ProviderRecord): unknown {
     if (this.constructing.length === 0) checkDeps(this.tree.root, this.tree.groups, [{ deps: r.deps, path: label(r) }]);
-    this.constructing.push(r.name);
+    this.constructing.push({ module: r.scope.module.id, cell: r.name });
     try {
       const value = r.scope.container.get(r.serviceId);
       r.constructed = true;
@@ -212,13 +212,16 @@ export class Hive {
     }
   }
 
-  /** Adds the per-module built-ins (and, at the root, the hive-wide ones) to a scope. */
-  private initScope(scope: Scope, builtin: <T>(token: Token<T>, make: () => T) => void): void {
+  /**
+   * Adds the per-module built-ins (Logger, Health, Jobs) to a scope and, at the root, the hive-wide
+   * ones and the Lifecycle: one per provider that injects it (resolved while that provider is being
+   * constructed), so every hook it appends, now or later, is owned by its module and cell.
+   */
+  private initScope(scope: Scope, builtin: <T>(token: Token<T>, make: () => T, transient?: boolean) => void): void {
     const moduleId = scope.id;
     const log = (): Logger => (scope.path.length ? this.log.child({ module: moduleId }) : this.log);
     builtin(LoggerToken, log);
     builtin(HealthToken, () => this.health.scopeAt(scope.path));
-    builtin(LifecycleToken, () => ({ append: (hook) => this.lifecycle.add(hook, moduleId, this.constructing.at(-1) ?? moduleId) }));
     builtin(JobsToken, () => {
       const g = new JobGroup(moduleId, this.health.scopeAt(scope.path), log(), this.shutdownSignal);
       this.jobGroups.push(g);
@@ -226,6 +229,11 @@ export class Hive {
       return g;
     });
     if (scope.path.length === 0) {
+      const lifecycle = (): Lifecycle => {
+        const owner = this.constructing.at(-1) ?? { module: moduleId, cell: moduleId };
+        return { append: (hook) => this.lifecycle.add(hook, owner.module, owner.cell) };
+      };
+      builtin(LifecycleToken, lifecycle, true);
       builtin(ShutdownerToken, () => this.shutdownSignal);
       builtin(HealthTreeToken, () => this.health);
       builtin(ControllerManagerToken, () => this.controllers);

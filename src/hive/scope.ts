@@ -46,6 +46,8 @@ export interface ProviderRecord {
   readonly serviceId: ServiceIdentifier;
   /** Binds the provider's construction under `serviceId` (inversify resolves its dependencies). */
   readonly bind: (to: BindToFluentSyntax<unknown>) => BindInFluentSyntax<unknown>;
+  /** A built-in made anew for each provider that injects it (the Lifecycle), instead of a singleton. */
+  readonly transient?: boolean;
   /** Set once constructed (introspection). */
   constructed: boolean;
 }
