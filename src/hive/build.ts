@@ -6,10 +6,10 @@
 import type { ServiceIdentifier } from 'inversify';
 import type { Cell, ConfigCell, DecorateCell, InvokeCell, ProvideCell, ReplaceCell } from './cell.js';
 import { ConfigRegistry, flagName } from './config/index.js';
-import { DuplicateProviderError } from './errors.js';
+import { DuplicateProviderError, GroupTokenError } from './errors.js';
 import { providerSpec, resolvedSpec, type ProviderSpec } from './provider.js';
 import { Scope, label, type ProviderRecord, type RecordKind } from './scope.js';
-import type { Token } from './token.js';
+import { isGroupToken, type Token } from './token.js';
 
 /** An invoke with the scope it was declared in. */
 export interface ScopedInvoke {
@@ -71,6 +71,7 @@ export function buildTree(name: string, cells: readonly Cell[], registry: Config
   initBuiltins(root);
 
   const onProvide = (c: ProvideCell, scope: Scope): void => {
+    if (!c.member && isGroupToken(c.token)) throw new GroupTokenError(c.private ? 'providePrivate' : 'provide', c.token.name, `module ${scope.module.id}`);
     if (replacements.has(c.token.id) && !c.member) return; // the replacement provides it (declared at the root below)
     const spec = providerSpec(c.ctor, c, c.token.name, where(scope));
     if (c.member) {
@@ -94,6 +95,7 @@ export function buildTree(name: string, cells: readonly Cell[], registry: Config
   // the decoration is bound in the enclosing scope (it decorates what that scope sees) and its token
   // is rebound in a child scope holding the decorated cells
   const onDecorate = (c: DecorateCell, scope: Scope): Scope => {
+    if (isGroupToken(c.token)) throw new GroupTokenError('decorate', c.token.name, `module ${scope.module.id}`);
     const inner = new Scope(scope.path, `decorate ${c.token.name}`, scope, false);
     const spec = resolvedSpec(`decorate(${c.fn.name || 'anonymous'})`, [c.token, ...c.inject], (args) => c.fn(args[0], ...args.slice(1)));
     add(newRecord('decorate', c.token, scope, inner, spec));
@@ -131,6 +133,7 @@ export function buildTree(name: string, cells: readonly Cell[], registry: Config
   };
   walk(cells, root);
   for (const rep of replacements.values()) {
+    if (isGroupToken(rep.token)) throw new GroupTokenError('replace', rep.token.name, 'the hive');
     add(newRecord('replace', rep.token, root, root, providerSpec(rep.ctor, rep, 'replace', (n) => `replace(${n})`)));
   }
   pruneUnusedBuiltins(root, records, invokes);

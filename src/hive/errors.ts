@@ -38,6 +38,16 @@ export class InjectableClassError extends HiveError {
   }
 }
 
+/** A value-group token used where one value is meant (provide, providePrivate, replace, decorate). */
+export class GroupTokenError extends HiveError {
+  override readonly name = 'GroupTokenError';
+  constructor(what: string, group: string, where: string) {
+    super(
+      `${what}(${group}) in ${where}: ${group} is a value group, not one value; fix: contribute members with provideInto(${group}, …), and let the cells that inject it see every member`,
+    );
+  }
+}
+
 /** A dependency that nothing visible provides. */
 export class MissingDependencyError extends HiveError {
   override readonly name = 'MissingDependencyError';

@@ -21,6 +21,9 @@ import { label, type ProviderRecord, type Scope } from './scope.js';
 import { ShutdownerToken, ShutdownSignal } from './shutdowner.js';
 import { isGroupToken, type Token } from './token.js';
 
+/** Bound in a hive's root container: a second hive must not share its built-ins. */
+const HIVE_MARK = Symbol.for('cellium/hive/hive');
+
 /** Options for a hive. */
 export interface HiveOptions {
   /** Name of the root scope (default "agent"). */
@@ -60,8 +63,14 @@ export class Hive {
     this.log = opts.logger ?? defaultLogger();
     this.container = opts.container ?? new Container();
     const host = opts.container;
+    if (host?.isBound(HIVE_MARK)) {
+      throw new HiveStateError(
+        'this container (or a parent of it) already holds the cells of a hive, whose built-ins (Lifecycle, Jobs, Health, Logger) the new cells would share; fix: load all the cells in one loadCells() call, or give each hive a container of its own',
+      );
+    }
     this.tree = buildTree(opts.name ?? 'agent', [hiveConfigCell, ...cells], this.config, (s, builtin) => this.initScope(s, builtin), host && ((id) => host.isBound(id)));
     bindScopes(this.tree, this.container, (r) => this.serve(r));
+    this.container.bind(HIVE_MARK).toConstantValue(this);
   }
 
   /** Resolves configuration (flags > env > file > defaults); returns positional arguments. */

@@ -229,3 +229,16 @@ t.test('testLifecycle: a failed start fails ready(), later hooks do not start, s
   await t.rejects(Promise.resolve().then(() => teardowns[0]!()), /port in use/, 'the teardown reports the failure too');
   t.same(events, ['start a', 'stop a']);
 });
+
+t.test('a value group is not one value: it cannot be provided, replaced or decorated as one', async (t) => {
+  t.throws(() => newHive([module('mm', 'M', provide(Plugins, () => ['a']))]), /provide\(Plugins\) in module mm: Plugins is a value group, not one value; fix: contribute members with provideInto\(Plugins/);
+  t.throws(() => newHive([replace(Plugins, ['a'])]), /replace\(Plugins\) in the hive/);
+  t.throws(() => newHive([module('mm', 'M', decorate(Plugins, (p: readonly string[]) => p, []))]), /decorate\(Plugins\) in module mm/);
+});
+
+t.test('a container holds the cells of one hive: a second loadCells into it (or a child) is refused', async (t) => {
+  const host = new Container();
+  loadCells(host, [module('one', 'One', provide(Name, () => 'n'))], { logger: silentLogger() });
+  t.throws(() => loadCells(host, [module('two', 'Two', provide(Greeting, () => 'g'))]), /already holds the cells of a hive.*fix: load all the cells in one loadCells\(\) call/);
+  t.throws(() => loadCells(new Container({ parent: host }), [module('two', 'Two', provide(Greeting, () => 'g'))]), HiveStateError);
+});
