@@ -45,9 +45,10 @@ export function buildTree(name: string, cells: readonly Cell[], registry: Config
   const replacements = new Map<symbol, ReplaceCell>();
   collectReplacements(cells, replacements);
 
-  const newRecord = (kind: RecordKind, token: Token<unknown>, scope: Scope, visibleIn: Scope, spec: ProviderSpec, depScope = scope): ProviderRecord => ({
+  // a record's dependencies resolve from the scope that declared it
+  const newRecord = (kind: RecordKind, token: Token<unknown>, scope: Scope, visibleIn: Scope, spec: ProviderSpec): ProviderRecord => ({
     kind, token, name: spec.name, scope, visibleIn,
-    deps: spec.deps.map((d) => ({ token: d.key, scope: depScope, multiple: d.multiple, optional: d.optional })),
+    deps: spec.deps.map((d) => ({ token: d.key, scope, multiple: d.multiple, optional: d.optional })),
     serviceId: Symbol(spec.name), bind: spec.bind, constructed: false,
   });
   const add = (r: ProviderRecord): void => {
