@@ -1,10 +1,11 @@
 /**
  * The runnable example of docs/hive.md: two modules, a private provider, config, a start/stop hook,
- * a timer job and health. `runExample()` starts the hive, lets the job tick, stops it and returns
- * what happened; test/docs/examples.test.ts runs it.
+ * a timer job and health; the greeter is a class in the usual inversify style, the app's invoke
+ * uses the object form of dependencies. `runExample()` starts the hive, lets the job tick, stops it
+ * and returns what happened; test/docs/examples.test.ts runs it.
  */
 import {
-  Hive, module, provide, providePrivate, invoke, config, token, duration, string, silentLogger,
+  Hive, module, provide, providePrivate, invoke, config, token, duration, string, silentLogger, injectable, inject,
   LifecycleToken, JobsToken, HealthToken, HealthTreeToken, sleep,
   type Lifecycle, type Jobs, type Health, type HealthNode, type ValuesOf, type Logger,
 } from '../../src/hive/index.js';
@@ -24,9 +25,19 @@ export const GreeterToken = token<Greeter>('Greeter');
 /** A private detail of the greeter module: nobody outside can inject it. */
 const Punctuation = token<string>('Punctuation');
 
+const LogToken = token<string[]>('ExampleLog');
+
+@injectable()
 class GreeterImpl implements Greeter {
   count = 0;
-  constructor(private readonly cfg: ValuesOf<typeof greeterSchema>, private readonly punct: string, lc: Lifecycle, jobs: Jobs, health: Health, private readonly log: string[]) {
+  constructor(
+    @inject(GreeterConfig) private readonly cfg: ValuesOf<typeof greeterSchema>,
+    @inject(Punctuation) private readonly punct: string,
+    @inject(LifecycleToken) lc: Lifecycle,
+    @inject(JobsToken) jobs: Jobs,
+    @inject(HealthToken) health: Health,
+    @inject(LogToken) private readonly log: string[],
+  ) {
     lc.append({
       name: 'greeter',
       onStart: () => { log.push('greeter started'); health.ok('ready'); },
@@ -42,18 +53,16 @@ class GreeterImpl implements Greeter {
   }
 }
 
-const LogToken = token<string[]>('ExampleLog');
-
 /** The greeter module. */
 export const greeterCell = module('greeter', 'Says hello',
   config(GreeterConfig, greeterSchema),
   providePrivate(Punctuation, () => '!'),
-  provide(GreeterToken, GreeterImpl, GreeterConfig, Punctuation, LifecycleToken, JobsToken, HealthToken, LogToken),
+  provide(GreeterToken, GreeterImpl), // inversify fills the constructor from its @inject metadata
 );
 
 /** A second module using the greeter. */
 export const appCell = module('app', 'The application',
-  invoke('greet-world', (g: Greeter) => { g.greet('world'); }, GreeterToken),
+  invoke('greet-world', ({ greeter }) => { greeter.greet('world'); }, { greeter: GreeterToken }),
 );
 
 /** Builds, configures, starts and stops the example hive; returns its log and final health. */

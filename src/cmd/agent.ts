@@ -42,6 +42,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   const [cmd, sub, ...rest] = positionals;
   try {
     if (cmd === 'hive' && rest.length === 0 && (sub === undefined || sub === 'dot-graph')) {
+      // introspection prints only the hive: what the cells log while being constructed stays
+      // out of it unless a log level was asked for
+      if (env.CELLIUM_LOG_LEVEL === undefined) log.level = 'silent';
       process.stdout.write(sub === 'dot-graph' ? dotGraph(hive) : describeHive(hive));
       return 0;
     }

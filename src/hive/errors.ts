@@ -18,6 +18,36 @@ export class InvalidModuleIdError extends HiveError {
   }
 }
 
+/** A dependency given to provide()/invoke() that is not a token (often an import cycle leaving it undefined). */
+export class InvalidDependencyError extends HiveError {
+  override readonly name = 'InvalidDependencyError';
+  constructor(which: string, got: unknown) {
+    super(
+      `dependency ${which} is not a token but ${got === undefined ? 'undefined' : typeof got}; fix: pass tokens made by token() or groupToken() (undefined usually means an import cycle between the file that declares the token and this cell)`,
+    );
+  }
+}
+
+/** A class given to provide() without tokens whose inversify metadata cannot construct it. */
+export class InjectableClassError extends HiveError {
+  override readonly name = 'InjectableClassError';
+  constructor(where: string, detail: string) {
+    super(
+      `${where} cannot be constructed by inversify: ${detail}\n  fix: decorate the class with @injectable() and every constructor parameter with @inject(Token) (or @multiInject(GroupToken)), or pass the tokens to provide(Token, Class, ...tokens)`,
+    );
+  }
+}
+
+/** A value-group token used where one value is meant (provide, providePrivate, replace, decorate). */
+export class GroupTokenError extends HiveError {
+  override readonly name = 'GroupTokenError';
+  constructor(what: string, group: string, where: string) {
+    super(
+      `${what}(${group}) in ${where}: ${group} is a value group, not one value; fix: contribute members with provideInto(${group}, …), and let the cells that inject it see every member`,
+    );
+  }
+}
+
 /** A dependency that nothing visible provides. */
 export class MissingDependencyError extends HiveError {
   override readonly name = 'MissingDependencyError';

@@ -1,23 +1,28 @@
 /**
- * The hive: builds scopes from cells, checks the dependency graph, runs invokes (constructing only
- * what they need), then starts and stops the lifecycle, the jobs and the controllers.
+ * The hive: builds scopes from cells and binds them into inversify containers (a module is a child
+ * container), checks the dependency graph, runs invokes (inversify constructs only what they need,
+ * once), then starts and stops the lifecycle, the jobs and the controllers.
  */
 import 'reflect-metadata';
-import { Container } from 'inversify';
+import { Container, ContainerModule } from 'inversify';
+import { bindScopes, getFrom } from './bind.js';
 import { buildTree, type BuiltTree } from './build.js';
-import type { Cell } from './cell.js';
+import { callArgs, type Cell } from './cell.js';
 import { ConfigRegistry, type ConfigInputs } from './config/index.js';
 import { ControllerManagerToken, Controllers } from './controller/manager.js';
-import { ConstructionError, HiveStateError, MissingDependencyError, StopError, toError } from './errors.js';
-import { checkGraph } from './graph.js';
+import { ConstructionError, DependencyCycleError, HiveStateError, MissingDependencyError, StopError, toError } from './errors.js';
+import { checkDeps, checkGraph, invokeLabel } from './graph.js';
 import { HealthRegistry, HealthToken, HealthTreeToken } from './health.js';
 import { hiveConfigCell, HiveConfigToken, type HiveConfig } from './builtins.js';
 import { JobGroup, JobsToken } from './jobs.js';
-import { LifecycleRunner, LifecycleToken, describeHook, type LifecycleTimeouts, type OwnedHook } from './lifecycle.js';
+import { LifecycleRunner, LifecycleToken, describeHook, type Lifecycle, type LifecycleTimeouts, type OwnedHook } from './lifecycle.js';
 import { defaultLogger, LoggerToken, type Logger } from './logger.js';
 import { label, type ProviderRecord, type Scope } from './scope.js';
 import { ShutdownerToken, ShutdownSignal } from './shutdowner.js';
 import { isGroupToken, type Token } from './token.js';
+
+/** Bound in a hive's root container: a second hive must not share its built-ins. */
+const HIVE_MARK = Symbol.for('cellium/hive/hive');
 
 /** Options for a hive. */
 export interface HiveOptions {
@@ -25,6 +30,12 @@ export interface HiveOptions {
   readonly name?: string;
   /** Root logger (default: pino JSON to stderr). */
   readonly logger?: Logger;
+  /**
+   * An inversify container of another tool to bind the cells into (default: a container of the
+   * hive's own). Its bindings satisfy the cells' dependencies (and replace the hive's built-ins, like
+   * replace()); the cells' public providers become resolvable from it.
+   */
+  readonly container?: Container;
 }
 
 type HiveState = 'new' | 'populated' | 'starting' | 'started' | 'stopped';
@@ -42,13 +53,24 @@ export class Hive {
   private readonly shutdownSignal = new ShutdownSignal();
   private readonly controllers = new Controllers();
   private readonly jobGroups: JobGroup[] = [];
-  private readonly constructing: string[] = [];
-  private readonly container = new Container();
+  /** What is being constructed (or invoked), innermost last: the Lifecycle it injects owns its hooks. */
+  private readonly constructing: { readonly module: string; readonly cell: string }[] = [];
   private state: HiveState = 'new';
+  /** The root inversify container: the hive's own, or the host's given in the options. */
+  readonly container: Container;
 
   constructor(cells: readonly Cell[], opts: HiveOptions = {}) {
     this.log = opts.logger ?? defaultLogger();
-    this.tree = buildTree(opts.name ?? 'agent', [hiveConfigCell, ...cells], this.config, (s) => this.initScope(s));
+    this.container = opts.container ?? new Container();
+    const host = opts.container;
+    if (host?.isBound(HIVE_MARK)) {
+      throw new HiveStateError(
+        'this container (or a parent of it) already holds the cells of a hive, whose built-ins (Lifecycle, Jobs, Health, Logger) the new cells would share; fix: load all the cells in one loadCells() call, or give each hive a container of its own',
+      );
+    }
+    this.tree = buildTree(opts.name ?? 'agent', [hiveConfigCell, ...cells], this.config, (s, builtin) => this.initScope(s, builtin), host && ((id) => host.isBound(id)));
+    bindScopes(this.tree, this.container, (r) => this.serve(r));
+    this.container.bind(HIVE_MARK).toConstantValue(this);
   }
 
   /** Resolves configuration (flags > env > file > defaults); returns positional arguments. */
@@ -62,13 +84,12 @@ export class Hive {
     if (this.state !== 'new') return;
     checkGraph(this.tree.root, this.tree.invokes, this.tree.groups);
     for (const inv of this.tree.invokes) {
-      const where = `invoke "${inv.cell.name}" (module ${inv.scope.module.id})`;
-      this.constructing.push(inv.cell.name);
+      this.constructing.push({ module: inv.scope.module.id, cell: inv.cell.name });
       try {
-        const args = inv.cell.inject.map((token) => this.resolve({ token, scope: inv.scope }));
-        inv.cell.fn(...args);
+        const args = inv.cell.inject.map((t) => getFrom(inv.scope.container, t));
+        inv.cell.fn(...callArgs(inv.cell.names, args));
       } catch (err) {
-        throw new ConstructionError(where, err);
+        throw new ConstructionError(invokeLabel(inv), err);
       } finally {
         this.constructing.pop();
       }
@@ -79,7 +100,20 @@ export class Hive {
   /** The value of a token as seen from the root (populates first). For tests and tools. */
   get<T>(token: Token<T>): T {
     this.populate();
-    return this.resolve({ token, scope: this.tree.root }) as T;
+    checkDeps(this.tree.root, this.tree.groups, [{ deps: [{ token, scope: this.tree.root, multiple: isGroupToken(token), optional: false }], path: 'hive.get()' }]);
+    return getFrom(this.container, token) as T;
+  }
+
+  /**
+   * A ContainerModule binding every public provider of the cells (and every value-group member)
+   * into the container that loads it; resolving one constructs it in this hive. The cells keep
+   * resolving their own dependencies in this hive; start and stop it as usual.
+   */
+  toContainerModule(): ContainerModule {
+    const exported = this.tree.records.filter((r) => r.visibleIn === this.tree.root);
+    return new ContainerModule(({ bind }) => {
+      for (const r of exported) bind(r.token.id).toDynamicValue(() => this.serve(r)).inSingletonScope();
+    });
   }
 
   /** Starts every hook in dependency order, then the jobs. On failure, rolls back and throws StartError. */
@@ -167,52 +201,36 @@ export class Hive {
     this.log.debug({ module: h.module, cell: h.cell, hook: h.hook.name }, `${phase} hook: ${describeHook(h)}`);
   }
 
-  private resolve(dep: { token: Token<unknown>; scope: Scope }): unknown {
-    if (isGroupToken(dep.token)) return (this.tree.groups.get(dep.token.id) ?? []).map((r) => this.serve(r));
-    const rec = dep.scope.lookup(dep.token);
-    if (!rec) throw new MissingDependencyError(dep.token.name, [dep.scope.id], `provide ${dep.token.name} in module ${dep.scope.module.id} or above`);
-    return this.serve(rec);
-  }
-
   /**
-   * The value of a record from the hive's inversify container. The scope lookup decides which record
-   * a token means; each record is bound under its own service id on first use (unused providers
-   * cost nothing) and inversify constructs it once.
+   * A record's value, from the container of the scope that declared it (inversify constructs it
+   * once and resolves its dependencies there). Names what is being constructed for the hooks it
+   * appends and for errors; asked from outside (hive.get(), a host container), checks its graph first.
    */
-  private serve(rec: ProviderRecord): unknown {
-    if (!rec.serviceId) {
-      rec.serviceId = Symbol(label(rec));
-      this.container.bind(rec.serviceId).toDynamicValue(() => this.construct(rec)).inSingletonScope();
-    }
-    return this.container.get(rec.serviceId);
-  }
-
-  private construct(rec: ProviderRecord): unknown {
-    if (rec.constructed) return rec.value;
-    this.constructing.push(rec.name);
+  private serve(r: ProviderRecord): unknown {
+    if (this.constructing.length === 0) checkDeps(this.tree.root, this.tree.groups, [{ deps: r.deps, path: label(r) }]);
+    this.constructing.push({ module: r.scope.module.id, cell: r.name });
     try {
-      const args = rec.deps.map((d) => this.resolve(d));
-      rec.value = rec.build(args);
-      rec.constructed = true;
-      return rec.value;
+      const value = r.scope.container.get(r.serviceId);
+      r.constructed = true;
+      return value;
     } catch (err) {
-      if (err instanceof ConstructionError) throw err;
-      throw new ConstructionError(`constructing ${label(rec)}`, err);
+      if (err instanceof ConstructionError || err instanceof MissingDependencyError || err instanceof DependencyCycleError) throw err;
+      throw new ConstructionError(`constructing ${label(r)}`, err);
     } finally {
       this.constructing.pop();
     }
   }
 
-  /** Adds the per-module built-ins (and, at the root, the hive-wide ones) to a scope. */
-  private initScope(scope: Scope): void {
-    const builtin = <T>(token: Token<T>, build: () => T): void => {
-      scope.local.set(token.id, { kind: 'builtin', token, name: token.name, scope, deps: [], build, constructed: false });
-    };
+  /**
+   * Adds the per-module built-ins (Logger, Health, Jobs) to a scope and, at the root, the hive-wide
+   * ones and the Lifecycle: one per provider that injects it (resolved while that provider is being
+   * constructed), so every hook it appends, now or later, is owned by its module and cell.
+   */
+  private initScope(scope: Scope, builtin: <T>(token: Token<T>, make: () => T, transient?: boolean) => void): void {
     const moduleId = scope.id;
     const log = (): Logger => (scope.path.length ? this.log.child({ module: moduleId }) : this.log);
     builtin(LoggerToken, log);
     builtin(HealthToken, () => this.health.scopeAt(scope.path));
-    builtin(LifecycleToken, () => ({ append: (hook) => this.lifecycle.add(hook, moduleId, this.constructing.at(-1) ?? moduleId) }));
     builtin(JobsToken, () => {
       const g = new JobGroup(moduleId, this.health.scopeAt(scope.path), log(), this.shutdownSignal);
       this.jobGroups.push(g);
@@ -220,9 +238,24 @@ export class Hive {
       return g;
     });
     if (scope.path.length === 0) {
+      const lifecycle = (): Lifecycle => {
+        const owner = this.constructing.at(-1) ?? { module: moduleId, cell: moduleId };
+        return { append: (hook) => this.lifecycle.add(hook, owner.module, owner.cell) };
+      };
+      builtin(LifecycleToken, lifecycle, true);
       builtin(ShutdownerToken, () => this.shutdownSignal);
       builtin(HealthTreeToken, () => this.health);
       builtin(ControllerManagerToken, () => this.controllers);
     }
   }
+}
+
+/**
+ * Binds `cells` into an inversify container of another tool and returns their hive: the container's
+ * own bindings satisfy what the cells need, and the cells' public providers resolve from it
+ * (`container.get(IPAMToken.id)`). Configure, then start and stop the hive as usual; resolve what
+ * the tool needs before start() so that its start hooks run.
+ */
+export function loadCells(container: Container, cells: readonly Cell[], opts: Omit<HiveOptions, 'container'> = {}): Hive {
+  return new Hive(cells, { ...opts, container });
 }

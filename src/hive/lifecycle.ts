@@ -3,7 +3,7 @@
  * provider appends its hooks when it is constructed, after its dependencies), stop hooks in reverse.
  * A failed start stops what already started, in reverse; stop goes on past errors.
  */
-import { StartError, StopError, toError } from './errors.js';
+import { HiveStateError, StartError, StopError, toError } from './errors.js';
 import { withTimeout } from './timeout.js';
 import { token } from './token.js';
 
@@ -53,10 +53,22 @@ export function describeHook(h: OwnedHook): string {
 export class LifecycleRunner {
   private readonly hooks: OwnedHook[] = [];
   private started: OwnedHook[] = [];
+  /** Set once every start hook ran: a hook appended later would never start. */
+  private closed = false;
 
-  /** Appends a hook owned by `module`/`cell`. */
+  /**
+   * Appends a hook owned by `module`/`cell`. After the start, a stop-only hook joins the started
+   * ones (it runs at stop); a start hook throws, since it would never run.
+   */
   add(hook: Hook, module: string, cell: string): void {
-    this.hooks.push({ hook, module, cell });
+    const h = { hook, module, cell };
+    if (this.closed && hook.onStart) {
+      throw new HiveStateError(
+        `${describeHook(h)} was appended after the hive started, so it would never start; fix: construct ${cell} before start() (invoke it, or get it before hive.start())`,
+      );
+    }
+    this.hooks.push(h);
+    if (this.closed) this.started.push(h);
   }
 
   /** Every hook in start order. */
@@ -80,6 +92,7 @@ export class LifecycleRunner {
       }
       this.started.push(h);
     }
+    this.closed = true;
   }
 
   /** Stops started hooks in reverse; returns errors instead of throwing. */

@@ -1,15 +1,30 @@
 /**
- * Scopes and provider records. Every module (and every decorate) is a scope; private providers live
- * in their module's scope, public ones in the root scope. A provider resolves its dependencies from
- * the scope it was declared in, so it sees its module's private providers and any decoration around
- * it. Scopes decide which record a token means; the hive's inversify container holds the records.
+ * Scopes and provider records: what the hive knows about its cells, for the graph checks, the
+ * errors and introspection. Every module (and every decorate) is a scope and, once bound, an
+ * inversify container whose parent is the enclosing scope's container; inversify does all the
+ * resolving and keeps the singletons. A record says which token a cell provides, where it is
+ * visible (the root for public providers, the module for private ones) and where its dependencies
+ * resolve from (the scope that declared it).
  */
+import type { BindInFluentSyntax, BindToFluentSyntax, Container, ServiceIdentifier } from 'inversify';
 import type { Token } from './token.js';
 
-/** A dependency edge: which token, looked up from which scope. */
+/** What a dependency names: a hive token, or a service identifier met in a class's inversify metadata. */
+export interface Key {
+  readonly id: ServiceIdentifier;
+  readonly name: string;
+  /** A value group (only hive group tokens). */
+  readonly group?: true;
+}
+
+/** A dependency edge: which key, looked up from which scope. */
 export interface Dep {
-  readonly token: Token<unknown>;
+  readonly token: Key;
   readonly scope: Scope;
+  /** Multi-injection: every member of a value group. */
+  readonly multiple: boolean;
+  /** Marked `@optional()` in a class's metadata: absent is fine. */
+  readonly optional: boolean;
 }
 
 /** How a record came to be. */
@@ -21,25 +36,32 @@ export interface ProviderRecord {
   readonly token: Token<unknown>;
   /** The cell's display name (class or factory name, or the token for config). */
   readonly name: string;
-  /** The scope it was declared in (what its dependencies resolve from). */
+  /** The scope that declared it: its dependencies resolve from this scope's container, where it is bound. */
   readonly scope: Scope;
+  /** The scope whose container binds `token` to it (the root for public providers). */
+  readonly visibleIn: Scope;
   /** Its dependencies. */
   readonly deps: readonly Dep[];
-  /** Builds the value from the resolved dependencies, in order. */
-  readonly build: (args: readonly unknown[]) => unknown;
-  /** Set once constructed. */
+  /** Its own service identifier in `scope`'s container (the token's id for built-ins). */
+  readonly serviceId: ServiceIdentifier;
+  /** Binds the provider's construction under `serviceId` (inversify resolves its dependencies). */
+  readonly bind: (to: BindToFluentSyntax<unknown>) => BindInFluentSyntax<unknown>;
+  /** A built-in made anew for each provider that injects it (the Lifecycle), instead of a singleton. */
+  readonly transient?: boolean;
+  /** Set once constructed (introspection). */
   constructed: boolean;
-  /** The record's own service identifier in the hive's inversify container, once bound. */
-  serviceId?: symbol;
-  value?: unknown;
 }
 
-/** A module scope. */
+/** A module scope (or the scope of a decorate). */
 export class Scope {
-  /** Records declared locally (private providers, decorations, per-module built-ins). */
-  readonly local = new Map<symbol, ProviderRecord>();
-  /** Child scopes, for introspection. */
+  /** Records whose token this scope's container binds (private providers, decorations, built-ins; public ones at the root). */
+  readonly local = new Map<ServiceIdentifier, ProviderRecord>();
+  /** Records declared here (bound in this scope's container under their own service id). */
+  readonly declared: ProviderRecord[] = [];
+  /** Child scopes. */
   readonly children: Scope[] = [];
+  /** The inversify container of this scope (its parent's when it binds nothing of its own); set by bindScopes. */
+  container!: Container;
 
   constructor(
     /** Module ids from the root down ([] for the root). */
@@ -52,7 +74,7 @@ export class Scope {
     parent?.children.push(this);
   }
 
-  /** "a/b/c", or the root's name. */
+  /** "a/b/c", or "root". */
   get id(): string {
     return this.path.length ? this.path.join('/') : 'root';
   }
@@ -62,9 +84,9 @@ export class Scope {
     return this.isModule || !this.parent ? this : this.parent.module;
   }
 
-  /** Finds the record visible from this scope for `token`, walking up to the root. */
-  lookup(token: Token<unknown>): ProviderRecord | undefined {
-    return this.local.get(token.id) ?? this.parent?.lookup(token);
+  /** The record the cells of this scope get for `key`: the nearest scope, walking up, that binds it. */
+  lookup(key: Key): ProviderRecord | undefined {
+    return this.local.get(key.id) ?? this.parent?.lookup(key);
   }
 
   /** Whether `other` is this scope or one of its ancestors. */

@@ -1,11 +1,15 @@
 /**
- * Testing helper: builds a hive from chosen cells with replacements (mocks), starts it inside a tap
- * test and stops it when the test ends. Every cell's tests use it.
+ * Testing helpers: testHive builds a hive from chosen cells with replacements (mocks), starts it
+ * inside a tap test and stops it when the test ends; testLifecycle is a Lifecycle for constructing
+ * one object without a hive (cilium/hive's hivetest.Lifecycle).
  */
 import { replace, type Cell } from './cell.js';
 import type { ConfigInputs } from './config/registry.js';
+import { StopError, toError } from './errors.js';
 import { Hive } from './hive.js';
+import { describeHook, type Hook, type Lifecycle } from './lifecycle.js';
 import { silentLogger, type Logger } from './logger.js';
+import { withTimeout } from './timeout.js';
 import type { Token } from './token.js';
 
 /** The part of a tap test the helper needs. */
@@ -47,4 +51,47 @@ export async function testHive(t: TestLike, cells: readonly Cell[], opts: TestHi
     t.teardown(() => hive.stop());
   }
   return { hive, get: (token) => hive.get(token) };
+}
+
+/** A Lifecycle for tests without a hive; `ready()` settles once every start hook appended so far ran. */
+export interface TestLifecycle extends Lifecycle {
+  /** Resolves when the start hooks appended so far have run; rejects with the first that failed. */
+  ready(): Promise<void>;
+}
+
+/**
+ * A Lifecycle that runs each start hook as soon as it is appended (in order, one at a time) and
+ * runs the stop hooks of the started ones in reverse when the test `t` ends. A failed start fails
+ * `ready()` and the test's teardown, and no later start hook runs. Hooks get the hive's default
+ * hook time limit (1 minute) unless they set their own.
+ */
+export function testLifecycle(t: TestLike): TestLifecycle {
+  const started: Hook[] = [];
+  let chain: Promise<void> = Promise.resolve();
+  let failure: unknown;
+  const name = (hook: Hook): string => describeHook({ hook, module: 'test', cell: hook.name ?? 'hook' });
+  t.teardown(async () => {
+    await chain;
+    const errors: Error[] = [];
+    for (const hook of started.reverse()) {
+      if (!hook.onStop) continue;
+      await withTimeout(`stop of ${name(hook)}`, hook.timeout ?? 60_000, (signal) => hook.onStop!({ signal })).catch((e: unknown) => errors.push(toError(e)));
+    }
+    if (failure !== undefined) throw failure;
+    if (errors.length) throw new StopError(errors);
+  });
+  return {
+    append(hook: Hook): void {
+      chain = chain.then(async () => {
+        if (failure !== undefined) return;
+        try {
+          if (hook.onStart) await withTimeout(`start of ${name(hook)}`, hook.timeout ?? 60_000, (signal) => hook.onStart!({ signal }));
+          started.push(hook);
+        } catch (err) {
+          failure = err;
+        }
+      });
+    },
+    ready: () => chain.then(() => (failure === undefined ? undefined : Promise.reject(failure))),
+  };
 }

@@ -25,12 +25,15 @@ t.test('cellium-agent', { skip: built ? false : 'dist/ not built: run npm run bu
   });
 
   t.test('hive prints cells, config and hooks; dot-graph prints DOT', async (t) => {
-    const r = spawnSync(process.execPath, [bin, 'hive'], { encoding: 'utf8' });
+    const env = { ...process.env, CELLIUM_LOG_LEVEL: undefined };
+    const r = spawnSync(process.execPath, [bin, 'hive'], { encoding: 'utf8', env });
     t.equal(r.status, 0, r.stderr);
+    t.equal(r.stderr, '', 'no log line around the output (the cells log while being constructed)');
     t.match(r.stdout, /^Cells:/);
     t.match(r.stdout, /Configuration:[\s\S]*Start hooks:[\s\S]*Stop hooks:/);
-    const d = spawnSync(process.execPath, [bin, 'hive', 'dot-graph'], { encoding: 'utf8' });
+    const d = spawnSync(process.execPath, [bin, 'hive', 'dot-graph'], { encoding: 'utf8', env });
     t.equal(d.status, 0);
+    t.equal(d.stderr, '');
     t.match(d.stdout, /^digraph hive \{/);
   });
 

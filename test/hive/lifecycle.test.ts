@@ -91,3 +91,18 @@ t.test('run() returns the error a cell shut down with', async (t) => {
   const err = await h.run([]);
   t.match(err?.message, /lost the datapath/);
 });
+
+t.test('after the start, a stop-only hook still runs at stop; a start hook is refused', async (t) => {
+  const ev: string[] = [];
+  const Late = token<string>('Late');
+  const Later = token<string>('Later');
+  const h = run(
+    module('late', 'Late', provide(Late, (lc: Lifecycle) => { lc.append({ name: 'close', onStop: () => { ev.push('stop late'); } }); return 'late'; }, LifecycleToken)),
+    module('later', 'Later', provide(Later, (lc: Lifecycle) => { lc.append({ name: 'open', onStart: () => { ev.push('start later'); } }); return 'later'; }, LifecycleToken)),
+  );
+  await h.start();
+  t.equal(h.get(Late), 'late');
+  t.throws(() => h.get(Later), /hook "open" was appended after the hive started, so it would never start/);
+  await h.stop();
+  t.same(ev, ['stop late']);
+});
