@@ -16,5 +16,5 @@ export * from './controller/controller.js';
 export * from './controller/manager.js';
 export { Hive, type HiveOptions } from './hive.js';
 export { describeHive, dotGraph } from './describe.js';
-export { testHive, type TestHive, type TestHiveOptions, type Replacement, type TestLike } from './testing.js';
+export { testHive, type TestHive, type TestHiveOptions, type Replacement, type TestLike, type NodeTestLike } from './testing.js';
 export { withTimeout, sleep } from './timeout.js';
