@@ -32,6 +32,11 @@ function sh(cmd: string, args: readonly string[], opts: { cwd: string; env?: Nod
   return Object.assign(r, { out: `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? String(r.error) : ''}` });
 }
 
+/** A message naming `what`, with the command's output when it failed (kept short when it passed). */
+function said(r: { status: number | null; out: string }, what: string): string {
+  return r.status === 0 ? what : `${what}\n${r.out}`;
+}
+
 /** GET /v1/healthz on a unix socket: status code and parsed body. */
 function healthz(socketPath: string): Promise<{ status: number; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
@@ -55,7 +60,7 @@ t.test('the npm package', { skip }, async (t) => {
   t.teardown(() => rmSync(work, { recursive: true, force: true }));
 
   const pack = sh('npm', ['pack', '--json', '--pack-destination', work], { cwd: root, timeoutMs: 600_000 });
-  t.equal(pack.status, 0, `npm pack (prepack builds)\n${pack.out}`);
+  t.equal(pack.status, 0, said(pack, 'npm pack (prepack builds)'));
   if (pack.status !== 0) return;
   const packed = (JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[])[0]!;
   const tarball = join(work, packed.filename);
@@ -81,7 +86,7 @@ t.test('the npm package', { skip }, async (t) => {
   const noCompiler = userEnv({ CC: 'cellium-no-cc', CXX: 'cellium-no-cxx', CLANG: 'cellium-no-clang' });
   const install = sh('npm', ['install', '--prefer-offline', '--foreground-scripts', '--no-package-lock', tarball,
     `typescript@${pkg.devDependencies.typescript}`, `@types/node@${pkg.devDependencies['@types/node']}`], { cwd: app, env: noCompiler });
-  t.equal(install.status, 0, `npm install of the tarball without a compiler\n${install.out}`);
+  t.equal(install.status, 0, said(install, 'npm install of the tarball without a compiler'));
   if (install.status !== 0) return;
   const installed = join(app, 'node_modules', pkg.name);
 
@@ -102,12 +107,12 @@ t.test('the npm package', { skip }, async (t) => {
       files: ['embed.ts', 'cell-test.ts'],
     }, null, 2));
     const tsc = sh(process.execPath, [join(app, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: app });
-    t.equal(tsc.status, 0, `tsc\n${tsc.out}`);
+    t.equal(tsc.status, 0, said(tsc, 'tsc: the consumer type-checks'));
     if (tsc.status !== 0) return;
 
     const stateDir = join(work, 'embed-state');
     const embed = sh(process.execPath, ['out/embed.js', stateDir, 'k8s:app=web', 'k8s:io.kubernetes.pod.namespace=shop'], { cwd: app });
-    t.equal(embed.status, 0, embed.out);
+    t.equal(embed.status, 0, said(embed, 'the embedding runs'));
     const r = JSON.parse(embed.stdout) as { id: number; again: number; labels: string[] };
     t.ok(r.id >= 256, `a global identity (${r.id})`);
     t.equal(r.again, r.id, 'the same labels in another order: the same identity');
@@ -116,7 +121,7 @@ t.test('the npm package', { skip }, async (t) => {
     t.equal(embed.stderr, '', 'a silent logger: no log lines');
 
     const test = sh(process.execPath, ['--test', 'out/cell-test.js'], { cwd: app });
-    t.equal(test.status, 0, test.out);
+    t.equal(test.status, 0, said(test, 'node --test passes'));
     t.match(test.stdout, /# pass 2/);
     t.match(test.stdout, /# fail 0/);
   });
@@ -124,12 +129,12 @@ t.test('the npm package', { skip }, async (t) => {
   t.test('the bins: cellium --help, and cellium-agent serving /healthz on the memory datapath', async (t) => {
     const bin = join(app, 'node_modules/.bin');
     const help = sh(join(bin, 'cellium'), ['--help'], { cwd: app });
-    t.equal(help.status, 0, help.out);
+    t.equal(help.status, 0, said(help, 'cellium --help'));
     t.match(help.stdout, /Usage: cellium/);
     const version = sh(join(bin, 'cellium'), ['--version'], { cwd: app });
     t.equal(version.stdout.trim(), pkg.version, 'the version is package.json\'s');
     const agentHelp = sh(join(bin, 'cellium-agent'), ['--help'], { cwd: app });
-    t.equal(agentHelp.status, 0, agentHelp.out);
+    t.equal(agentHelp.status, 0, said(agentHelp, 'cellium-agent --help'));
     t.match(agentHelp.stdout, /--datapath-mode=/);
 
     const dir = join(work, 'agent');
@@ -145,26 +150,27 @@ t.test('the npm package', { skip }, async (t) => {
       health = existsSync(socketPath) ? await healthz(socketPath).catch(() => undefined) : undefined;
       if (!health) await sleep(250);
     }
-    t.ok(health, `the agent answers on ${socketPath}\n${log}`);
+    t.ok(health, health ? 'the agent answers /healthz' : `the agent does not answer on ${socketPath}\n${log}`);
     t.equal(health?.status, 200);
     t.equal((health?.body.cilium as { state?: string } | undefined)?.state, 'Ok', JSON.stringify(health?.body.cilium));
-    t.equal(health?.body['datapath-mode'], 'memory');
+    t.equal(health?.body['cellium-datapath'], 'memory', 'the memory datapath');
     const status = sh(join(bin, 'cellium'), ['--socket-path', socketPath, 'status'], { cwd: app });
-    t.equal(status.status, 0, status.out);
+    t.equal(status.status, 0, said(status, 'cellium status'));
     t.match(status.stdout, /^Datapath mode:\s+memory/m);
     agent.kill('SIGTERM');
-    t.equal(await exited, 0, `the agent stops cleanly\n${log}`);
+    const code = await exited;
+    t.equal(code, 0, code === 0 ? 'the agent stops cleanly on SIGTERM' : `the agent exited ${code}\n${log}`);
   });
 
   const haveCompilers = ['c++', 'cc'].every((c) => spawnSync(c, ['--version'], { stdio: 'ignore' }).status === 0);
   const nativeSkip = process.platform !== 'linux' ? 'the native parts are Linux-only' : !haveCompilers ? 'no C/C++ compiler on this machine' : false;
   t.test('with the compilers, npm rebuild builds the native parts on install', { skip: nativeSkip }, async (t) => {
     const rebuild = sh('npm', ['rebuild', pkg.name, '--foreground-scripts'], { cwd: app, timeoutMs: 600_000 });
-    t.equal(rebuild.status, 0, rebuild.out);
+    t.equal(rebuild.status, 0, said(rebuild, 'npm rebuild cellium'));
     t.match(rebuild.out, /cellium: built netlink-native\/build\/Release\/cellium_netlink\.node/);
     t.match(rebuild.out, /cellium: built bin\/cellium-cni/);
     const shim = sh(join(installed, 'bin/cellium-cni'), [], { cwd: app, env: { CNI_COMMAND: 'VERSION' } });
-    t.equal(shim.status, 0, shim.out);
+    t.equal(shim.status, 0, said(shim, 'the shim answers VERSION'));
     t.match(shim.stdout, /"supportedVersions"/, 'the shim built on install answers VERSION');
     const load = (file: string): string => sh(process.execPath, ['-e', `require(${JSON.stringify(file)}); console.log('loaded')`], { cwd: app }).out.trim();
     t.equal(load(join(installed, 'netlink-native/build/Release/cellium_netlink.node')), 'loaded', 'the netlink addon loads');
@@ -179,10 +185,10 @@ t.test('the npm package', { skip }, async (t) => {
   t.test('npm install -g gives working commands', async (t) => {
     const prefix = join(work, 'global');
     const g = sh('npm', ['install', '-g', '--prefix', prefix, '--prefer-offline', tarball], { cwd: work, env: userEnv({ CELLIUM_SKIP_NATIVE_BUILD: '1' }) });
-    t.equal(g.status, 0, g.out);
+    t.equal(g.status, 0, said(g, 'npm install -g'));
     for (const cmd of ['cellium', 'cellium-agent']) {
       const r = sh(join(prefix, 'bin', cmd), ['--help'], { cwd: work });
-      t.equal(r.status, 0, `${cmd} --help\n${r.out}`);
+      t.equal(r.status, 0, said(r, `${cmd} --help`));
     }
     const v = sh(join(prefix, 'bin', 'cellium'), ['--version'], { cwd: work });
     t.equal(v.stdout.trim(), pkg.version);
