@@ -11,7 +11,7 @@
 // fails the build. With --install (the package's `install` script) nothing fails the install: each
 // problem is one line, and the pure-JS remainder works. Plain JavaScript: it runs before any build.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, renameSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,8 +82,14 @@ class Skip {
   }
 }
 
-/** A build that failed although its prerequisites were there: the last line of its output says why. */
-function failed(what, out) {
+/** A temporary output name of this process's own: test files running in parallel may build at the same time. */
+function tmpName(out) {
+  return `${out}.tmp.${process.pid}`;
+}
+
+/** A build that failed although its prerequisites were there (its temporary output removed): the last line of its output says why. */
+function failed(what, out, tmp) {
+  if (tmp) rmSync(join(root, tmp), { force: true });
   const last = out.trim().split('\n').filter(Boolean).pop() ?? 'no output';
   return new Skip(`building ${what} failed (${last.trim()})`, out.trim());
 }
@@ -95,7 +101,7 @@ function addon(dir, file, what) {
   const gyp = nodeGyp();
   if (!gyp) return new Skip(`not building ${what}: node-gyp not found (npm install -g node-gyp)`);
   if (!has(process.env.CXX ?? 'c++')) return new Skip(`not building ${what}: no C++ compiler (apt-get install g++ make python3)`);
-  const r = run(gyp[0], [...gyp.slice(1), 'rebuild', '--directory', dir, ...nodedirArgs(), '--loglevel=warn']);
+  const r = run(gyp[0], [...gyp.slice(1), 'rebuild', '--directory', dir, '--jobs', 'max', ...nodedirArgs(), '--loglevel=warn']);
   if (!r.ok) return failed(what, r.out);
   return out;
 }
@@ -116,9 +122,10 @@ const builders = {
     for (const src of readdirSync(join(root, 'bpf')).filter((f) => f.endsWith('.c'))) {
       const out = join('build', 'bpf', src.replace(/\.c$/, '.o'));
       if (upToDate(out, ['bpf'], /\.[ch]$/)) continue;
-      const r = run(clang, ['-O2', '-g', '-target', 'bpf', '-Wall', '-Werror', '-I', 'bpf', '-I', archInc, '-c', join('bpf', src), '-o', `${out}.tmp`]);
-      if (!r.ok) return failed(out, r.out);
-      renameSync(join(root, `${out}.tmp`), join(root, out));
+      const tmp = tmpName(out);
+      const r = run(clang, ['-O2', '-g', '-target', 'bpf', '-Wall', '-Werror', '-I', 'bpf', '-I', archInc, '-c', join('bpf', src), '-o', tmp]);
+      if (!r.ok) return failed(out, r.out, tmp);
+      renameSync(join(root, tmp), join(root, out));
       built.push(out);
     }
     return built.length ? built.join(', ') : undefined;
@@ -131,11 +138,12 @@ const builders = {
     mkdirSync(join(root, 'bin'), { recursive: true });
     const srcs = readdirSync(join(root, 'cni-shim')).filter((f) => f.endsWith('.c')).map((f) => join('cni-shim', f));
     const flags = ['-std=c11', '-O2', '-Wall', '-Wextra', '-D_FORTIFY_SOURCE=2', '-fstack-protector-strong'];
-    let r = run(cc, [...flags, '-static', '-o', `${out}.tmp`, ...srcs]);
-    if (!r.ok) r = run(cc, [...flags, '-o', `${out}.tmp`, ...srcs]);
-    if (!r.ok) return failed('the CNI shim', r.out);
-    run('strip', [`${out}.tmp`]);
-    renameSync(join(root, `${out}.tmp`), join(root, out));
+    const tmp = tmpName(out);
+    let r = run(cc, [...flags, '-static', '-o', tmp, ...srcs]);
+    if (!r.ok) r = run(cc, [...flags, '-o', tmp, ...srcs]);
+    if (!r.ok) return failed('the CNI shim', r.out, tmp);
+    run('strip', [tmp]);
+    renameSync(join(root, tmp), join(root, out));
     return out;
   },
 };
