@@ -82,10 +82,14 @@ for f in "${natives[@]}"; do
 done
 cp "$(node -p process.execPath)" "$ctx/node"
 
-# 3. the image
+# 3. the image (the one it replaces is removed unless a container still uses it)
+old_id=$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
 podman build --quiet --pull=never --file Containerfile --build-arg "BASE=$base" \
   --label "io.cellium.inputs=$key" --label "org.opencontainers.image.version=$version" \
   --label "org.opencontainers.image.title=cellium" --tag "$image" "$ctx" >/dev/null
 rm -rf "$ctx" "$work/pack"
+if [ -n "$old_id" ] && [ "$old_id" != "$(podman image inspect --format '{{.Id}}' "$image")" ]; then
+  podman rmi "$old_id" >/dev/null 2>&1 || true
+fi
 size=$(podman image inspect --format '{{.Size}}' "$image")
 echo "image: built $image ($((size / 1000000)) MB) in $((SECONDS - start)) s"
