@@ -828,6 +828,11 @@ export interface components {
             };
             /** @description The hive's health tree (Cellium's addition). */
             "cellium-health"?: components["schemas"]["HealthNode"];
+            /**
+             * @description Which datapath enforces policy (Cellium's addition): `bpf` (programs and pinned maps in the kernel; then datapath-mode and bpf-maps describe it) or `memory` (in the agent's process, nothing in the kernel; datapath-mode and bpf-maps are left out).
+             * @enum {string}
+             */
+            "cellium-datapath"?: "bpf" | "memory";
         };
         /** @description Addressing of a node for one family. */
         NodeAddressingElement: {

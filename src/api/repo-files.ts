@@ -1,5 +1,5 @@
 /** Finds files shipped beside the code (api/openapi.yaml, ../shared/reference/...) from src/ or dist/src/. */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -20,3 +20,16 @@ export function repoRoot(): string | undefined {
 export function repoPath(...parts: string[]): string {
   return resolve(repoRoot() ?? join(here, '..', '..'), ...parts);
 }
+
+/** The package's version (package.json's `version`), read once; `unknown` when it cannot be read. */
+export function packageVersion(): string {
+  if (version === undefined) {
+    try {
+      version = String((JSON.parse(readFileSync(repoPath('package.json'), 'utf8')) as { version?: unknown }).version ?? 'unknown');
+    } catch {
+      version = 'unknown';
+    }
+  }
+  return version;
+}
+let version: string | undefined;

@@ -2,6 +2,7 @@
  * HTTP/1.1 to the agent over its unix socket (node:http with socketPath) or over TCP
  * (--api-listen-address). JSON in and out; errors become ApiError / AgentUnreachableError.
  */
+import { statSync } from 'node:fs';
 import { Agent, request as httpRequest, STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
 import { AgentUnreachableError, ApiError, ProtocolError } from './errors.js';
 import { API_BASE_PATH } from './spec-document.js';
@@ -75,7 +76,7 @@ export class Transport {
         ? { socketPath: this.target.socketPath }
         : (() => {
             const u = new URL(this.target.baseUrl);
-            return { host: u.hostname, port: Number(u.port || 80) };
+            return { host: u.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(u.port || 80) };
           })();
     return new Promise((resolve, reject) => {
       const req = httpRequest(
@@ -106,6 +107,10 @@ export class Transport {
         if (err.name === 'AbortError') return reject(err);
         if (timedOut) return reject(new ProtocolError(`${method.toUpperCase()} ${url}: no answer from the agent at ${this.describe()} within ${timeoutMs} ms`));
         const code = err.code ?? 'EIO';
+        const notSocket = code === 'ECONNREFUSED' && 'socketPath' in this.target ? nonSocketKind(this.target.socketPath) : undefined;
+        if (notSocket) {
+          return reject(new AgentUnreachableError(this.describe(), 'ENOTSOCK', `it is ${notSocket}; give the path of the agent's socket (its --socket-path)`));
+        }
         if (['ENOENT', 'ECONNREFUSED', 'EACCES', 'EPERM', 'ENOTSOCK', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET'].includes(code)) {
           return reject(new AgentUnreachableError(this.describe(), code, this.hint()));
         }
@@ -123,7 +128,18 @@ export class Transport {
   private hint(): string {
     if ('socketPath' in this.target) return startAgentHint(this.target.socketPath);
     const u = new URL(this.target.baseUrl);
-    return `start the agent with \`cellium-agent --api-listen-address ${u.host}\``;
+    return `start the agent with \`cellium-agent --api-listen-address ${u.host || this.target.baseUrl}\``;
+  }
+}
+
+/** What sits at `path` when it exists and is not a socket (`a regular file`, `a directory`); else undefined. */
+function nonSocketKind(path: string): string | undefined {
+  try {
+    const st = statSync(path);
+    if (st.isSocket()) return undefined;
+    return st.isFile() ? 'a regular file' : st.isDirectory() ? 'a directory' : 'a special file';
+  } catch {
+    return undefined;
   }
 }
 

@@ -45,3 +45,22 @@ export function parseSeconds(raw: string): number {
   const n = Number(m[1]);
   return m[2] === 'ms' ? n / 1000 : m[2] === 'm' ? n * 60 : n;
 }
+
+/**
+ * `-H/--host`: `http://HOST:PORT`, or `HOST:PORT` (http assumed), to the base URL the client
+ * takes; anything else (another scheme, no host, a path) is a UsageError with an example.
+ */
+export function parseHost(raw: string): string {
+  const text = raw.trim();
+  const bad = (why: string): UsageError => new UsageError(`invalid --host "${raw}": ${why}; expected http://HOST:PORT (e.g. http://127.0.0.1:9234, see cellium-agent --api-listen-address)`);
+  let u: URL;
+  try {
+    u = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`);
+  } catch {
+    throw bad('not a URL');
+  }
+  if (u.protocol !== 'http:') throw bad(`the agent API speaks plain http, not ${u.protocol.slice(0, -1)}`);
+  if (!u.hostname) throw bad('no host');
+  if ((u.pathname !== '/' && u.pathname !== '') || u.search || u.hash || u.username) throw bad('only a host and a port');
+  return `http://${u.host}`;
+}

@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { AgentUnreachableError, ApiError, ProtocolError } from '../api/errors.js';
 import { CelliumClient } from '../api/client.js';
-import { parseSeconds } from './args.js';
+import { parseHost, parseSeconds } from './args.js';
 import { CliFailure, UsageError } from './errors.js';
 import { json } from './output.js';
 
@@ -43,7 +43,7 @@ export class CliContext {
   /** The agent client (created on first use, closed when the command ends). */
   get client(): CelliumClient {
     const timeoutMs = this.options.timeout === undefined ? undefined : parseSeconds(this.options.timeout) * 1000;
-    this.clientInstance ??= new CelliumClient(this.options.host ? { baseUrl: this.options.host } : { socketPath: this.options.socketPath }, timeoutMs === undefined ? {} : { timeoutMs });
+    this.clientInstance ??= new CelliumClient(this.options.host ? { baseUrl: parseHost(this.options.host) } : { socketPath: this.options.socketPath }, timeoutMs === undefined ? {} : { timeoutMs });
     return this.clientInstance;
   }
 

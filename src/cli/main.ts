@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
+import { packageVersion } from '../api/repo-files.js';
 import { defaultSocketPath } from '../api/socket-path.js';
 import { CliRuntime, EXIT, describeError, type CliIO, type CommandGroup } from './context.js';
 import { configCommands } from './commands/config.js';
@@ -30,16 +31,34 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
 ];
 
 /** The CLI's version (package.json's). */
-export const CLI_VERSION = '0.1.0';
+export const CLI_VERSION = packageVersion();
 
-/** The real process's IO. */
+/**
+ * The real process's IO. A reader that goes away (`cellium status | head -1`, `| true`) ends the
+ * CLI quietly with its exit code so far, as other Unix tools do, instead of an EPIPE stack trace.
+ */
 export function processIO(): CliIO {
+  quietOnClosedPipe(process.stdout);
+  quietOnClosedPipe(process.stderr);
   return {
     stdout: (t) => process.stdout.write(t),
     stderr: (t) => process.stderr.write(t),
     readFile: async (path) => (path === '-' ? readStdin() : readFile(path, 'utf8')),
     env: process.env,
   };
+}
+
+const guarded = new WeakSet<NodeJS.WriteStream>();
+
+/** Exits quietly when `stream`'s reader closed the pipe (EPIPE); other write errors go to stderr, exit 1. */
+export function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
+  if (guarded.has(stream)) return;
+  guarded.add(stream);
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+    if (stream !== process.stderr) process.stderr.write(`cellium: cannot write the output: ${err.message}\n`);
+    process.exit(1);
+  });
 }
 
 async function readStdin(): Promise<string> {

@@ -16,6 +16,6 @@ export * from './controller/controller.js';
 export * from './controller/manager.js';
 export { Hive, loadCells, type HiveOptions } from './hive.js';
 export { describeHive, dotGraph } from './describe.js';
-export { testHive, testLifecycle, type TestHive, type TestHiveOptions, type TestLifecycle, type Replacement, type TestLike } from './testing.js';
+export { testHive, testLifecycle, type TestHive, type TestHiveOptions, type TestLifecycle, type Replacement, type TestLike, type NodeTestLike } from './testing.js';
 export { injectable, inject, multiInject, optional, Container, ContainerModule } from 'inversify';
 export { withTimeout, sleep } from './timeout.js';

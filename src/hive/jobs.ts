@@ -4,6 +4,7 @@
  * after every start hook has run and stops them before any stop hook runs.
  */
 import type { Observable, Subscription } from 'rxjs';
+import { formatDuration } from './config/duration.js';
 import { errorMessage, toError } from './errors.js';
 import type { Health } from './health.js';
 import type { Logger } from './logger.js';
@@ -81,6 +82,7 @@ export class JobGroup implements Jobs {
     this.add({
       name,
       start: (signal) => {
+        h.ok('running');
         running = this.runOneShot(name, fn, opts, { signal, health: h });
       },
       done: () => running,
@@ -143,6 +145,8 @@ export class JobGroup implements Jobs {
       start: (s) => {
         signal = s;
         s.addEventListener('abort', () => clearTimeout(timer), { once: true });
+        // scheduled and healthy until a run says otherwise (not `unknown` for a whole interval)
+        h.ok(intervalMs > 0 ? `scheduled every ${formatDuration(intervalMs)}, not run yet` : 'runs when triggered, not run yet');
         if (intervalMs > 0) timer = setTimeout(run, intervalMs);
       },
       done: () => running,

@@ -1,7 +1,7 @@
 /**
  * Testing helpers: testHive builds a hive from chosen cells with replacements (mocks), starts it
- * inside a tap test and stops it when the test ends; testLifecycle is a Lifecycle for constructing
- * one object without a hive (cilium/hive's hivetest.Lifecycle).
+ * inside a test (tap's or node:test's) and stops it when the test ends; testLifecycle is a
+ * Lifecycle for constructing one object without a hive (cilium/hive's hivetest.Lifecycle).
  */
 import { replace, type Cell } from './cell.js';
 import type { ConfigInputs } from './config/registry.js';
@@ -15,6 +15,17 @@ import type { Token } from './token.js';
 /** The part of a tap test the helper needs. */
 export interface TestLike {
   teardown(fn: () => unknown): void;
+}
+
+/** The part of a node:test test context the helper needs (`test('…', async (t) => testHive(t, …))`). */
+export interface NodeTestLike {
+  after(fn: () => unknown): void;
+}
+
+/** Runs `fn` when the test `t` (tap's or node:test's) ends. */
+export function onTestEnd(t: TestLike | NodeTestLike, fn: () => unknown): void {
+  if ('teardown' in t) t.teardown(fn);
+  else t.after(fn);
 }
 
 /** A replacement: a token and the value (mock) that stands in for its provider. */
@@ -38,8 +49,8 @@ export interface TestHive {
   get<T>(token: Token<T>): T;
 }
 
-/** Builds, configures and starts a hive from `cells`; stops it at the end of the test `t`. */
-export async function testHive(t: TestLike, cells: readonly Cell[], opts: TestHiveOptions = {}): Promise<TestHive> {
+/** Builds, configures and starts a hive from `cells`; stops it at the end of the test `t` (tap or node:test). */
+export async function testHive(t: TestLike | NodeTestLike, cells: readonly Cell[], opts: TestHiveOptions = {}): Promise<TestHive> {
   const replacements = (opts.replace ?? []).map(([tok, value]) => replace(tok, value));
   const hive = new Hive([...cells, ...replacements], { name: 'test', logger: opts.logger ?? silentLogger() });
   const cfg = opts.config ?? {};
@@ -48,7 +59,7 @@ export async function testHive(t: TestLike, cells: readonly Cell[], opts: TestHi
   hive.populate();
   if (opts.start !== false) {
     await hive.start();
-    t.teardown(() => hive.stop());
+    onTestEnd(t, () => hive.stop());
   }
   return { hive, get: (token) => hive.get(token) };
 }

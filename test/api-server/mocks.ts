@@ -196,15 +196,15 @@ export class MockPolicy implements PolicyRepository {
   }
 }
 
-/** A mock datapath with two maps. */
-export function mockDatapath(): Datapath {
+/** A mock datapath with two maps, in `mode` (memory by default). */
+export function mockDatapath(mode: Datapath['mode'] = 'memory'): Datapath {
   const status = { state: 'done' as const, updatedAt: new Date().toISOString() };
   const maps: MapDump[] = [
     { name: 'cellium_lxc', status, entries: [{ key: '10.200.0.5', value: 'id=101' }] },
     { name: 'cellium_ipcache', status: { state: 'error', message: 'ENOSPC', updatedAt: status.updatedAt }, entries: [{ key: '0.0.0.0/0', value: 'identity=2' }] },
   ];
   return {
-    mode: 'memory',
+    mode,
     loader: { reloadEndpoint: async () => undefined, unloadEndpoint: async () => undefined, isLoaded: async () => true },
     maps: {
       setEndpoint: () => undefined, deleteEndpoint: () => undefined, upsertIPCache: () => undefined, deleteIPCache: () => undefined,

@@ -30,7 +30,7 @@ t.test('the agent state follows the health tree and names the degraded modules',
 t.test('the status is rebuilt when something in it changes, and only then', async (t) => {
   const health = new HealthRegistry();
   const ipam = new NodeIPAM({ ipv4Range: '10.230.0.0/24', ipv6Range: '' });
-  const dp = mockDatapath();
+  const dp = mockDatapath('bpf');
   let lists = 0;
   const summary = dp.maps.summary.bind(dp.maps);
   (dp.maps as { summary: typeof summary }).summary = async () => {
@@ -54,7 +54,7 @@ t.test('the status is rebuilt when something in it changes, and only then', asyn
 });
 
 t.test('a failing maps probe leaves the maps out instead of failing the status', async (t) => {
-  const dp = mockDatapath();
+  const dp = mockDatapath('bpf');
   (dp.maps as unknown as { summary: () => Promise<never> }).summary = async () => {
     throw new Error('bpffs not mounted');
   };
@@ -62,4 +62,16 @@ t.test('a failing maps probe leaves the maps out instead of failing the status',
   const s = await c.status();
   t.same(s['bpf-maps'], { maps: [] });
   t.equal(s.cilium?.state, 'Ok');
+});
+
+t.test('on the memory datapath: no device mode and no BPF maps, and the datapath named', async (t) => {
+  const c = new StatusCollector(new HealthRegistry(), new Controllers(), new NodeIPAM({ ipv4Range: '10.230.2.0/24', ipv6Range: '' }), mockIdentities(), mockDatapath('memory'), fakeJobs());
+  const s = await c.status();
+  t.equal(s['cellium-datapath'], 'memory');
+  t.notOk('datapath-mode' in s, 'veth devices belong to the BPF datapath');
+  t.notOk('bpf-maps' in s, 'the memory datapath has no BPF maps');
+  const b = await new StatusCollector(new HealthRegistry(), new Controllers(), new NodeIPAM({ ipv4Range: '10.230.3.0/24', ipv6Range: '' }), mockIdentities(), mockDatapath('bpf'), fakeJobs()).status();
+  t.equal(b['cellium-datapath'], 'bpf');
+  t.equal(b['datapath-mode'], 'veth');
+  t.equal(b['bpf-maps']?.maps?.length, 2);
 });

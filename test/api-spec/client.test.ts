@@ -98,10 +98,10 @@ t.test('an agent that does not answer in time is a ProtocolError, not "unreachab
   await t.rejects(c.status(), { name: 'ProtocolError', message: /GET \/v1\/healthz: no answer from the agent at unix socket .*hung\.sock within 100 ms/ });
 });
 
-t.test('default socket path: env override, root, XDG_RUNTIME_DIR, ./.cellium', async (t) => {
+t.test('default socket path: env override, root, XDG_RUNTIME_DIR, /tmp/cellium-<uid>', async (t) => {
   t.equal(defaultSocketPath({ uid: 0, env: {} }), ROOT_SOCKET_PATH);
   t.equal(defaultSocketPath({ uid: 1000, env: { XDG_RUNTIME_DIR: '/run/user/1000' } }), '/run/user/1000/cellium/cellium.sock');
-  t.equal(defaultSocketPath({ uid: 1000, env: {}, cwd: '/home/u/work' }), '/home/u/work/.cellium/cellium.sock');
+  t.equal(defaultSocketPath({ uid: 1000, env: {}, cwd: '/home/u/work' }), '/tmp/cellium-1000/cellium.sock');
   t.equal(defaultSocketPath({ uid: 0, env: { CELLIUM_SOCK: 'x/agent.sock' }, cwd: '/srv' }), '/srv/x/agent.sock');
   t.equal(startAgentHint(ROOT_SOCKET_PATH, { uid: 0, env: {} }), 'start the agent with `cellium-agent`');
   t.equal(startAgentHint(ROOT_SOCKET_PATH, { uid: 1000, env: {} }), 'start the agent with `sudo cellium-agent --socket-path /var/run/cellium/cellium.sock`');

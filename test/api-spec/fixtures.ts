@@ -93,6 +93,7 @@ export const endpoint13: Endpoint = {
 export const statusResponse: StatusResponse = {
   cilium: { state: 'Ok', msg: 'all 14 modules healthy' },
   kubernetes: { state: 'Disabled' },
+  'cellium-datapath': 'bpf',
   'datapath-mode': 'veth',
   'attach-mode': 'tcx',
   ipam: { allocations: { '10.200.0.1': 'router', '10.200.0.12': 'default/web-0' }, ipv4: ['10.200.0.0/16'], status: 'ok' },

@@ -15,7 +15,7 @@ t.test('read commands', async (t) => {
     t.equal(r.code, 0);
     t.equal(r.stderr, '');
     t.match(r.stdout, /^Cellium:\s+Ok\s+all 14 modules healthy$/m);
-    t.match(r.stdout, /^Datapath mode:\s+veth \(attach tcx\)$/m);
+    t.match(r.stdout, /^Datapath mode:\s+bpf, veth devices \(attach tcx\)$/m);
     t.match(r.stdout, /^IPAM:\s+2 allocated from 10\.200\.0\.0\/16\s+ok$/m);
     t.match(r.stdout, /^Identity range:\s+256 - 65535$/m);
     t.match(r.stdout, /^Controllers:\s+1\/2 healthy$/m);

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Narrator } from '../../src/cmd/demo/runner.js';
@@ -22,6 +23,17 @@ t.test('the unprivileged demo tells the whole story and every verdict is the exp
   t.match(all, /Import a policy/);
   t.equal((all.match(/Verdict:\s+DENIED/g) ?? []).length, 2, 'two denied traces with the policy');
   t.match(all, /Demo finished/);
+  t.match(all, /Run as root \(sudo npm run demo\) to see the real datapath: the agent loads BPF programs/, 'says what root adds');
+});
+
+t.test('stopping the agent leaves no timer behind (the demo exits as soon as it is done)', async (t) => {
+  const { stopAgent } = await import('../../src/cmd/demo/runner.js');
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  const before = timers();
+  const p = spawn(process.execPath, ['-e', "process.on('SIGTERM', () => process.exit(0)); setInterval(() => {}, 1000); process.stdout.write('up')"], { stdio: ['ignore', 'pipe', 'ignore'] });
+  await new Promise((r) => p.stdout!.once('data', r));
+  t.equal(await stopAgent(capture(), p), 0, 'the agent exits on SIGTERM');
+  t.equal(timers(), before, 'the 30 s SIGKILL timer was cleared');
 });
 
 t.test('the privileged demo: real pods through the CNI shim, the BPF program drops and counts, cleanup', {

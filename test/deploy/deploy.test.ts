@@ -64,6 +64,10 @@ t.test('DaemonSet', async (t) => {
   t.equal(volumes.get(mounts.get('/sys/fs/bpf')), '/sys/fs/bpf', 'bpffs from the host');
   const init = spec.initContainers[0];
   t.same(init.command.slice(0, 2), ['cellium', 'install-cni']);
+  const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+  const image = spawnSync('bash', [join(root, 'scripts/image.sh'), '--print-name'], { encoding: 'utf8' }).stdout.trim();
+  t.equal(image, `localhost/cellium:${version}`, 'npm run image tags the image with package.json\'s version');
+  for (const c of [init, agent]) t.equal(c.image, image, `${c.name} runs the image npm run image builds`);
   t.test('every agent flag in the DaemonSet is a real flag', { skip: built ? false : 'dist/ not built' }, async (t) => {
     for (const a of agent.args as string[]) {
       const flag = /^--([a-z0-9-]+)=/.exec(a)?.[1];

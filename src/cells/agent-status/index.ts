@@ -5,13 +5,12 @@
  * Cilium's status collector, the maps probe (each map's size, DatapathMaps.summary) runs in the background
  * every STATUS_PROBE_INTERVAL_MS and /healthz answers with its last result.
  */
-import { readFileSync } from 'node:fs';
 import { module, provide } from '../../hive/cell.js';
 import { ControllerManagerToken, type ControllerManager } from '../../hive/controller/manager.js';
 import { HealthTreeToken, type HealthNode, type HealthTree } from '../../hive/health.js';
 import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { token } from '../../hive/token.js';
-import { repoPath } from '../../api/repo-files.js';
+import { packageVersion } from '../../api/repo-files.js';
 import type { StatusResponse } from '../../api/models.js';
 import { DatapathToken, type Datapath } from '../datapath/types.js';
 import { IdentityAllocatorToken, type IdentityAllocator } from '../identity/types.js';
@@ -30,11 +29,7 @@ export const AgentStatusToken = token<AgentStatus>('AgentStatus');
 
 /** The agent's version (package.json), shown in the state message. */
 export function agentVersion(): string {
-  try {
-    return String((JSON.parse(readFileSync(repoPath('package.json'), 'utf8')) as { version?: string }).version ?? 'unknown');
-  } catch {
-    return 'unknown';
-  }
+  return packageVersion();
 }
 
 /** Paths (`agent/endpoint/endpoint-gc`) of the degraded nodes of a health tree. */
@@ -128,13 +123,16 @@ export class StatusCollector implements AgentStatus {
     // a failing datapath probe leaves the maps out rather than failing the whole status
     const maps = await mapsProbe.catch((): MapStatus => []);
     const range = this.identities.range;
+    const bpf = this.datapath.mode === 'bpf';
     const value: StatusResponse = {
       cilium: agentState(tree, this.version, this.datapath.mode),
-      'datapath-mode': 'veth',
+      'cellium-datapath': this.datapath.mode,
+      // veth devices and BPF maps exist only with the BPF datapath; the memory one has neither
+      ...(bpf ? { 'datapath-mode': 'veth' as const } : {}),
       ipam: ipamSummary(this.ipam.status(), allocations),
       controllers: controllers.map((c) => ({ ...c, configuration: { ...c.configuration }, status: { ...c.status } })),
       'identity-range': { 'min-identity': range.minGlobal, 'max-identity': range.maxGlobal },
-      'bpf-maps': { maps: maps.map((m) => ({ ...m })) },
+      ...(bpf ? { 'bpf-maps': { maps: maps.map((m) => ({ ...m })) } } : {}),
       'cellium-health': healthModel(tree),
     };
     this.cached = { key, value };

@@ -24,6 +24,14 @@ export class NotASocketError extends ApiServerError {
   }
 }
 
+/** The socket's directory belongs to another user, who could replace the socket. */
+export class SocketDirOwnerError extends ApiServerError {
+  override readonly name = 'SocketDirOwnerError';
+  constructor(readonly dir: string, readonly owner: number) {
+    super(`the socket directory ${dir} belongs to uid ${owner}, not to this user: remove it, or choose another --socket-path`);
+  }
+}
+
 /** A listen address that cannot be parsed. */
 export class ListenAddressError extends ApiServerError {
   override readonly name = 'ListenAddressError';

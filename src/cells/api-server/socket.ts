@@ -1,11 +1,13 @@
 /**
- * The API's unix socket: parent directory created, a stale socket left by a dead agent replaced
- * (nobody answers a connect), a live one refused with SocketInUseError, mode 0660 once listening.
+ * The API's unix socket: parent directory created (0700 for the shared /tmp fallback, and refused
+ * when another user owns it), a stale socket left by a dead agent replaced (nobody answers a
+ * connect), a live one refused with SocketInUseError, mode 0660 once listening.
  */
 import { chmodSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
 import { connect } from 'node:net';
 import { dirname } from 'node:path';
-import { NotASocketError, SocketInUseError } from './errors.js';
+import { privateSocketDir } from '../../api/socket-path.js';
+import { NotASocketError, SocketDirOwnerError, SocketInUseError } from './errors.js';
 
 /** Whether a process accepts connections on the socket. */
 export function socketIsLive(path: string, timeoutMs = 1000): Promise<boolean> {
@@ -27,7 +29,12 @@ export function socketIsLive(path: string, timeoutMs = 1000): Promise<boolean> {
  * when a stale socket was removed. Throws SocketInUseError when an agent answers there.
  */
 export async function prepareSocket(path: string): Promise<boolean> {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
+  const dir = dirname(path);
+  const uid = process.getuid?.();
+  mkdirSync(dir, { recursive: true, mode: uid !== undefined && dir === privateSocketDir(uid) ? 0o700 : 0o755 });
+  // a directory of another user (e.g. /tmp/cellium-<uid> made first by someone else) could hold their socket
+  const owner = lstatSync(dir).uid;
+  if (uid !== undefined && owner !== uid && owner !== 0) throw new SocketDirOwnerError(dir, owner);
   let st;
   try {
     st = lstatSync(path);

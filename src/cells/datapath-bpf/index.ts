@@ -77,6 +77,13 @@ function afterRestore(selected: SelectedDatapath, restorer: EndpointRestorer, ma
     .catch((err: unknown) => log.error({ err: (err as Error).message }, 'BPF datapath: removing stale endpoint programs failed'));
 }
 
+/** With another datapath selected, the module's health says so (instead of staying `unknown`). */
+function reportNotInUse(selected: SelectedDatapath, health: Health): void {
+  if (selected.datapath.mode === 'bpf') return;
+  const why = selected.requested === 'auto' ? bpfAvailable().reason : undefined;
+  health.ok(`not in use: --datapath-mode=${selected.requested} runs the ${selected.datapath.mode} datapath${why ? ` (${why})` : ''}`);
+}
+
 /** The BPF datapath cell. */
 export const bpfDatapathCell = module(
   'datapath-bpf',
@@ -88,4 +95,5 @@ export const bpfDatapathCell = module(
     BpfDatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
   ),
   invoke('bpf-datapath-restore', afterRestore, SelectedDatapathToken, EndpointRestorerToken, EndpointManagerToken, LoggerToken),
+  invoke('bpf-datapath-health', reportNotInUse, SelectedDatapathToken, HealthToken),
 );

@@ -34,10 +34,14 @@ export interface EndpointSpec {
   readonly disableLegacyIdentifiers?: boolean;
 }
 
-/** Endpoint options the API may change, with their allowed values (Cilium's endpoint mutable options). */
+/**
+ * Endpoint options the API may change, with their allowed values (Cilium's endpoint mutable
+ * options). There is no connection tracking in the datapath yet, so the Conntrack options can only
+ * be Disabled: nothing claims a state table that does not exist.
+ */
 export const ENDPOINT_OPTIONS: Readonly<Record<string, readonly string[]>> = {
-  Conntrack: ['Enabled', 'Disabled'],
-  ConntrackAccounting: ['Enabled', 'Disabled'],
+  Conntrack: ['Disabled'],
+  ConntrackAccounting: ['Disabled'],
   ConntrackLocal: ['Enabled', 'Disabled'],
   Debug: ['Enabled', 'Disabled'],
   DebugLB: ['Enabled', 'Disabled'],
@@ -52,8 +56,8 @@ export const ENDPOINT_OPTIONS: Readonly<Record<string, readonly string[]>> = {
 
 /** Options every endpoint starts with. */
 export const DEFAULT_OPTIONS: Readonly<Record<string, string>> = {
-  Conntrack: 'Enabled',
-  ConntrackAccounting: 'Enabled',
+  Conntrack: 'Disabled',
+  ConntrackAccounting: 'Disabled',
   ConntrackLocal: 'Disabled',
   Debug: 'Disabled',
   DebugLB: 'Disabled',

@@ -23,6 +23,8 @@ export { IdentityConfigToken, identityConfigSchema, type IdentityConfig } from '
 export { IdentityError, type IdentityErrorCode } from './errors.js';
 export { RESERVED, reservedIdentities, reservedFor, makeIdentity } from './reserved.js';
 export { cidrLabel, cidrOfLabel } from './cidr.js';
+/** The label parser for IdentityAllocator.allocate (`parseLabels(['k8s:app=web'])`), and its inverse. */
+export { parseLabel, parseLabels, formatLabel, formatLabels, type Label } from '../../lib/labels.js';
 
 /** The state file of the embedded backend. */
 export function identityStateFile(stateDir: string): string {

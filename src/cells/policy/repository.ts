@@ -138,7 +138,7 @@ export class Repository implements PolicyRepository {
 
   /** See PolicyRepository. */
   trace(src: TraceSubject, dst: TraceSubject, dport: number, protocol: string): TraceResult {
-    return tracePolicy((id) => this.rulesFor(id), this.traceSubject(src, 'src'), this.traceSubject(dst, 'dst'), dport, protocol);
+    return tracePolicy((id) => this.rulesFor(id), this.traceSubject(src, 'src'), this.traceSubject(dst, 'dst'), dport, protocol, this.compiled());
   }
 
   /** See PolicyRepository. */

@@ -4,7 +4,8 @@
  * and a readable log (like `cilium policy trace`).
  */
 import { Proto, type Direction } from '../datapath/types.js';
-import type { Identity } from '../identity/types.js';
+import { makeIdentity, type Identity } from '../identity/index.js';
+import { POD_NAMESPACE_KEY } from './compile.js';
 import { invalidField } from './errors.js';
 import { inRange, rangeOf } from './ports.js';
 import { ruleName, type CompiledRule, type PortProto } from './rule.js';
@@ -31,7 +32,31 @@ function describePorts(ports: readonly PortProto[]): string {
   return ports.map((p) => `${p.port === 0 ? 'any' : p.endPort ? `${p.port}-${p.endPort}` : p.port}/${NAMES[p.protocol] ?? p.protocol}`).join(', ');
 }
 
-function direction(dir: Direction, rules: readonly CompiledRule[], peer: Identity, dport: number, proto: number, log: string[]): DirVerdict {
+/** The derived label a namespaced policy's rules carry (`k8s:io.cilium.k8s.policy.namespace=NS`). */
+const RULE_NAMESPACE_KEY = 'io.cilium.k8s.policy.namespace';
+
+/**
+ * When no rule selects `subject` and it has no namespace label: the namespaced rules that would
+ * select it with one, as a hint naming the label to add (`-d k8s:io.kubernetes.pod.namespace=NS`).
+ */
+export function namespaceHint(all: readonly CompiledRule[], subject: Identity, flag: '--src' | '--dst'): string | undefined {
+  if (subject.labelSet.some((l) => l.key === POD_NAMESPACE_KEY)) return undefined;
+  const found = new Map<string, string[]>();
+  for (const r of all) {
+    for (const ns of r.labels.filter((l) => l.startsWith(`k8s:${RULE_NAMESPACE_KEY}=`)).map((l) => l.slice(l.indexOf('=') + 1))) {
+      const withNs = makeIdentity(subject.id, [...subject.labelSet, { source: 'k8s', key: POD_NAMESPACE_KEY, value: ns }], subject.reserved);
+      const policy = r.labels.find((l) => l.startsWith('k8s:io.cilium.k8s.policy.name='))?.slice('k8s:io.cilium.k8s.policy.name='.length);
+      if (r.subject.matches(withNs)) found.set(ns, [...new Set([...(found.get(ns) ?? []), policy ? `policy ${policy}` : ruleName(r)])]);
+    }
+  }
+  if (found.size === 0) return undefined;
+  const which = flag === '--dst' ? 'destination' : 'source';
+  const [ns, rules] = [...found.entries()][0]!;
+  return `  Hint: the ${which} has no namespace label, and ${rules.join(', ')} (namespace ${ns}) would select it: add ${flag} k8s:${POD_NAMESPACE_KEY}=${ns}` +
+    (found.size > 1 ? ` (rules of namespaces ${[...found.keys()].slice(1).join(', ')} would too)` : '');
+}
+
+function direction(dir: Direction, rules: readonly CompiledRule[], peer: Identity, dport: number, proto: number, log: string[], hint?: () => string | undefined): DirVerdict {
   const enforced = rules.some((r) => r.defaultDeny[dir]);
   const allows: string[] = [];
   const denies: string[] = [];
@@ -47,7 +72,11 @@ function direction(dir: Direction, rules: readonly CompiledRule[], peer: Identit
     }
   }
   const uniq = (xs: string[]) => [...new Set(xs)];
-  if (rules.length === 0) log.push(`  No rule selects the ${dir === 'ingress' ? 'destination' : 'source'}`);
+  if (rules.length === 0) {
+    log.push(`  No rule selects the ${dir === 'ingress' ? 'destination' : 'source'}`);
+    const h = hint?.();
+    if (h) log.push(h);
+  }
   let v: DirVerdict;
   if (denies.length) v = { verdict: 'denied', enforced, rules: uniq(denies) };
   else if (allows.length) v = { verdict: 'allowed', enforced, rules: uniq(allows) };
@@ -57,17 +86,20 @@ function direction(dir: Direction, rules: readonly CompiledRule[], peer: Identit
   return v;
 }
 
-/** Traces src -> dst on dport/proto; `rulesFor` gives the rules selecting an identity, in order. */
-export function tracePolicy(rulesFor: (id: Identity) => readonly CompiledRule[], src: Identity, dst: Identity, dport: number, protocol: string | number): TraceResult {
+/**
+ * Traces src -> dst on dport/proto; `rulesFor` gives the rules selecting an identity, in order;
+ * `all` (every rule) lets the log hint at a missing namespace label when no rule selects a side.
+ */
+export function tracePolicy(rulesFor: (id: Identity) => readonly CompiledRule[], src: Identity, dst: Identity, dport: number, protocol: string | number, all: readonly CompiledRule[] = []): TraceResult {
   if (!(Number.isInteger(dport) && dport >= 0 && dport <= 65535)) throw invalidField('/dport', `${dport} is not a port`, 'give 0-65535');
   const proto = protocolNumber(protocol);
   const log: string[] = [];
   const show = (i: Identity) => `${i.id > 0 ? `identity ${i.id} ` : ''}[${i.labels.join(', ')}]`;
   log.push(`Tracing From: ${show(src)} => To: ${show(dst)} Ports: [${dport}/${NAMES[proto] ?? proto}]`);
   log.push(`Egress from the source:`);
-  const egress = direction('egress', rulesFor(src), dst, dport, proto, log);
+  const egress = direction('egress', rulesFor(src), dst, dport, proto, log, () => namespaceHint(all, src, '--src'));
   log.push(`Ingress to the destination:`);
-  const ingress = direction('ingress', rulesFor(dst), src, dport, proto, log);
+  const ingress = direction('ingress', rulesFor(dst), src, dport, proto, log, () => namespaceHint(all, dst, '--dst'));
   const verdict = egress.verdict === 'allowed' && ingress.verdict === 'allowed' ? 'allowed' : 'denied';
   log.push(`Final verdict: ${verdict.toUpperCase()}`);
   return { verdict, ingress, egress, log };

@@ -6,14 +6,24 @@ import { CliFailure, UsageError } from '../errors.js';
 import { keyValues, table } from '../output.js';
 import { waitForPolicyRevision } from '../wait.js';
 
+/** The rules as data: the agent sends them as JSON text (Cilium's `policy` string); undefined when that text is not JSON. */
+function parsedRules(p: Policy): unknown {
+  try {
+    return JSON.parse(p.policy) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `-o json` of `policy get`: the revision and the rules as JSON values (not one escaped string). */
+export function policyJson(p: Policy): { revision: number; policy: unknown } {
+  return { revision: p.revision, policy: parsedRules(p) ?? p.policy };
+}
+
 /** The rules (pretty JSON when the agent's text is JSON) and the revision. */
 export function renderPolicy(p: Policy): string {
-  let text = p.policy;
-  try {
-    text = JSON.stringify(JSON.parse(p.policy), null, 2);
-  } catch {
-    // not JSON: print as the agent sent it
-  }
+  const rules = parsedRules(p);
+  const text = rules === undefined ? p.policy : JSON.stringify(rules, null, 2);
   return `${text.trimEnd()}\nRevision: ${p.revision}\n`;
 }
 
@@ -47,7 +57,8 @@ export const policyCommands: CommandGroup = (program, rt) => {
     .argument('[labels...]')
     .action(
       rt.action(async (ctx, labels: string[]) => {
-        ctx.print(await ctx.client.getPolicy(labels), renderPolicy);
+        const p = await ctx.client.getPolicy(labels);
+        ctx.print(policyJson(p), () => renderPolicy(p));
       }),
     );
 

@@ -13,6 +13,14 @@ export function renderHealthTree(node: HealthNode, all: boolean, depth = 0): str
   return [self, ...children];
 }
 
+/** `bpf, veth devices (attach tcx)`, `memory (in the agent's process; no BPF programs or maps)`, or Cilium's bare device mode. */
+export function datapathLine(s: StatusResponse): string | undefined {
+  const attach = s['attach-mode'] ? ` (attach ${s['attach-mode']})` : '';
+  if (s['cellium-datapath'] === 'memory') return "memory (in the agent's process; no BPF programs or maps)";
+  if (s['cellium-datapath'] === 'bpf') return `bpf${s['datapath-mode'] ? `, ${s['datapath-mode']} devices` : ''}${attach}`;
+  return s['datapath-mode'] ? `${s['datapath-mode']}${attach}` : undefined;
+}
+
 /** The human summary of a StatusResponse. */
 export function renderStatus(s: StatusResponse, verbose: boolean): string {
   const ctrls = s.controllers ?? [];
@@ -26,7 +34,7 @@ export function renderStatus(s: StatusResponse, verbose: boolean): string {
     ['Cellium', state(s.cilium)],
     ['Kubernetes', state(s.kubernetes)],
     ['CNI config', state(s['cni-file'])],
-    ['Datapath mode', s['datapath-mode'] ? `${s['datapath-mode']}${s['attach-mode'] ? ` (attach ${s['attach-mode']})` : ''}` : undefined],
+    ['Datapath mode', datapathLine(s)],
     ['IPAM', ipam ? `${allocated} allocated${pools.length ? ` from ${pools.join(', ')}` : ''}${ipam.status ? `   ${ipam.status}` : ''}` : undefined],
     ['Identity range', s['identity-range'] ? `${s['identity-range']['min-identity']} - ${s['identity-range']['max-identity']}` : undefined],
     ['Controllers', s.controllers ? `${ctrls.length - failing.length}/${ctrls.length} healthy` : undefined],

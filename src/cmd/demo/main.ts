@@ -8,6 +8,11 @@ import { privilegedDemo } from './privileged.js';
 import { consoleNarrator, type Narrator } from './runner.js';
 import { unprivilegedDemo } from './unprivileged.js';
 
+/** What running the demo as root adds, said at the end of the unprivileged story. */
+export const ROOT_ADDS =
+  'Run as root (sudo npm run demo) to see the real datapath: the agent loads BPF programs and pinned maps, ' +
+  'two pods get network namespaces and veths through the cellium-cni plugin, and the kernel drops the denied ping and TCP connection (with drop counters).';
+
 /** Runs the demo; resolves with the exit code. */
 export async function demo(n: Narrator = consoleNarrator(), root = process.getuid?.() === 0): Promise<number> {
   try {
@@ -19,6 +24,7 @@ export async function demo(n: Narrator = consoleNarrator(), root = process.getui
       await unprivilegedDemo(n);
     }
     n.say('Demo finished.');
+    if (!root) n.say(ROOT_ADDS);
     return 0;
   } catch (err) {
     process.stderr.write(`demo failed: ${errorMessage(err)}\n`);

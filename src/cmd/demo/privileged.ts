@@ -48,10 +48,10 @@ export async function privilegedDemo(n: Narrator): Promise<void> {
       const r = must(n, [join(binDir, 'cellium-cni')], { input: netconf, env: cniEnv('ADD', p, binDir), show: `CNI_COMMAND=ADD CNI_NETNS=/var/run/netns/${p.netns} CNI_ARGS='K8S_POD_NAMESPACE=${DEMO_NAMESPACE};K8S_POD_NAME=${p.name}' cellium-cni < 05-cellium.conflist` });
       const result = JSON.parse(r.stdout) as { ips: { address: string }[] };
       p.ip = result.ips[0]!.address.split('/')[0];
-      cli(n, socket, ['endpoint', 'labels', `pod-name:${DEMO_NAMESPACE}/${p.name}`, '--add', `k8s:app=${p.name}`, '--wait']);
+      await cli(n, socket, ['endpoint', 'labels', `pod-name:${DEMO_NAMESPACE}/${p.name}`, '--add', `k8s:app=${p.name}`, '--wait']);
     }
     const [client, server] = pods as [Pod, Pod];
-    cli(n, socket, ['endpoint', 'list']);
+    await cli(n, socket, ['endpoint', 'list']);
     const srv = run(n, ['ip', 'netns', 'exec', server.netns, 'true'], { quiet: true });
     if (srv.code === 0) {
       const { spawn } = await import('node:child_process');
@@ -71,15 +71,15 @@ export async function privilegedDemo(n: Narrator): Promise<void> {
     const file = join(dir, 'policy.yaml');
     writeFileSync(file, DEMO_POLICY);
     n.say(DEMO_POLICY.split('\n').join('\n    '));
-    cli(n, socket, ['policy', 'import', file, '--wait']);
+    await cli(n, socket, ['policy', 'import', file, '--wait']);
     tcp(80, true);
     tcp(81, false);
     ping(false);
     n.say('the BPF program on the server pod\'s lxc interface dropped those packets; its drop counters:');
-    cli(n, socket, ['map', 'get', 'cellium_metrics']);
+    await cli(n, socket, ['map', 'get', 'cellium_metrics']);
 
     n.step('Delete the policy: connectivity is back');
-    cli(n, socket, ['policy', 'delete', '--all', '--wait']);
+    await cli(n, socket, ['policy', 'delete', '--all', '--wait']);
     ping(true);
     tcp(81, true);
   } finally {

@@ -4,7 +4,11 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { CelliumClient } from '../../api/client.js';
+import type { CliIO } from '../../cli/context.js';
+import { runCli } from '../../cli/main.js';
 import { sleep } from '../../hive/index.js';
 
 /** The repository root (dist/src/cmd/demo → four levels up; src/cmd/demo under ts-node → three). */
@@ -62,9 +66,17 @@ export function must(n: Narrator, argv: readonly string[], opts: Parameters<type
   return r;
 }
 
-/** The `cellium` CLI against the demo agent's socket. */
-export function cli(n: Narrator, socket: string, args: readonly string[], quiet = false): RunResult {
-  return run(n, [process.execPath, bins.cli, '--socket-path', socket, ...args], { show: `cellium ${args.join(' ')}`, quiet });
+/**
+ * The `cellium` CLI against the demo agent's socket, shown as `$ cellium …`. It runs in this
+ * process (the same runCli the `cellium` command runs), so the demo pays no process start per step.
+ */
+export async function cli(n: Narrator, socket: string, args: readonly string[], quiet = false): Promise<RunResult> {
+  let stdout = '';
+  let stderr = '';
+  const io: CliIO = { stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t), readFile: (f) => readFile(f, 'utf8'), env: process.env };
+  const code = await runCli(['--socket-path', socket, ...args], io);
+  if (!quiet) n.cmd(`cellium ${args.join(' ')}`, stdout + (code !== 0 ? stderr : ''));
+  return { code, stdout, stderr };
 }
 
 /** Starts the agent in the background; resolves once its API answers. */
@@ -73,20 +85,30 @@ export async function startAgent(n: Narrator, flags: readonly string[], socket: 
   const p = spawn(process.execPath, [bins.agent, ...flags], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   p.stderr!.on('data', (d: Buffer) => (log += d.toString()));
-  for (let i = 0; i < 240; i++) {
-    if (p.exitCode !== null) throw new Error(`the agent exited (${p.exitCode}):\n${log}`);
-    if (existsSync(socket) && spawnSync(process.execPath, [bins.cli, '--socket-path', socket, 'status', '-o', 'json'], { encoding: 'utf8' }).status === 0) return p;
-    await sleep(250);
+  const client = new CelliumClient({ socketPath: socket }, { timeoutMs: 2000 });
+  try {
+    for (let i = 0; i < 600; i++) {
+      if (p.exitCode !== null) throw new Error(`the agent exited (${p.exitCode}):\n${log}`);
+      if (existsSync(socket) && (await client.status({ brief: true }).then(() => true, () => false))) return p;
+      await sleep(100);
+    }
+  } finally {
+    client.close();
   }
   p.kill('SIGKILL');
   throw new Error(`the agent did not answer on ${socket} within 60 s:\n${log}`);
 }
 
-/** Stops the agent with SIGTERM and waits for it. */
+/** Stops the agent with SIGTERM and waits for it (SIGKILL after 30 s); leaves no timer behind. */
 export async function stopAgent(n: Narrator, p: ChildProcess): Promise<number | null> {
   if (p.exitCode !== null) return p.exitCode;
   n.cmd('kill -TERM <agent>', '');
   const done = new Promise<number | null>((r) => p.once('exit', (c) => r(c)));
+  const giveUp = new AbortController();
   p.kill('SIGTERM');
-  return Promise.race([done, sleep(30_000).then(() => (p.kill('SIGKILL'), null))]);
+  try {
+    return await Promise.race([done, sleep(30_000, giveUp.signal).then(() => (p.kill('SIGKILL'), null), () => null)]);
+  } finally {
+    giveUp.abort();
+  }
 }

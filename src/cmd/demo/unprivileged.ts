@@ -27,7 +27,7 @@ export async function unprivilegedDemo(n: Narrator): Promise<void> {
     '--ipv4-range=10.233.0.0/24'], socket);
   const client = new CelliumClient({ socketPath: socket });
   try {
-    cli(n, socket, ['status']);
+    await cli(n, socket, ['status']);
 
     n.step('Create three endpoints the way the CNI plugin does: PUT /v1/endpoint/{id} with sync-build-endpoint');
     for (const p of PODS) {
@@ -43,33 +43,33 @@ export async function unprivilegedDemo(n: Narrator): Promise<void> {
       });
       n.say(`${p.name}: endpoint ${ep.id}, ${p.ip}, state ${ep.status?.state}`);
     }
-    cli(n, socket, ['endpoint', 'list']);
+    await cli(n, socket, ['endpoint', 'list']);
 
-    const trace = (from: string, to: string, dport: string, expect: 'allowed' | 'denied'): void => {
-      const r = cli(n, socket, ['policy', 'trace', '--src', from, '--src', ns, '--dst', to, '--dst', ns, '--dport', dport]);
+    const trace = async (from: string, to: string, dport: string, expect: 'allowed' | 'denied'): Promise<void> => {
+      const r = await cli(n, socket, ['policy', 'trace', '--src', from, '--src', ns, '--dst', to, '--dst', ns, '--dport', dport]);
       const got = /Verdict:\s+(ALLOWED|DENIED)/.exec(r.stdout)?.[1]?.toLowerCase();
       if (got !== expect) throw new Error(`expected ${expect} for ${from} -> ${to}:${dport}, got ${got ?? r.stdout + r.stderr}`);
     };
 
     n.step('No policy yet: every pod may reach every other pod');
-    trace('k8s:app=client', 'k8s:app=server', '80/TCP', 'allowed');
-    trace('k8s:app=stranger', 'k8s:app=server', '80/TCP', 'allowed');
+    await trace('k8s:app=client', 'k8s:app=server', '80/TCP', 'allowed');
+    await trace('k8s:app=stranger', 'k8s:app=server', '80/TCP', 'allowed');
 
     n.step('Import a policy: only app=client may reach app=server, on 80/TCP');
     const file = join(dir, 'policy.yaml');
     writeFileSync(file, DEMO_POLICY);
     n.say(DEMO_POLICY.split('\n').join('\n    '));
-    cli(n, socket, ['policy', 'import', file, '--wait']);
-    trace('k8s:app=client', 'k8s:app=server', '80/TCP', 'allowed');
-    trace('k8s:app=client', 'k8s:app=server', '81/TCP', 'denied');
-    trace('k8s:app=stranger', 'k8s:app=server', '80/TCP', 'denied');
+    await cli(n, socket, ['policy', 'import', file, '--wait']);
+    await trace('k8s:app=client', 'k8s:app=server', '80/TCP', 'allowed');
+    await trace('k8s:app=client', 'k8s:app=server', '81/TCP', 'denied');
+    await trace('k8s:app=stranger', 'k8s:app=server', '80/TCP', 'denied');
 
     n.step('Delete the policy: connectivity is back');
-    cli(n, socket, ['policy', 'delete', '--all']);
-    trace('k8s:app=stranger', 'k8s:app=server', '80/TCP', 'allowed');
+    await cli(n, socket, ['policy', 'delete', '--all']);
+    await trace('k8s:app=stranger', 'k8s:app=server', '80/TCP', 'allowed');
 
     n.step('Clean up: delete the endpoints and stop the agent');
-    for (const p of PODS) cli(n, socket, ['endpoint', 'delete', `container-id:demo-${p.name}`]);
+    for (const p of PODS) await cli(n, socket, ['endpoint', 'delete', `container-id:demo-${p.name}`]);
   } finally {
     client.close();
     await stopAgent(n, agent);
