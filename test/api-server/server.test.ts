@@ -8,7 +8,7 @@ import { module, provideInto, testHive, ConfigError } from '../../src/hive/index
 import { Transport } from '../../src/api/transport.js';
 import { createSpecValidator } from '../../src/api/spec.js';
 import {
-  apiServerCell, ApiRoutesToken, ApiServerToken, HttpError, ok, created, type ApiRouteGroup, type ApiRequest,
+  apiServerCell, ApiOperationsToken, ApiRoutersToken, ApiServerToken, HttpError, type ApiInput, type ApiOperations,
 } from '../../src/cells/api-server/index.js';
 
 const validator = createSpecValidator();
@@ -19,28 +19,27 @@ function tempSocket(t: Test, sub = 'run'): string {
   return join(dir, sub, 'cellium.sock');
 }
 
-const seen: ApiRequest[] = [];
-const testRoutes: ApiRouteGroup = {
-  name: 'test',
-  routes: [
-    { operationId: 'GetHealthz', handle: () => ok({ cilium: { state: 'Ok', msg: 'fine' } }) },
-    {
-      operationId: 'PutEndpointID',
-      limiter: 'endpoint-create',
-      handle: (req) => {
-        seen.push(req);
-        const id = Number(String(req.path.id).replace(/^cilium-local:/, ''));
-        if (id === 409) throw new HttpError(409, 'endpoint 409 exists');
-        if (id === 500) throw new Error('boom');
-        return created({ id, status: { state: 'ready' } });
-      },
-    },
-    { operationId: 'GetEndpointID', handle: (req) => ok({ id: Number(req.path.id), status: { state: 'ready' } }) },
-    { operationId: 'PutPolicy', handle: (req) => ok({ revision: 2, policy: String(req.body) }) },
-    { operationId: 'GetCelliumPolicyTrace', handle: (req) => ok({ verdict: 'allowed', ingress: { verdict: 'allowed', enforced: false, rules: [] }, egress: { verdict: 'allowed', enforced: false, rules: [String(req.query.dport), String(req.query.proto)] }, log: [] }) },
-  ],
-};
-const routesCell = module('test-routes', 'Test routes', provideInto(ApiRoutesToken, () => testRoutes));
+const seen: ApiInput[] = [];
+/** A router serving a few operations the way handler cells do. */
+function testRouter(ops: ApiOperations) {
+  const r = ops.router();
+  ops.serve(r, 'GetHealthz', (_req, res) => res.json({ cilium: { state: 'Ok', msg: 'fine' } }));
+  ops.serve(r, 'PutEndpointID', ops.limit('endpoint-create'), (_req, res) => {
+    seen.push(res.locals.api);
+    const id = Number(String(res.locals.api.path.id).replace(/^cilium-local:/, ''));
+    if (id === 409) throw new HttpError(409, 'endpoint 409 exists');
+    if (id === 500) throw new Error('boom');
+    res.status(201).json({ id, status: { state: 'ready' } });
+  });
+  ops.serve(r, 'GetEndpointID', (_req, res) => res.json({ id: Number(res.locals.api.path.id), status: { state: 'ready' } }));
+  ops.serve(r, 'PutPolicy', (_req, res) => res.json({ revision: 2, policy: String(res.locals.api.body) }));
+  ops.serve(r, 'GetCelliumPolicyTrace', (_req, res) => {
+    const q = res.locals.api.query;
+    res.json({ verdict: 'allowed', ingress: { verdict: 'allowed', enforced: false, rules: [] }, egress: { verdict: 'allowed', enforced: false, rules: [String(q.dport), String(q.proto)] }, log: [] });
+  });
+  return r;
+}
+const routesCell = module('test-routes', 'Test routes', provideInto(ApiRoutersToken, (ops: ApiOperations) => ({ name: 'test', router: testRouter(ops) }), ApiOperationsToken));
 
 /** A request with a raw body (the client always sends valid JSON). */
 function rawRequest(socketPath: string, method: string, path: string, body: string): Promise<{ status: number; body: unknown }> {
@@ -227,8 +226,13 @@ t.test('bad --api-rate-limit syntax is a config error naming the key', async (t)
 
 t.test('a route group naming an operation twice or one the spec lacks fails at start', async (t) => {
   const socketPath = tempSocket(t);
-  const dup = module('dup', 'Dup', provideInto(ApiRoutesToken, () => ({ name: 'dup', routes: [{ operationId: 'GetHealthz', handle: () => ok() }] })));
+  const one = (id: string) => (ops: ApiOperations) => {
+    const r = ops.router();
+    ops.serve(r, id, (_req, res) => res.end());
+    return r;
+  };
+  const dup = module('dup', 'Dup', provideInto(ApiRoutersToken, (ops: ApiOperations) => ({ name: 'dup', router: one('GetHealthz')(ops) }), ApiOperationsToken));
   await t.rejects(testHive(t, [apiServerCell, routesCell, dup], { config: { 'socket-path': socketPath } }), /GetHealthz is served twice: by route group "test" and by "dup"/);
-  const unknown = module('unk', 'Unknown', provideInto(ApiRoutesToken, () => ({ name: 'unk', routes: [{ operationId: 'GetNothing', handle: () => ok() }] })));
+  const unknown = module('unk', 'Unknown', provideInto(ApiRoutersToken, (ops: ApiOperations) => ({ name: 'unk', router: one('GetNothing')(ops) }), ApiOperationsToken));
   await t.rejects(testHive(t, [apiServerCell, unknown], { config: { 'socket-path': socketPath } }), /does not define/);
 });

@@ -10,13 +10,13 @@ import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
-import { ApiRoutesToken } from '../api-server/types.js';
+import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
 import { EndpointAPIManagerToken, EndpointManagerToken, type EndpointAPIManager, type EndpointManager } from '../endpoint/types.js';
 import { IPAMToken, type IPAM } from '../ipam/types.js';
 import { CniServerConfigToken, cniServerConfigSchema, type CniServerConfig } from './config.js';
 import { AttachmentLedger } from './ledger.js';
 import { NetlinkOps, type NetOps } from './netops.js';
-import { cniRoutes } from './routes.js';
+import { cniRouter } from './routes.js';
 import { CniServer } from './server.js';
 
 export { CniServer } from './server.js';
@@ -24,7 +24,7 @@ export { CniServerConfigToken, cniServerConfigSchema, type CniServerConfig } fro
 export { NetlinkOps, type NetOps, type LinkOps } from './netops.js';
 export { CniFailure, CelliumCniCode } from './errors.js';
 export { hostIfName, HOST_IF_PREFIX } from './plumbing.js';
-export { cniRoutes, CNI_OPERATION_ID } from './routes.js';
+export { cniRouter, CNI_OPERATION_ID } from './routes.js';
 export { AttachmentLedger, attachmentKey } from './ledger.js';
 export { formatResult, parseResult, type CniResultModel } from './result.js';
 export { parseCall, parseNetConf, parseArgs, type NetConf, type CniArgs, type ParsedCall } from './netconf.js';
@@ -77,6 +77,6 @@ export const cniServerCell = module(
       newServer({ ipam, endpoints, manager, net, cfg, lc, jobs, log }),
     IPAMToken, EndpointAPIManagerToken, EndpointManagerToken, CniNetOpsToken, CniServerConfigToken, LifecycleToken, JobsToken, LoggerToken,
   ),
-  provideInto(ApiRoutesToken, cniRoutes, CniServerToken),
+  provideInto(ApiRoutersToken, (ops: ApiOperations, server: CniServer) => ({ name: 'cni', router: cniRouter(ops, server) }), ApiOperationsToken, CniServerToken),
   invoke('cni-server', (_s: CniServer) => undefined, CniServerToken),
 );
