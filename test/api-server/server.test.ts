@@ -142,15 +142,18 @@ t.test('404 and 405 answer JSON', async (t) => {
 
 t.test('requests are validated: 400 naming the field as a JSON pointer and what was expected', async (t) => {
   const { tr, socketPath } = await start(t);
-  const bad = await tr.request('PUT', '/endpoint/12', { body: { addressing: { ipv4: '10.0.0.300' } } });
+  const bad = await tr.request('PUT', '/endpoint/12', { body: { state: 'waiting-for-identity', addressing: { ipv4: '10.0.0.300' } } });
   t.equal(bad.status, 400);
   t.same(validator.response('PutEndpointID', 400, bad.body), []);
   const e = (bad.body as { error: { field: string; expected: string; message: string } }).error;
   t.equal(e.field, '/body/addressing/ipv4');
   t.match(e.expected, /ipv4/);
-  const unknownField = await tr.request('PUT', '/endpoint/12', { body: { 'no-such-field': 1 } });
+  const unknownField = await tr.request('PUT', '/endpoint/12', { body: { state: 'waiting-for-identity', 'no-such-field': 1 } });
   t.equal((unknownField.body as { error: { field: string } }).error.field, '/body/no-such-field');
-  const badId = await tr.request('PUT', '/endpoint/not%20an%20id', { body: {} });
+  const noState = await tr.request('PUT', '/endpoint/12', { body: { 'container-id': 'abc' } });
+  t.equal(noState.status, 400, 'state is required, as in Cilium');
+  t.same((noState.body as { error: unknown }).error, { field: '/body/state', message: '/body/state is required', expected: 'a value for state' });
+  const badId = await tr.request('PUT', '/endpoint/not%20an%20id', { body: { state: 'waiting-for-identity' } });
   t.equal(badId.status, 400);
   t.equal((badId.body as { error: { field: string } }).error.field, '/path/id');
   const notJson = await rawRequest(socketPath, 'PUT', '/v1/endpoint/12', '{"id": ');
@@ -170,17 +173,17 @@ t.test('requests are validated: 400 naming the field as a JSON pointer and what 
 
 t.test('validated values reach the handler coerced; handler errors map to statuses', async (t) => {
   const { tr } = await start(t);
-  const res = await tr.request('PUT', '/endpoint/cilium-local:7', { body: { 'container-id': 'abc', 'sync-build-endpoint': true } });
+  const res = await tr.request('PUT', '/endpoint/cilium-local:7', { body: { 'container-id': 'abc', state: 'waiting-for-identity', 'sync-build-endpoint': true } });
   t.equal(res.status, 201);
   t.same(validator.response('PutEndpointID', 201, res.body), []);
-  t.same(seen.at(-1)?.body, { 'container-id': 'abc', 'sync-build-endpoint': true });
+  t.same(seen.at(-1)?.body, { 'container-id': 'abc', state: 'waiting-for-identity', 'sync-build-endpoint': true });
   const trace = await tr.request('GET', '/cellium/policy/trace', { query: { dport: '80' } });
   t.same((trace.body as { egress: { rules: string[] } }).egress.rules, ['80', 'TCP'], 'dport coerced, proto defaulted');
-  const conflict = await tr.request('PUT', '/endpoint/409', { body: {} });
+  const conflict = await tr.request('PUT', '/endpoint/409', { body: { state: 'waiting-for-identity' } });
   t.equal(conflict.status, 409);
   t.equal(conflict.body, 'endpoint 409 exists');
   t.same(validator.response('PutEndpointID', 409, conflict.body), []);
-  const failed = await tr.request('PUT', '/endpoint/500', { body: {} });
+  const failed = await tr.request('PUT', '/endpoint/500', { body: { state: 'waiting-for-identity' } });
   t.equal(failed.status, 500);
   t.match(failed.body, /PutEndpointID failed: boom/);
   const yaml = await tr.request('PUT', '/policy', { body: '- endpointSelector: {}\n', contentType: 'application/yaml' });
@@ -192,15 +195,15 @@ t.test('validated values reach the handler coerced; handler errors map to status
 
 t.test('bodies over the limit get 413', async (t) => {
   const { tr } = await start(t, { 'api-max-body-bytes': 2048 });
-  const res = await tr.request('PUT', '/endpoint/1', { body: { 'container-name': 'x'.repeat(4096) } });
+  const res = await tr.request('PUT', '/endpoint/1', { body: { state: 'waiting-for-identity', 'container-name': 'x'.repeat(4096) } });
   t.equal(res.status, 413);
   t.equal(res.headers['x-cellium-max-body-bytes'], '2048', 'the limit in a header (the CNI shim reports it)');
 });
 
 t.test('rate limiting: 429 with Retry-After once the wait would exceed the maximum', async (t) => {
   const { tr } = await start(t, { 'api-rate-limit': 'endpoint-create=rate-limit:1/m,rate-burst:1,max-wait-duration:50ms,auto-adjust:false,skip-initial:0' });
-  t.equal((await tr.request('PUT', '/endpoint/1', { body: {} })).status, 201);
-  const limited = await tr.request('PUT', '/endpoint/2', { body: {} });
+  t.equal((await tr.request('PUT', '/endpoint/1', { body: { state: 'waiting-for-identity' } })).status, 201);
+  const limited = await tr.request('PUT', '/endpoint/2', { body: { state: 'waiting-for-identity' } });
   t.equal(limited.status, 429);
   t.equal(limited.headers['retry-after'], '60');
   t.match(limited.body, /endpoint-create: request would have to wait/);
@@ -210,7 +213,7 @@ t.test('rate limiting: 429 with Retry-After once the wait would exceed the maxim
 
 t.test('--enable-api-rate-limit=false turns limiting off', async (t) => {
   const { tr } = await start(t, { 'api-rate-limit': 'endpoint-create=rate-limit:1/m,rate-burst:1,max-wait-duration:50ms,skip-initial:0', 'enable-api-rate-limit': false });
-  for (let i = 1; i <= 5; i++) t.equal((await tr.request('PUT', `/endpoint/${i}`, { body: {} })).status, 201);
+  for (let i = 1; i <= 5; i++) t.equal((await tr.request('PUT', `/endpoint/${i}`, { body: { state: 'waiting-for-identity' } })).status, 201);
 });
 
 t.test('bad --api-rate-limit syntax is a config error naming the key', async (t) => {
