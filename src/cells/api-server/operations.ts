@@ -7,7 +7,7 @@
  */
 import { Router, type NextFunction, type Request } from 'express';
 import { queryRecord } from '../../api/http-check.js';
-import { createSpecValidator, type OperationInfo, type SpecValidator } from '../../api/spec.js';
+import { createSpecValidator, type OperationInfo, type SpecValidator, type ValidRequest } from '../../api/spec.js';
 import { bodyReader, parseBody } from './body.js';
 import { InvalidRequestError, RouteConflictError } from './errors.js';
 import type { ApiLimiterSet } from './ratelimit/set.js';
@@ -143,40 +143,50 @@ export class SpecOperations implements ApiOperations {
         ...(contentType !== undefined ? { contentType } : {}),
       });
       if (!v.ok) return next(new InvalidRequestError(v.error));
-      const signal = this.signalFor(res);
-      const input: ApiInput = {
-        operationId: op.operationId,
-        path: v.path,
-        query: v.query,
-        headers: v.headers,
-        body: v.body,
-        ...(v.contentType !== undefined ? { contentType: v.contentType } : {}),
-        get signal() {
-          return signal();
-        },
-      };
+      const input = new ValidatedInput(op.operationId, v, res, this.inFlight);
       res.locals.api = input;
       next();
     };
   }
+}
 
-  /** The request's abort signal, made on first use (most handlers never look at it). */
-  private signalFor(res: ApiResponse): () => AbortSignal {
-    let ac: AbortController | undefined;
-    return () => {
-      if (!ac) {
-        const made = (ac = new AbortController());
-        const closed = (): void => {
-          this.inFlight.delete(made);
-          if (!res.writableFinished) made.abort(new Error('the client closed the connection'));
-        };
-        if (res.closed) closed();
-        else {
-          this.inFlight.add(made);
-          res.once('close', closed);
-        }
+/** The validated request handlers read from `res.locals.api`; its abort signal is made on first use (most handlers never look at it). */
+class ValidatedInput implements ApiInput {
+  readonly path: Readonly<Record<string, unknown>>;
+  readonly query: Readonly<Record<string, unknown>>;
+  readonly headers: Readonly<Record<string, unknown>>;
+  readonly body: unknown;
+  readonly contentType: string | undefined;
+  private controller: AbortController | undefined;
+
+  constructor(
+    readonly operationId: string,
+    v: ValidRequest,
+    private readonly res: ApiResponse,
+    private readonly inFlight: Set<AbortController>,
+  ) {
+    this.path = v.path;
+    this.query = v.query;
+    this.headers = v.headers;
+    this.body = v.body;
+    this.contentType = v.contentType;
+  }
+
+  /** Aborted when the client goes away, or by abortAll (server stop). */
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      const ac = (this.controller = new AbortController());
+      const res = this.res;
+      const closed = (): void => {
+        this.inFlight.delete(ac);
+        if (!res.writableFinished) ac.abort(new Error('the client closed the connection'));
+      };
+      if (res.closed) closed();
+      else {
+        this.inFlight.add(ac);
+        res.once('close', closed);
       }
-      return ac.signal;
-    };
+    }
+    return this.controller.signal;
   }
 }

@@ -75,13 +75,13 @@ export function createApiRouter(opts: ApiRouterOptions): ApiRouter {
   const served = [...servedOperations(ops, groups).keys()].sort();
   const requests = new Subject<RequestRecord>();
   const methods = new Set(spec.operations.map((o) => o.method.toUpperCase()));
-  const v1 = Router(ROUTER_OPTIONS);
-  for (const g of groups) v1.use(g.router);
+  const rest = unmatched(spec);
   const router = Router(ROUTER_OPTIONS);
   router.use(observe(requests), normalize);
-  // only the spec's methods reach the routes (no HEAD answered by a GET route, no automatic OPTIONS answer)
-  router.use('/v1', (req, res, next) => (methods.has(req.method) ? v1(req, res, next) : next()));
-  router.use(unmatched(spec), apiErrorHandler(log));
+  // methods the spec does not use are answered before any route sees them (no HEAD answered by a GET route, no automatic OPTIONS answer)
+  router.use((req, res, next) => (methods.has(req.method) ? next() : rest(req, res, next)));
+  if (groups.length > 0) router.use('/v1', ...groups.map((g) => g.router));
+  router.use(rest, apiErrorHandler(log));
   return {
     router,
     served: () => [...served],

@@ -18,8 +18,8 @@ export interface ApiInput {
   readonly headers: Readonly<Record<string, unknown>>;
   /** The body (parsed JSON, or the text for text/plain and application/yaml); undefined when none. */
   readonly body: unknown;
-  /** The media type the body came as. */
-  readonly contentType?: string;
+  /** The media type the body came as (undefined without a body). */
+  readonly contentType: string | undefined;
   /** Aborted when the client goes away or the server stops. */
   readonly signal: AbortSignal;
 }
