@@ -29,6 +29,7 @@ t.test('the API router mounted under /cellium in a fresh express app', { skip },
   const ip = await call(`${api}/ipam?owner=my-tool`, 'POST');
   t.equal(ip.status, 201, 'POST /ipam served under the prefix');
   t.match(ip.body, { address: { ipv4: /^192\.168\.78\.\d+$/ } });
+  t.match((await call(`${api}/ipam`)).body, { addresses: [{ owner: 'my-tool' }] }, 'GET /ipam lists it');
 
   const rules = JSON.stringify([{ endpointSelector: { matchLabels: { app: 'web' } }, labels: ['k8s:tool=embed'] }]);
   t.equal((await call(`${api}/policy`, 'PUT', JSON.stringify(rules))).status, 200, 'PUT /policy with the JSON string Cilium sends');
@@ -43,7 +44,7 @@ t.test('the API router mounted under /cellium in a fresh express app', { skip },
   t.equal(missing.body, 'no such API path: GET /cellium/v1/nothing', 'unknown API paths answer in Cilium\'s Error shape, naming the full path');
   const method = await call(`${api}/ipam`, 'DELETE');
   t.equal(method.status, 405);
-  t.equal(method.allow, 'POST');
+  t.equal(method.allow, 'GET, POST');
   const unserved = await call(`${api}/healthz`);
   t.equal(unserved.status, 501, 'an operation whose cell the app did not include');
   t.match(unserved.body, /GetHealthz is not served/);
