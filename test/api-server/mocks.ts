@@ -205,7 +205,7 @@ export function mockDatapath(): Datapath {
   ];
   return {
     mode: 'memory',
-    loader: { reloadEndpoint: async () => undefined, unloadEndpoint: async () => undefined, isLoaded: async () => true },
+    loader: { reloadEndpoint: async () => undefined, unloadEndpoint: async () => undefined, isLoaded: async () => true, checkAttached: async () => undefined },
     maps: {
       setEndpoint: () => undefined, deleteEndpoint: () => undefined, upsertIPCache: () => undefined, deleteIPCache: () => undefined,
       setPolicy: () => undefined, deletePolicy: () => undefined, flush: async () => [],
