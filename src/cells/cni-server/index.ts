@@ -76,7 +76,9 @@ function newServer(p: ServerParams): CniServer {
   p.jobs.oneShot('cni-delete-queue', async () => {
     await p.restored;
     // nothing is in flight before the server is ready: an interface no endpoint holds is an interrupted ADD's
-    await server.removeOrphans('at start: left by an ADD the previous agent did not finish');
+    await server.removeOrphans('at start: left by an ADD the previous agent did not finish').catch((err: Error) => {
+      p.log.error({ err: err.message }, 'CNI: cannot read the journal of host interfaces; none removed at start (CNI GC retries)');
+    });
     const first = await server.replayDeleteQueue(p.cfg.cniDeleteQueueDir);
     server.setReady(true);
     // DELs the shim queued while this start was in progress (unless the directory cannot be listed).
