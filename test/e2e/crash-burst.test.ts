@@ -6,6 +6,7 @@
 // pinned maps (cellium_lxc, cellium_ipcache, the policy maps), no IP in IPAM but the acknowledged
 // ones, and every acknowledged ADD restored with the endpoint ID, IP and identity it had.
 import t from 'tap';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CelliumClient } from '../../src/api/client.js';
@@ -15,7 +16,7 @@ import { hostIfName, JOURNAL_DIR } from '../../src/cells/cni-server/index.js';
 import { cidrContains, parseCidr } from '../../src/cells/ipam/index.js';
 import { skipUnlessBpf } from '../bpf/fixtures/topology.js';
 import { Cleanup, bpfRoot, tempDir, until } from '../datapath-bpf/fixtures.js';
-import { createNetns, ip } from '../netlink/netns.js';
+import { ip } from '../netlink/netns.js';
 import type { ShimRun } from '../cni-shim/run-shim.js';
 import { buildShim, cni, uniq } from './agent.js';
 import { distMissing, spawnAgent, waitReady } from './process.js';
@@ -47,6 +48,8 @@ const linkExists = (name: string): boolean => existsSync(`/sys/class/net/${name}
 
 t.test('80 concurrent ADDs, kill -9 mid-burst, restart, CNI GC: nothing leaks, every acknowledged ADD is restored', { skip: skipUnlessBpf() || distMissing() }, async (t) => {
   buildShim();
+  const began = Date.now();
+  const phase = (what: string): void => void t.comment(`${what}: ${((Date.now() - began) / 1000).toFixed(1)} s`);
   const c = new Cleanup(t);
   const root = bpfRoot(c);
   const dir = tempDir(c, 'crash');
@@ -61,15 +64,20 @@ t.test('80 concurrent ADDs, kill -9 mid-burst, restart, CNI GC: nothing leaks, e
   c.teardown(() => {
     for (const cid of cids) if (linkExists(hostIfName(cid, 'eth0'))) ip('link', 'del', hostIfName(cid, 'eth0'));
   });
-  const namespaces = cids.map((_, i) => {
-    const ns = createNetns(`clcr-${id}-${i}`);
-    c.teardown(ns.remove);
-    return ns;
+  // one `ip -batch` each way: 80 `ip netns add` processes cost seconds on a busy machine
+  const names = cids.map((_, i) => `clcr-${id}-${i}`);
+  c.teardown(() => {
+    const left = names.filter((n) => existsSync(`/var/run/netns/${n}`));
+    if (left.length) execFileSync('ip', ['-force', '-batch', '-'], { input: left.map((n) => `netns del ${n}\n`).join('') });
   });
+  execFileSync('ip', ['-batch', '-'], { input: names.map((n) => `netns add ${n}\n`).join('') });
+  const namespaces = names.map((n) => ({ name: n, path: `/var/run/netns/${n}` }));
   const conf = (extra: Record<string, unknown> = {}, cniVersion = '1.0.0') => ({ cniVersion, name: 'cellium', type: 'cellium-cni', 'socket-path': socketPath, ...extra });
 
+  phase('namespaces made');
   let agent = spawnAgent(c, args);
   t.ok(await waitReady(agent, socketPath), 'the agent is ready', { log: agent.log().slice(-3000) });
+  phase('agent ready');
 
   const results: ShimRun[] = [];
   let acked = 0;
@@ -83,6 +91,7 @@ t.test('80 concurrent ADDs, kill -9 mid-burst, restart, CNI GC: nothing leaks, e
   agent.proc.kill('SIGKILL');
   await agent.exited;
   await Promise.all(runs); // the others fail at once: the agent is gone
+  phase('killed');
   const ok = cids.flatMap((cid, i) => (results[i]!.code === 0 ? [i] : []));
   const okSet = new Set(ok);
   t.ok(ok.length >= N / 4 && ok.length < N, `killed mid-burst: ${ok.length} of ${N} ADDs acknowledged`);
@@ -99,6 +108,7 @@ t.test('80 concurrent ADDs, kill -9 mid-burst, restart, CNI GC: nothing leaks, e
 
   agent = spawnAgent(c, args);
   t.ok(await waitReady(agent, socketPath), 'the restarted agent is ready', { log: agent.log().slice(-3000) });
+  phase('restarted agent ready');
   const swept = agent.records().filter((r) => r.msg === 'removed a host interface that no endpoint holds');
   t.same(new Set(swept.filter((r) => r.deleted === true).map((r) => r.ifName)), new Set(orphaned.map((cid) => hostIfName(cid, 'eth0'))), 'at start, each host interface no endpoint holds was deleted, with a log line');
   t.notOk(orphaned.some((cid) => linkExists(hostIfName(cid, 'eth0'))), 'they are gone before the agent reports ready');
@@ -107,6 +117,7 @@ t.test('80 concurrent ADDs, kill -9 mid-burst, restart, CNI GC: nothing leaks, e
   const valid = ok.map((i) => ({ containerID: cids[i]!, ifname: 'eth0' }));
   const gc = await cni('GC', { containerId: '' }, conf({ 'cni.dev/valid-attachments': valid }, '1.1.0'));
   t.same([gc.code, gc.stdout], [0, ''], 'CNI GC succeeds');
+  phase('GC done');
 
   // no leaked veth
   t.same(cids.filter((cid, i) => linkExists(hostIfName(cid, 'eth0')) !== okSet.has(i)), [], 'a host veth exists exactly for each acknowledged ADD');
@@ -143,4 +154,5 @@ t.test('80 concurrent ADDs, kill -9 mid-burst, restart, CNI GC: nothing leaks, e
 
   agent.proc.kill('SIGTERM');
   await agent.exited;
+  phase('checked');
 });
