@@ -98,6 +98,28 @@ t.test('the chained takeover is refused; programs removed by hand are detected a
   t.ok(endpointPrograms(ifIndex(lxc)).to_container.legacy !== undefined, 'the regeneration re-attached it');
   t.equal(ep.health().bpf, 'OK');
 
+  // a legitimate chained attachment (its own veth, made by a "previous plugin") gets programs of its
+  // own; its DEL removes those and only those
+  const nsC = netns(t, 'chn');
+  const peer = `vch${uniq()}`;
+  execFileSync('ip', ['link', 'add', peer, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', nsC.name]);
+  t.teardown(() => {
+    if (existsSync(`/sys/class/net/${peer}`)) execFileSync('ip', ['link', 'del', peer]);
+  });
+  execFileSync('ip', ['link', 'set', peer, 'up']);
+  execFileSync('ip', ['-n', nsC.name, 'addr', 'add', '10.99.0.5/32', 'dev', 'eth0']);
+  const chained = { containerId: `own-c-${uniq()}`, netns: nsC.path, args: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=own;K8S_POD_NAME=chained' };
+  const chainPrev = { cniVersion: '1.0.0', interfaces: [{ name: 'eth0', sandbox: nsC.path }], ips: [{ address: '10.99.0.5/32', interface: 0 }] };
+  const chainAdd = await cni('ADD', chained, conf(agent, { prevResult: chainPrev }));
+  t.equal(chainAdd.code, 0, chainAdd.stdout);
+  const chainProgs = endpointPrograms(ifIndex(peer));
+  t.ok(chainProgs.from_container.legacy !== undefined && chainProgs.to_container.legacy !== undefined, "the chained endpoint's programs are on its own veth");
+  const victimProgs = endpointPrograms(ifIndex(lxc));
+  t.same((await cni('DEL', chained, conf(agent, { prevResult: chainPrev }))).code, 0, 'the chained DEL succeeds');
+  t.same(endpointPrograms(ifIndex(peer)).from_container, { tcx: [] }, 'its programs are gone');
+  t.ok(existsSync(`/sys/class/net/${peer}`), "the previous plugin's veth stays");
+  t.same(endpointPrograms(ifIndex(lxc)), victimProgs, "and the other endpoint's programs are untouched");
+
   const gone = await cni('DEL', victim, conf(agent));
   t.equal(gone.code, 0, gone.stdout);
   t.notOk(existsSync(`/sys/class/net/${lxc}`), 'DEL removes the interface');
