@@ -9,17 +9,14 @@ import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CelliumClient } from '../../src/api/client.js';
 import { endpointPrograms, openIPCacheMap, openLxcMap, pinnedEndpoints } from '../../src/bpf/index.js';
 import { endpointOfPolicyMap } from '../../src/cells/datapath/index.js';
 import { hostIfName, JOURNAL_DIR } from '../../src/cells/cni-server/index.js';
 import { cidrContains, parseCidr } from '../../src/cells/ipam/index.js';
-import { skipUnlessBpf } from '../bpf/fixtures/topology.js';
-import { Cleanup, bpfRoot, tempDir, until } from '../datapath-bpf/fixtures.js';
+import { Cleanup, agentProcess, agentProcessSkip, until, type spawnAgent } from '../datapath-bpf/fixtures.js';
 import { ip } from '../netlink/netns.js';
-import type { ShimRun } from '../cni-shim/run-shim.js';
+import { runShim, type ShimRun } from '../cni-shim/run-shim.js';
 import { buildShim, cni, uniq } from './agent.js';
-import { distMissing, spawnAgent, waitReady } from './process.js';
 
 const N = 80;
 const POOL = '10.247.0.0/24';
@@ -46,19 +43,30 @@ interface ModelLike {
 
 const linkExists = (name: string): boolean => existsSync(`/sys/class/net/${name}`);
 
-t.test('80 concurrent ADDs, kill -9 mid-burst, restart, CNI GC: nothing leaks, every acknowledged ADD is restored', { skip: skipUnlessBpf() || distMissing() }, async (t) => {
+/** The agent's log lines, parsed (lines that are not JSON are left out). */
+function logRecords(agent: ReturnType<typeof spawnAgent>): Array<Record<string, unknown>> {
+  return agent.log().split('\n').flatMap((l) => {
+    try {
+      return l.startsWith('{') ? [JSON.parse(l) as Record<string, unknown>] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** Waits until the shim's STATUS succeeds (the CNI server is ready: restore done, leftovers removed), at most 60 s. */
+function cniReady(agent: ReturnType<typeof spawnAgent>, socketPath: string): Promise<boolean> {
+  const conf = JSON.stringify({ cniVersion: '1.1.0', name: 'cellium', type: 'cellium-cni', 'socket-path': socketPath });
+  return until(async () => agent.proc.exitCode === null && (await runShim({ CNI_COMMAND: 'STATUS' }, conf)).code === 0, 60000, 100);
+}
+
+t.test('80 concurrent ADDs, kill -9 mid-burst, restart, CNI GC: nothing leaks, every acknowledged ADD is restored', { skip: agentProcessSkip() }, async (t) => {
   buildShim();
   const began = Date.now();
   const phase = (what: string): void => void t.comment(`${what}: ${((Date.now() - began) / 1000).toFixed(1)} s`);
   const c = new Cleanup(t);
-  const root = bpfRoot(c);
-  const dir = tempDir(c, 'crash');
+  const { root, dir, socketPath, client, start } = agentProcess(c, 'crash', POOL);
   const stateDir = join(dir, 'state');
-  const socketPath = join(dir, 'cellium.sock');
-  const args = [
-    `--socket-path=${socketPath}`, `--state-dir=${stateDir}`, `--cni-delete-queue-dir=${join(dir, 'q')}`,
-    `--bpf-root=${root}`, `--ipv4-range=${POOL}`, '--datapath-mode=bpf',
-  ];
   const id = uniq();
   const cids = Array.from({ length: N }, (_, i) => `crash-${id}-${i}`);
   c.teardown(() => {
@@ -75,8 +83,8 @@ t.test('80 concurrent ADDs, kill -9 mid-burst, restart, CNI GC: nothing leaks, e
   const conf = (extra: Record<string, unknown> = {}, cniVersion = '1.0.0') => ({ cniVersion, name: 'cellium', type: 'cellium-cni', 'socket-path': socketPath, ...extra });
 
   phase('namespaces made');
-  let agent = spawnAgent(c, args);
-  t.ok(await waitReady(agent, socketPath), 'the agent is ready', { log: agent.log().slice(-3000) });
+  let agent = start();
+  t.ok(await cniReady(agent, socketPath), 'the agent is ready', { log: agent.log().slice(-3000) });
   phase('agent ready');
 
   const results: ShimRun[] = [];
@@ -106,10 +114,10 @@ t.test('80 concurrent ADDs, kill -9 mid-burst, restart, CNI GC: nothing leaks, e
   const unacked = [...before.keys()].filter((cid) => !added.has(cid));
   t.comment(`after the crash: ${orphaned.length} host interfaces without a stored endpoint, ${unacked.length} stored endpoints whose ADD was not acknowledged`);
 
-  agent = spawnAgent(c, args);
-  t.ok(await waitReady(agent, socketPath), 'the restarted agent is ready', { log: agent.log().slice(-3000) });
+  agent = start();
+  t.ok(await cniReady(agent, socketPath), 'the restarted agent is ready', { log: agent.log().slice(-3000) });
   phase('restarted agent ready');
-  const swept = agent.records().filter((r) => r.msg === 'removed a host interface that no endpoint holds');
+  const swept = logRecords(agent).filter((r) => r.msg === 'removed a host interface that no endpoint holds');
   t.same(new Set(swept.filter((r) => r.deleted === true).map((r) => r.ifName)), new Set(orphaned.map((cid) => hostIfName(cid, 'eth0'))), 'at start, each host interface no endpoint holds was deleted, with a log line');
   t.notOk(orphaned.some((cid) => linkExists(hostIfName(cid, 'eth0'))), 'they are gone before the agent reports ready');
   t.ok(swept.every((r) => String(r.reason).startsWith('at start')), 'by the start sweep');
@@ -122,8 +130,6 @@ t.test('80 concurrent ADDs, kill -9 mid-burst, restart, CNI GC: nothing leaks, e
   // no leaked veth
   t.same(cids.filter((cid, i) => linkExists(hostIfName(cid, 'eth0')) !== okSet.has(i)), [], 'a host veth exists exactly for each acknowledged ADD');
   // every acknowledged ADD restored, same id, IP, identity
-  const client = new CelliumClient({ socketPath });
-  c.teardown(() => client.close());
   const eps = await client.listEndpoints();
   const now = new Map(eps.map((e) => [e.status['external-identifiers']?.['container-id'] ?? '', { id: e.id, ip: e.status.networking?.addressing?.[0]?.ipv4 ?? '', identity: e.status.identity?.id ?? 0 }]));
   t.same(new Set(now.keys()), new Set(added.keys()), 'the endpoints are exactly the acknowledged ADDs');
