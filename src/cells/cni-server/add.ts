@@ -11,8 +11,9 @@ import type { EndpointChangeRequest, EndpointView } from '../endpoint/index.js';
 import type { Family, IPAllocation } from '../ipam/types.js';
 import type { CniDeps } from './deps.js';
 import { releaseLedgerIPs, removeAttachment } from './del.js';
-import { CelliumCniCode, CniFailure, asCniFailure } from './errors.js';
+import { CelliumCniCode, CniFailure, asCniFailure, interfaceTaken } from './errors.js';
 import { attachmentKey } from './ledger.js';
+import { interfaceOwner } from './owners.js';
 import type { ParsedCall } from './netconf.js';
 import { activateHostVeth, configurePodVeth, createPodVeth, findChainedLinks, hostIfName, podCidr, randomPodMac, type PodAddress } from './plumbing.js';
 import type { CniResultModel, ResultIP } from './result.js';
@@ -104,6 +105,8 @@ function familyOf(ip: string): Family {
 async function addChained(d: CniDeps, call: ParsedCall, index: number, undo: Undo): Promise<CniResultModel> {
   const prev = call.conf.prevResult!;
   const links = await findChainedLinks(d.net, call.req.netns, call.req.ifName);
+  const holder = interfaceOwner(d.manager, links.host.name);
+  if (holder) throw interfaceTaken(`chaining onto ${call.req.ifName} in ${call.req.netns} (prevResult)`, links.host.name, holder);
   const ips = prev.ips.filter((ip) => ip.interface === undefined || ip.interface === index);
   if (ips.length === 0) throw new CniFailure(CniErrorCode.InvalidConfig, `invalid network configuration: prevResult.ips has no address for interface ${call.req.ifName}`);
   const addrs = ips.map((ip) => ({ ip: ip.address.split('/')[0]!, family: familyOf(ip.address) }));
@@ -114,13 +117,20 @@ async function addChained(d: CniDeps, call: ParsedCall, index: number, undo: Und
 
 async function addVeth(d: CniDeps, call: ParsedCall, signal: AbortSignal | undefined, undo: Undo): Promise<CniResultModel> {
   const { req, conf } = call;
+  const hostName = hostIfName(req.containerId, req.ifName);
+  const holder = interfaceOwner(d.manager, hostName);
+  if (holder) throw interfaceTaken(`creating the host side of ${req.ifName}`, hostName, holder);
   const allocs = allocate(d, call, undo);
   const addresses: PodAddress[] = allocs.map((a) => ({ ip: a.ip, family: a.family, gateway: a.gateway }));
-  const hostName = hostIfName(req.containerId, req.ifName);
   const mtu = conf.mtu ?? d.cfg.cniMtu;
   const setup = { hostName, ifName: req.ifName, netns: req.netns, mtu, addresses, podMac: randomPodMac() };
+  // journalled before the pair exists: after a crash at any later point, the restarted agent knows it
+  await d.journal.write({ containerId: req.containerId, ifName: req.ifName, hostName, ips: allocs.map((a) => ({ ip: a.ip, owner: a.owner })) });
+  undo.push([`delete ${hostName}`, async () => {
+    await d.net.inHost((h) => h.deleteLink(hostName));
+    await d.journal.remove(hostName); // only once the interface is gone
+  }]);
   const host = await createPodVeth(d.net, setup);
-  undo.push([`delete ${hostName}`, () => d.net.inHost((h) => h.deleteLink(hostName))]);
   // The endpoint (program load, maps, state) is built while the pod side is configured: it needs
   // only the pair's indexes and MACs. Both must succeed; the undo list takes back what did. The
   // host side comes up last, once the endpoint's program is attached.

@@ -1,8 +1,9 @@
-/** What the CNI commands work with: IPAM, the endpoint managers, netlink, configuration, the ledger. */
+/** What the CNI commands work with: IPAM, the endpoint managers, netlink, configuration, the ledger and the journal. */
 import type { Logger } from '../../hive/logger.js';
 import type { EndpointAPIManager, EndpointManager } from '../endpoint/types.js';
 import type { IPAM } from '../ipam/types.js';
 import type { CniServerConfig } from './config.js';
+import type { AttachmentJournal } from './journal.js';
 import type { AttachmentLedger } from './ledger.js';
 import type { NetOps } from './netops.js';
 
@@ -14,5 +15,7 @@ export interface CniDeps {
   readonly net: NetOps;
   readonly cfg: Pick<CniServerConfig, 'cniMtu'>;
   readonly ledger: AttachmentLedger;
+  /** The host interfaces ADD created (survives restarts). */
+  readonly journal: AttachmentJournal;
   readonly log: Logger;
 }

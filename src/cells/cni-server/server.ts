@@ -14,6 +14,7 @@ import { CniFailure, asCniFailure, quoteValue } from './errors.js';
 import { runGc } from './gc.js';
 import { attachmentKey } from './ledger.js';
 import { parseCall } from './netconf.js';
+import { removeOrphans, type OrphanOutcome } from './orphans.js';
 import { formatResult } from './result.js';
 import { checkNetns } from './validate-target.js';
 
@@ -88,6 +89,13 @@ export class CniServer {
         await runGc(d, call.conf.validAttachments);
         return cniEmptySuccess();
     }
+  }
+
+  /** Removes the journalled host interfaces no endpoint holds and no command is working on (at start). */
+  async removeOrphans(reason: string): Promise<OrphanOutcome> {
+    const out = await removeOrphans(this.d, reason);
+    if (out.interfaces.length) this.d.log.info({ interfaces: out.interfaces.length, ips: out.ips.length, reason }, 'CNI: removed host interfaces no endpoint holds');
+    return out;
   }
 
   /** Replays the DEL queue directory (at start). */
