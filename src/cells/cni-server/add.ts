@@ -13,6 +13,7 @@ import type { CniDeps } from './deps.js';
 import { releaseLedgerIPs, removeAttachment } from './del.js';
 import { CelliumCniCode, CniFailure, asCniFailure } from './errors.js';
 import { attachmentKey } from './ledger.js';
+import { vethOffload } from './bigtcp.js';
 import type { ParsedCall } from './netconf.js';
 import { activateHostVeth, configurePodVeth, createPodVeth, findChainedLinks, hostIfName, podCidr, randomPodMac, type PodAddress } from './plumbing.js';
 import type { CniResultModel, ResultIP } from './result.js';
@@ -118,7 +119,7 @@ async function addVeth(d: CniDeps, call: ParsedCall, signal: AbortSignal | undef
   const addresses: PodAddress[] = allocs.map((a) => ({ ip: a.ip, family: a.family, gateway: a.gateway }));
   const hostName = hostIfName(req.containerId, req.ifName);
   const mtu = conf.mtu ?? d.cfg.cniMtu;
-  const setup = { hostName, ifName: req.ifName, netns: req.netns, mtu, addresses, podMac: randomPodMac() };
+  const setup = { hostName, ifName: req.ifName, netns: req.netns, mtu, addresses, podMac: randomPodMac(), offload: await vethOffload(d) };
   const host = await createPodVeth(d.net, setup);
   undo.push([`delete ${hostName}`, () => d.net.inHost((h) => h.deleteLink(hostName))]);
   // The endpoint (program load, maps, state) is built while the pod side is configured: it needs

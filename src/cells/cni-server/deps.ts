@@ -12,7 +12,7 @@ export interface CniDeps {
   readonly endpoints: EndpointAPIManager;
   readonly manager: EndpointManager;
   readonly net: NetOps;
-  readonly cfg: Pick<CniServerConfig, 'cniMtu'>;
+  readonly cfg: Pick<CniServerConfig, 'cniMtu'> & Partial<Pick<CniServerConfig, 'enableIpv4BigTcp' | 'enableIpv6BigTcp' | 'bigTcpDevice'>>;
   readonly ledger: AttachmentLedger;
   readonly log: Logger;
 }
