@@ -12,7 +12,7 @@ import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
 import { ApiRoutesToken } from '../api-server/types.js';
 import { EndpointAPIManagerToken, EndpointManagerToken, type EndpointAPIManager, type EndpointManager } from '../endpoint/types.js';
-import { IPAMToken, type IPAM } from '../ipam/types.js';
+import { IPAMConfigToken, IPAMToken, type IPAM, type IPAMConfig } from '../ipam/index.js';
 import { CniServerConfigToken, cniServerConfigSchema, type CniServerConfig } from './config.js';
 import { AttachmentLedger } from './ledger.js';
 import { NetlinkOps, type NetOps } from './netops.js';
@@ -41,6 +41,7 @@ interface ServerParams {
   readonly manager: EndpointManager;
   readonly net: NetOps;
   readonly cfg: CniServerConfig;
+  readonly ipamCfg: IPAMConfig;
   readonly lc: Lifecycle;
   readonly jobs: Jobs;
   readonly log: Logger;
@@ -48,7 +49,9 @@ interface ServerParams {
 
 /** Builds the server; replays the DEL queue once the agent has started, then serves. */
 function newServer(p: ServerParams): CniServer {
-  const server = new CniServer({ ipam: p.ipam, endpoints: p.endpoints, manager: p.manager, net: p.net, cfg: p.cfg, ledger: new AttachmentLedger(), log: p.log });
+  const cfg = { ...p.cfg, ipamMode: p.ipamCfg.ipam };
+  if (cfg.ipamMode === 'delegated-plugin') p.log.info('IPAM delegated: pod addresses come from the IPAM plugin of each network configuration');
+  const server = new CniServer({ ipam: p.ipam, endpoints: p.endpoints, manager: p.manager, net: p.net, cfg, ledger: new AttachmentLedger(), log: p.log });
   p.lc.append({
     name: 'cni-server',
     onStop: async () => {
@@ -73,9 +76,9 @@ export const cniServerCell = module(
   provide(CniNetOpsToken, () => new NetlinkOps()),
   provide(
     CniServerToken,
-    (ipam: IPAM, endpoints: EndpointAPIManager, manager: EndpointManager, net: NetOps, cfg: CniServerConfig, lc: Lifecycle, jobs: Jobs, log: Logger) =>
-      newServer({ ipam, endpoints, manager, net, cfg, lc, jobs, log }),
-    IPAMToken, EndpointAPIManagerToken, EndpointManagerToken, CniNetOpsToken, CniServerConfigToken, LifecycleToken, JobsToken, LoggerToken,
+    (ipam: IPAM, endpoints: EndpointAPIManager, manager: EndpointManager, net: NetOps, cfg: CniServerConfig, ipamCfg: IPAMConfig, lc: Lifecycle, jobs: Jobs, log: Logger) =>
+      newServer({ ipam, endpoints, manager, net, cfg, ipamCfg, lc, jobs, log }),
+    IPAMToken, EndpointAPIManagerToken, EndpointManagerToken, CniNetOpsToken, CniServerConfigToken, IPAMConfigToken, LifecycleToken, JobsToken, LoggerToken,
   ),
   provideInto(ApiRoutesToken, cniRoutes, CniServerToken),
   invoke('cni-server', (_s: CniServer) => undefined, CniServerToken),

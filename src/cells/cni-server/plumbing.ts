@@ -45,6 +45,8 @@ export interface VethSetup {
   readonly addresses: readonly PodAddress[];
   /** The pod interface's MAC, set at creation (so the endpoint can be built before the pod side is configured). */
   readonly podMac: string;
+  /** The pod's routes (a delegated IPAM plugin's); a default route via each address's gateway when absent. */
+  readonly routes?: readonly { readonly dst: string; readonly gw: string }[];
   /** BIG TCP: GSO/GRO maximums for both ends (bigtcp.ts); none when off. */
   readonly offload?: VethOffload;
 }
@@ -120,9 +122,10 @@ function podSteps(s: VethSetup, hostMac: string): NetlinkStep[] {
     ...s.addresses.map((a): NetlinkStep => ({ op: 'addAddress', dev: s.ifName, cidr: podCidr(a), noDad: a.family === 'ipv6' })),
     { op: 'setLink', name: s.ifName, change: { up: true, ...s.offload } },
     ...s.addresses.flatMap((a): NetlinkStep[] => [
-      { op: 'addRoute', route: { dst: 'default', gateway: a.gateway, dev: s.ifName, onlink: true } },
+      ...(s.routes ? [] : [{ op: 'addRoute', route: { dst: 'default', gateway: a.gateway, dev: s.ifName, onlink: true } } as const]),
       { op: 'addNeighbor', dev: s.ifName, ip: a.gateway, mac: hostMac, permanent: true },
     ]),
+    ...(s.routes ?? []).map((r): NetlinkStep => ({ op: 'addRoute', route: { dst: r.dst, gateway: r.gw, dev: s.ifName, onlink: true } })),
   ];
 }
 
