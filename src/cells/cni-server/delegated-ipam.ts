@@ -11,6 +11,7 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { CniErrorCode } from '../../cni/protocol.js';
 import type { CniDeps } from './deps.js';
+import { attachmentKey } from './ledger.js';
 import { CniFailure, invalidConfig, quoteValue } from './errors.js';
 import type { ParsedCall } from './netconf.js';
 import { parseResult, type CniResultModel } from './result.js';
@@ -111,6 +112,22 @@ export async function delegatedDel(type: string, call: ParsedCall): Promise<void
 export async function delegatedCheck(type: string, call: ParsedCall): Promise<void> {
   if (call.conf.cniVersion === '0.3.1') return;
   await run(type, 'CHECK', call, call.req.stdin);
+}
+
+/**
+ * The plugin a DEL runs: the netconf's `ipam.type` when the agent delegates or the attachment's
+ * endpoint says its addresses came from a plugin (an agent switched back to cluster-pool still
+ * releases them); a DEL without an `ipam` section removes the attachment and logs why nothing was
+ * released, so a pod can always be deleted.
+ */
+export function delegatedDelType(d: CniDeps, call: ParsedCall): string | undefined {
+  const ep = d.manager.lookup(`cni-attachment-id:${attachmentKey(call.req.containerId, call.req.ifName)}`);
+  const source = ep?.ipamSource;
+  const fromPlugin = source?.startsWith('delegated-plugin:') === true;
+  if (d.cfg.ipamMode !== 'delegated-plugin' && !fromPlugin) return undefined;
+  const type = ipamPluginType(call.req.stdin);
+  if (!type) d.log.warn({ containerID: call.req.containerId, ifName: call.req.ifName, source }, 'CNI DEL without an ipam section: no IPAM plugin to release the addresses with');
+  return type;
 }
 
 const warned = new WeakMap<object, Set<string>>();

@@ -7,7 +7,7 @@
 import { CniErrorCode, cniEmptySuccess, cniError, cniSuccess, replyCniVersion, type CniRequest, type CniResponse } from '../../cni/protocol.js';
 import { runAdd } from './add.js';
 import { runCheck } from './check.js';
-import { delegatedCheck, delegatedDel, delegatedType } from './delegated-ipam.js';
+import { delegatedCheck, delegatedDel, delegatedDelType, delegatedType } from './delegated-ipam.js';
 import type { CniDeps } from './deps.js';
 import { removeAttachment } from './del.js';
 import { replayDeleteQueue, type ReplayOutcome } from './delete-queue.js';
@@ -76,15 +76,14 @@ export class CniServer {
         const result = await d.ledger.withLock(key, () => runAdd(d, call, signal));
         return cniSuccess(formatResult(result, call.conf.cniVersion));
       }
-      case 'DEL': {
+      case 'DEL':
         // the delegated IPAM plugin releases after the interface is gone (cilium-cni's order)
-        const type = delegatedType(d, call);
         await d.ledger.withLock(key, async () => {
+          const type = delegatedDelType(d, call);
           await removeAttachment(d, req.containerId, req.ifName, 'CNI DEL');
           if (type) await delegatedDel(type, call);
         });
         return cniEmptySuccess();
-      }
       case 'CHECK': {
         const type = delegatedType(d, call);
         await d.ledger.withLock(key, async () => {
