@@ -17,7 +17,7 @@ import { token } from '../../hive/token.js';
 import { ApiRoutesToken } from '../api-server/types.js';
 import { EndpointRestorerToken, type EndpointRestorer } from '../endpoint/index.js';
 import { EndpointAPIManagerToken, EndpointManagerToken, type EndpointAPIManager, type EndpointManager } from '../endpoint/types.js';
-import { IPAMToken, type IPAM } from '../ipam/types.js';
+import { IPAMConfigToken, IPAMToken, type IPAM, type IPAMConfig } from '../ipam/index.js';
 import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
 import { CniServerConfigToken, cniServerConfigSchema, type CniServerConfig } from './config.js';
 import { AttachmentJournal, JOURNAL_DIR } from './journal.js';
@@ -54,6 +54,7 @@ interface ServerParams {
   readonly stateDir: string;
   /** Settles once the endpoint cell's restore is done (restored endpoints regenerated, stale datapath state gone). */
   readonly restored: Promise<unknown>;
+  readonly ipamCfg: IPAMConfig;
   readonly lc: Lifecycle;
   readonly jobs: Jobs;
   readonly log: Logger;
@@ -64,8 +65,10 @@ interface ServerParams {
  * interfaces of ADDs the previous agent did not finish, replays the DEL queue, then serves.
  */
 function newServer(p: ServerParams): CniServer {
+  const cfg = { ...p.cfg, ipamMode: p.ipamCfg.ipam };
+  if (cfg.ipamMode === 'delegated-plugin') p.log.info('IPAM delegated: pod addresses come from the IPAM plugin of each network configuration');
   const journal = new AttachmentJournal(join(p.stateDir, JOURNAL_DIR));
-  const server = new CniServer({ ipam: p.ipam, endpoints: p.endpoints, manager: p.manager, net: p.net, cfg: p.cfg, ledger: new AttachmentLedger(), journal, log: p.log });
+  const server = new CniServer({ ipam: p.ipam, endpoints: p.endpoints, manager: p.manager, net: p.net, cfg, ledger: new AttachmentLedger(), journal, log: p.log });
   p.lc.append({
     name: 'cni-server',
     onStop: async () => {
@@ -95,9 +98,9 @@ export const cniServerCell = module(
   provide(CniNetOpsToken, () => new NetlinkOps()),
   provide(
     CniServerToken,
-    (ipam: IPAM, endpoints: EndpointAPIManager, manager: EndpointManager, net: NetOps, cfg: CniServerConfig, sd: StateDirConfig, restorer: EndpointRestorer, lc: Lifecycle, jobs: Jobs, log: Logger) =>
-      newServer({ ipam, endpoints, manager, net, cfg, stateDir: sd.stateDir, restored: restorer.done, lc, jobs, log }),
-    IPAMToken, EndpointAPIManagerToken, EndpointManagerToken, CniNetOpsToken, CniServerConfigToken, StateDirConfigToken, EndpointRestorerToken, LifecycleToken, JobsToken, LoggerToken,
+    (ipam: IPAM, endpoints: EndpointAPIManager, manager: EndpointManager, net: NetOps, cfg: CniServerConfig, ipamCfg: IPAMConfig, sd: StateDirConfig, restorer: EndpointRestorer, lc: Lifecycle, jobs: Jobs, log: Logger) =>
+      newServer({ ipam, endpoints, manager, net, cfg, ipamCfg, stateDir: sd.stateDir, restored: restorer.done, lc, jobs, log }),
+    IPAMToken, EndpointAPIManagerToken, EndpointManagerToken, CniNetOpsToken, CniServerConfigToken, IPAMConfigToken, StateDirConfigToken, EndpointRestorerToken, LifecycleToken, JobsToken, LoggerToken,
   ),
   provideInto(ApiRoutesToken, cniRoutes, CniServerToken),
   invoke('cni-server', (_s: CniServer) => undefined, CniServerToken),
