@@ -64,7 +64,7 @@ export const ApiRouterConfigToken = token<ApiRouterConfig>('ApiRouterConfig');
 /** Schema of the API server configuration (where it listens). */
 export const apiServerConfigSchema = {
   socketPath: {
-    ...string(defaultSocketPath(), 'Unix socket the API is served on ($CELLIUM_SOCK overrides the default)'),
+    ...string(defaultSocketPath(), 'Unix socket the API is served on (the cellium CLI uses the same default and CELLIUM_SOCKET_PATH)'),
     parse(raw: unknown): string {
       if (typeof raw !== 'string' || raw.trim() === '') throw new Error(`expected a socket path, got ${JSON.stringify(raw)}`);
       return raw.trim();

@@ -2,9 +2,10 @@
  * The BPF datapath cell (module `datapath-bpf`): contributes the `bpf` provider to the datapath
  * selection (`--datapath-mode=bpf`, and `auto` when BPF works here), with pinned maps written by
  * reconcilers (desired-state tables with a status per object, batched writes, retries with
- * backoff, periodic prune and repair) and the bpf_lxc loader. Once the endpoint cell restored the
- * endpoints, the programs and maps of endpoints that no longer exist are removed and pruning
- * starts. docs/cells/datapath-bpf.md describes it.
+ * backoff, periodic prune and repair, a check that every endpoint's programs are still attached)
+ * and the bpf_lxc loader. The endpoint cell's restore calls the datapath's removeStale and
+ * restoreDone: what endpoints that no longer exist left is removed, then pruning starts.
+ * docs/cells/datapath-bpf.md describes it.
  */
 import { config, invoke, module, provideInto } from '../../hive/cell.js';
 import { HealthToken, type Health } from '../../hive/health.js';
@@ -13,7 +14,6 @@ import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { bpfAvailable } from '../../bpf/index.js';
 import { DatapathProvidersToken, SelectedDatapathToken, sysfsLinkChecker, type DatapathProvider, type SelectedDatapath } from '../datapath/select.js';
-import { EndpointManagerToken, EndpointRestorerToken, type EndpointManager, type EndpointRestorer } from '../endpoint/index.js';
 import { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from './config.js';
 import { BpfDatapath } from './datapath.js';
 import type { BpfTableReport } from './maps.js';
@@ -68,15 +68,6 @@ export function bpfDatapathProvider(d: ProviderDeps): DatapathProvider {
   };
 }
 
-/** Once endpoints are restored: stale programs and maps go, pruning starts (BPF datapath only). */
-function afterRestore(selected: SelectedDatapath, restorer: EndpointRestorer, manager: EndpointManager, log: Logger): void {
-  const dp = selected.datapath;
-  if (!(dp instanceof BpfDatapath)) return;
-  void restorer.done
-    .then(() => dp.restoreDone(manager.getEndpoints().map((e) => e.id)))
-    .catch((err: unknown) => log.error({ err: (err as Error).message }, 'BPF datapath: removing stale endpoint programs failed'));
-}
-
 /** With another datapath selected, the module's health says so (instead of staying `unknown`). */
 function reportNotInUse(selected: SelectedDatapath, health: Health): void {
   if (selected.datapath.mode === 'bpf') return;
@@ -94,6 +85,5 @@ export const bpfDatapathCell = module(
     (cfg: BpfDatapathConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger) => bpfDatapathProvider({ cfg, lc, jobs, health, log }),
     BpfDatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
   ),
-  invoke('bpf-datapath-restore', afterRestore, SelectedDatapathToken, EndpointRestorerToken, EndpointManagerToken, LoggerToken),
   invoke('bpf-datapath-health', reportNotInUse, SelectedDatapathToken, HealthToken),
 );
