@@ -82,7 +82,7 @@ function pod(n: number, net: number): EndpointChangeRequest {
     'container-id': `bench${net}-${n}`, 'container-interface-name': 'eth0', 'interface-name': `lxc${net}x${n}`, 'interface-index': 1000 + n,
     mac: `02:00:00:${hex(net)}:${hex(n >> 8)}:${hex(n)}`, 'host-mac': `02:01:00:${hex(net)}:${hex(n >> 8)}:${hex(n)}`,
     addressing: { ipv4: `10.220.${net * 16 + (n >> 8)}.${n & 255}` }, 'k8s-pod-name': `bench-${net}-${n}`, 'k8s-namespace': 'default',
-    labels: [`k8s:app=bench${n % 10}`], 'sync-build-endpoint': true,
+    labels: [`k8s:app=bench${n % 10}`], state: 'waiting-for-identity', 'sync-build-endpoint': true,
   };
 }
 

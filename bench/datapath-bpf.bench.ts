@@ -101,6 +101,7 @@ function request(run: string, v: Veth, i: number): EndpointChangeRequest {
     'k8s-pod-name': `pod-${i}`,
     'k8s-namespace': 'default',
     labels: [`k8s:app=${i < 10 ? `client-${i}` : `svc-${i}`}`, 'k8s:env=prod'],
+    state: 'waiting-for-identity',
     'sync-build-endpoint': true,
   };
 }

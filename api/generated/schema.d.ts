@@ -513,6 +513,8 @@ export interface components {
         /**
          * @description The mutable elements of an endpoint: what a CNI plugin sends to create (PUT) or change
          *     (PATCH) one. Every field of Cilium's model is accepted; unknown fields are rejected.
+         *     `state` is required, as in Cilium (a new endpoint starts in `waiting-for-identity`, or
+         *     `restoring`).
          */
         EndpointChangeRequest: {
             /** @description Local endpoint id (0 or absent allocates one). */
@@ -535,7 +537,7 @@ export interface components {
             "k8s-namespace"?: string;
             "k8s-uid"?: string;
             labels?: components["schemas"]["Labels"];
-            state?: components["schemas"]["EndpointState"];
+            state: components["schemas"]["EndpointState"];
             /** @description Answer only after the first regeneration. */
             "sync-build-endpoint"?: boolean;
             /** @description a network namespace cookie in decimal */

@@ -24,11 +24,13 @@ export const CILIUM_SPEC_ENV = 'CELLIUM_CILIUM_SPEC';
 /** The `$id` of the converted definitions. */
 export const CILIUM_SCHEMA_ID = 'cilium-api.json';
 
-/** An operation of Cilium's spec: response body schemas by status (undefined: no body). */
+/** An operation of Cilium's spec: its body parameter and response body schemas by status (undefined: no body). */
 export interface CiliumOperation {
   readonly method: HttpMethod;
   /** Relative to the base path, e.g. `/endpoint/{id}`. */
   readonly path: string;
+  /** The `in: body` parameter, when the operation takes one. */
+  readonly body?: { readonly required: boolean; readonly schema: JsonSchema };
   readonly responses: Readonly<Record<string, JsonSchema | undefined>>;
 }
 
@@ -135,10 +137,21 @@ export function loadCiliumSpec(path = ciliumReferencePath()): CiliumSpec {
       for (const [status, r] of Object.entries(op.responses)) {
         responses[status] = isObj(r) && r.schema !== undefined ? (swaggerToJsonSchema(r.schema) as JsonSchema) : undefined;
       }
-      operations.push({ method, path: p, responses });
+      const params = [...(Array.isArray(item.parameters) ? item.parameters : []), ...(Array.isArray(op.parameters) ? op.parameters : [])];
+      const body = params.map((raw) => resolveParameter(doc, raw)).find((x) => x?.in === 'body');
+      operations.push({ method, path: p, ...(body ? { body: { required: body.required === true, schema: swaggerToJsonSchema(body.schema) as JsonSchema } } : {}), responses });
     }
   }
   return { path, definitions, operations };
+}
+
+/** A parameter of Cilium's spec, its `$ref` into `parameters` resolved. */
+function resolveParameter(doc: Record<string, unknown>, raw: unknown): Record<string, unknown> | undefined {
+  if (!isObj(raw)) return undefined;
+  const ref = typeof raw.$ref === 'string' ? /^#\/parameters\/(.+)$/.exec(raw.$ref)?.[1] : undefined;
+  if (ref === undefined) return raw;
+  const target = isObj(doc.parameters) ? doc.parameters[ref] : undefined;
+  return isObj(target) ? target : undefined;
 }
 
 /** `/endpoint/{id}` and `/endpoint/{name}` are the same template. */

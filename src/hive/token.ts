@@ -4,7 +4,7 @@
  *
  * A token is an inversify `LazyServiceIdentifier` that unwraps to its own symbol (`token.id`), so
  * the same object works in the hive's cells, in inversify's decorators (`@inject(IPAMToken)`,
- * `@multiInject(ApiRoutesToken)`) and, through `token.id`, in any inversify container
+ * `@multiInject(ApiRoutersToken)`) and, through `token.id`, in any inversify container
  * (`container.get(IPAMToken.id)`).
  */
 import { LazyServiceIdentifier } from 'inversify';

@@ -9,6 +9,7 @@ import { Hive, silentLogger, testHive, type TestHive, type TestLike } from '../.
 import { CelliumClient } from '../../src/api/client.js';
 import { createSpecValidator, type FieldError } from '../../src/api/spec.js';
 import type { ApiResponse, RequestOptions } from '../../src/api/transport.js';
+import type { EndpointChangeRequest } from '../../src/api/models.js';
 
 /** The spec's validators, shared by the tests. */
 export const validator = createSpecValidator();
@@ -56,7 +57,7 @@ export async function startAgent(t: TestLike, config: Record<string, unknown> = 
 }
 
 /** A change request for a pod the way the CNI plugin sends it. */
-export function podRequest(n: number, ip: { ipv4?: string; ipv6?: string }, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function podRequest(n: number, ip: { ipv4?: string; ipv6?: string }, extra: Record<string, unknown> = {}): EndpointChangeRequest {
   const hex = (n % 256).toString(16).padStart(2, '0');
   return {
     'container-id': `c0ffee${n}`,
@@ -69,6 +70,7 @@ export function podRequest(n: number, ip: { ipv4?: string; ipv6?: string }, extr
     'k8s-pod-name': `web-${n}`,
     'k8s-namespace': 'default',
     labels: ['k8s:app=web'],
+    state: 'waiting-for-identity',
     'sync-build-endpoint': true,
     ...extra,
   };

@@ -38,12 +38,13 @@ t.test('answers of every shared operation validate against Cilium\'s models', { 
   await call('DeleteIpamIP', 'DELETE', '/ipam/10.210.7.7');
   const ep = await call('PutEndpointID', 'PUT', '/endpoint/0', { body: podRequest(1, { ipv4: ipam.address.ipv4, ipv6: ipam.address.ipv6 }) });
   await call('PutEndpointID', 'PUT', '/endpoint/0', { body: podRequest(2, { ipv4: ipam.address.ipv4 }) });
-  await call('PutEndpointID', 'PUT', '/endpoint/0', { body: { addressing: { ipv4: 'x' } } });
+  await call('PutEndpointID', 'PUT', '/endpoint/0', { body: { state: 'waiting-for-identity', addressing: { ipv4: 'x' } } });
   await call('GetEndpoint', 'GET', '/endpoint');
   await call('GetEndpoint', 'GET', '/endpoint', { body: ['k8s:app=none'] });
   for (const id of [String(ep.id), 'container-id:c0ffee1', 'pod-name:default%2Fweb-1', 'nope:1', '4000']) await call('GetEndpointID', 'GET', `/endpoint/${id}`);
-  await call('PatchEndpointID', 'PATCH', `/endpoint/${ep.id}`, { body: { 'k8s-pod-name': 'web-1' } });
-  await call('PatchEndpointID', 'PATCH', '/endpoint/4000', { body: {} });
+  await call('PatchEndpointID', 'PATCH', `/endpoint/${ep.id}`, { body: { state: 'ready', 'k8s-pod-name': 'web-1' } });
+  await call('PatchEndpointID', 'PATCH', '/endpoint/4000', { body: { state: 'ready' } });
+  await call('PatchEndpointID', 'PATCH', `/endpoint/${ep.id}`, { body: {} });
   await call('GetEndpointIDConfig', 'GET', `/endpoint/${ep.id}/config`);
   await call('PatchEndpointIDConfig', 'PATCH', `/endpoint/${ep.id}/config`, { body: { options: { Debug: 'Enabled' } } });
   await call('GetEndpointIDLabels', 'GET', `/endpoint/${ep.id}/labels`);

@@ -70,10 +70,10 @@ t.test('the seeds flow: allocate, PUT with sync-build-endpoint -> 201 ready, GET
   t.equal(badCfg.status, 400);
   t.equal((badCfg.body as { error: { field: string } }).error.field, '/body/options/Debug');
 
-  const patch = await a.call('PatchEndpointID', 'PATCH', `/endpoint/${ep.id}`, { body: { labels: ['k8s:app=web'] } });
+  const patch = await a.call('PatchEndpointID', 'PATCH', `/endpoint/${ep.id}`, { body: { state: 'ready', labels: ['k8s:app=web'] } });
   t.same(patch.problems, []);
   t.equal(patch.status, 200);
-  const unknown = await a.call('PatchEndpointID', 'PATCH', '/endpoint/4001', { body: { labels: ['k8s:app=web'] } });
+  const unknown = await a.call('PatchEndpointID', 'PATCH', '/endpoint/4001', { body: { state: 'ready', labels: ['k8s:app=web'] } });
   t.equal(unknown.status, 404);
   t.same(unknown.problems, []);
   const badPatch = await a.call('PatchEndpointID', 'PATCH', `/endpoint/${ep.id}`, { body: { state: 'sleeping' } });

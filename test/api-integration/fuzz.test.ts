@@ -92,7 +92,7 @@ function examples(id: number, n: number): Req[] {
     j('DELETE', '/v1/endpoint', 'DeleteEndpoint', { 'container-id': `fuzz-${n}` }),
     j('GET', `/v1/endpoint/${id}`, 'GetEndpointID'),
     j('PUT', `/v1/endpoint/0`, 'PutEndpointID', podRequest(n, { ipv4: ip }, { 'container-id': `fuzz-${n}` })),
-    j('PATCH', `/v1/endpoint/${id}`, 'PatchEndpointID', { labels: ['k8s:app=web'] }),
+    j('PATCH', `/v1/endpoint/${id}`, 'PatchEndpointID', { state: 'ready', labels: ['k8s:app=web'] }),
     j('DELETE', `/v1/endpoint/container-id:fuzz-${n}`, 'DeleteEndpointID'),
     j('GET', `/v1/endpoint/${id}/config`, 'GetEndpointIDConfig'),
     j('PATCH', `/v1/endpoint/${id}/config`, 'PatchEndpointIDConfig', { options: { Debug: 'Enabled' } }),

@@ -46,7 +46,7 @@ t.test('endpoints: create, get by every prefix, labels, config, log, health, lis
   const { eps, call } = await setup(t);
   const req = {
     'container-id': 'c0ffee', 'interface-name': 'lxc1', 'k8s-pod-name': 'web-0', 'k8s-namespace': 'default',
-    addressing: { ipv4: '10.200.0.5' }, labels: ['k8s:app=web'], 'sync-build-endpoint': true,
+    addressing: { ipv4: '10.200.0.5' }, labels: ['k8s:app=web'], state: 'waiting-for-identity', 'sync-build-endpoint': true,
   };
   const c = await call('PutEndpointID', 'PUT', '/endpoint/101', { body: req });
   t.equal(c.status, 201);
@@ -56,7 +56,7 @@ t.test('endpoints: create, get by every prefix, labels, config, log, health, lis
   const dup = await call('PutEndpointID', 'PUT', '/endpoint/0', { body: { ...req, 'container-id': 'other' } });
   t.equal(dup.status, 409);
   t.match(dup.body, /already has 10\.200\.0\.5/);
-  const invalid = await call('PutEndpointID', 'PUT', '/endpoint/0', { body: { 'container-id': 'x' } });
+  const invalid = await call('PutEndpointID', 'PUT', '/endpoint/0', { body: { 'container-id': 'x', state: 'waiting-for-identity' } });
   t.equal(invalid.status, 400);
   t.equal(field(invalid), '/body/addressing', 'the manager\'s field, as a pointer into the body');
   t.equal((await call('PutEndpointID', 'PUT', '/endpoint/0', { body: { ...req, addressing: { ipv4: '10.200.0.9' }, 'container-id': 'fail' } })).status, 500);
@@ -86,8 +86,10 @@ t.test('endpoints: create, get by every prefix, labels, config, log, health, lis
   t.equal(field(badOpt), '/body/options/Nope');
 
   t.equal((await call('PatchEndpointID', 'PATCH', '/endpoint/101', { body: { state: 'ready' } })).status, 200);
-  t.equal((await call('PatchEndpointID', 'PATCH', '/endpoint/999', { body: {} })).status, 404);
-  const badPatch = await call('PatchEndpointID', 'PATCH', '/endpoint/101', { body: { addressing: { ipv4: '10.200.0.77' } } });
+  t.equal((await call('PatchEndpointID', 'PATCH', '/endpoint/999', { body: { state: 'ready' } })).status, 404);
+  const noState = await call('PatchEndpointID', 'PATCH', '/endpoint/101', { body: { labels: ['k8s:app=web'] } });
+  t.equal(field(noState), '/body/state', 'a PATCH without state is refused too, as in Cilium (same model)');
+  const badPatch = await call('PatchEndpointID', 'PATCH', '/endpoint/101', { body: { state: 'ready', addressing: { ipv4: '10.200.0.77' } } });
   t.equal(field(badPatch), '/body/addressing/ipv4');
 
   const log = await call('GetEndpointIDLog', 'GET', '/endpoint/101/log');

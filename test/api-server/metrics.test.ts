@@ -43,8 +43,8 @@ t.test('metrics are served on --prometheus-serve-addr with Cilium names and the 
   });
   const tr = new Transport({ socketPath });
   t.teardown(() => tr.close());
-  t.equal((await tr.request('PUT', '/endpoint/0', { body: { addressing: { ipv4: '10.200.0.5' }, 'sync-build-endpoint': true } })).status, 201);
-  t.equal((await tr.request('PUT', '/endpoint/0', { body: { addressing: { ipv4: '10.200.0.6' } } })).status, 429);
+  t.equal((await tr.request('PUT', '/endpoint/0', { body: { state: 'waiting-for-identity', addressing: { ipv4: '10.200.0.5' }, 'sync-build-endpoint': true } })).status, 201);
+  t.equal((await tr.request('PUT', '/endpoint/0', { body: { state: 'waiting-for-identity', addressing: { ipv4: '10.200.0.6' } } })).status, 429);
   t.equal((await tr.request('PUT', '/policy', { body: '[{"endpointSelector":{}}]' })).status, 200);
   regen.next({ endpointId: 100, outcome: 'success', seconds: 0.02 });
   regen.next({ endpointId: 100, outcome: 'fail', seconds: 0.5 });

@@ -8,7 +8,7 @@ import { module, provideInto, testHive, ConfigError } from '../../src/hive/index
 import { Transport } from '../../src/api/transport.js';
 import { createSpecValidator } from '../../src/api/spec.js';
 import {
-  apiServerCell, ApiRoutesToken, ApiServerToken, HttpError, ok, created, type ApiRouteGroup, type ApiRequest,
+  apiServerCell, ApiOperationsToken, ApiRoutersToken, ApiServerToken, HttpError, type ApiInput, type ApiOperations,
 } from '../../src/cells/api-server/index.js';
 
 const validator = createSpecValidator();
@@ -19,28 +19,27 @@ function tempSocket(t: Test, sub = 'run'): string {
   return join(dir, sub, 'cellium.sock');
 }
 
-const seen: ApiRequest[] = [];
-const testRoutes: ApiRouteGroup = {
-  name: 'test',
-  routes: [
-    { operationId: 'GetHealthz', handle: () => ok({ cilium: { state: 'Ok', msg: 'fine' } }) },
-    {
-      operationId: 'PutEndpointID',
-      limiter: 'endpoint-create',
-      handle: (req) => {
-        seen.push(req);
-        const id = Number(String(req.path.id).replace(/^cilium-local:/, ''));
-        if (id === 409) throw new HttpError(409, 'endpoint 409 exists');
-        if (id === 500) throw new Error('boom');
-        return created({ id, status: { state: 'ready' } });
-      },
-    },
-    { operationId: 'GetEndpointID', handle: (req) => ok({ id: Number(req.path.id), status: { state: 'ready' } }) },
-    { operationId: 'PutPolicy', handle: (req) => ok({ revision: 2, policy: String(req.body) }) },
-    { operationId: 'GetCelliumPolicyTrace', handle: (req) => ok({ verdict: 'allowed', ingress: { verdict: 'allowed', enforced: false, rules: [] }, egress: { verdict: 'allowed', enforced: false, rules: [String(req.query.dport), String(req.query.proto)] }, log: [] }) },
-  ],
-};
-const routesCell = module('test-routes', 'Test routes', provideInto(ApiRoutesToken, () => testRoutes));
+const seen: ApiInput[] = [];
+/** A router serving a few operations the way handler cells do. */
+function testRouter(ops: ApiOperations) {
+  const r = ops.router();
+  ops.serve(r, 'GetHealthz', (_req, res) => res.json({ cilium: { state: 'Ok', msg: 'fine' } }));
+  ops.serve(r, 'PutEndpointID', ops.limit('endpoint-create'), (_req, res) => {
+    seen.push(res.locals.api);
+    const id = Number(String(res.locals.api.path.id).replace(/^cilium-local:/, ''));
+    if (id === 409) throw new HttpError(409, 'endpoint 409 exists');
+    if (id === 500) throw new Error('boom');
+    res.status(201).json({ id, status: { state: 'ready' } });
+  });
+  ops.serve(r, 'GetEndpointID', (_req, res) => res.json({ id: Number(res.locals.api.path.id), status: { state: 'ready' } }));
+  ops.serve(r, 'PutPolicy', (_req, res) => res.json({ revision: 2, policy: String(res.locals.api.body) }));
+  ops.serve(r, 'GetCelliumPolicyTrace', (_req, res) => {
+    const q = res.locals.api.query;
+    res.json({ verdict: 'allowed', ingress: { verdict: 'allowed', enforced: false, rules: [] }, egress: { verdict: 'allowed', enforced: false, rules: [String(q.dport), String(q.proto)] }, log: [] });
+  });
+  return r;
+}
+const routesCell = module('test-routes', 'Test routes', provideInto(ApiRoutersToken, (ops: ApiOperations) => ({ name: 'test', router: testRouter(ops) }), ApiOperationsToken));
 
 /** A request with a raw body (the client always sends valid JSON). */
 function rawRequest(socketPath: string, method: string, path: string, body: string): Promise<{ status: number; body: unknown }> {
@@ -143,15 +142,18 @@ t.test('404 and 405 answer JSON', async (t) => {
 
 t.test('requests are validated: 400 naming the field as a JSON pointer and what was expected', async (t) => {
   const { tr, socketPath } = await start(t);
-  const bad = await tr.request('PUT', '/endpoint/12', { body: { addressing: { ipv4: '10.0.0.300' } } });
+  const bad = await tr.request('PUT', '/endpoint/12', { body: { state: 'waiting-for-identity', addressing: { ipv4: '10.0.0.300' } } });
   t.equal(bad.status, 400);
   t.same(validator.response('PutEndpointID', 400, bad.body), []);
   const e = (bad.body as { error: { field: string; expected: string; message: string } }).error;
   t.equal(e.field, '/body/addressing/ipv4');
   t.match(e.expected, /ipv4/);
-  const unknownField = await tr.request('PUT', '/endpoint/12', { body: { 'no-such-field': 1 } });
+  const unknownField = await tr.request('PUT', '/endpoint/12', { body: { state: 'waiting-for-identity', 'no-such-field': 1 } });
   t.equal((unknownField.body as { error: { field: string } }).error.field, '/body/no-such-field');
-  const badId = await tr.request('PUT', '/endpoint/not%20an%20id', { body: {} });
+  const noState = await tr.request('PUT', '/endpoint/12', { body: { 'container-id': 'abc' } });
+  t.equal(noState.status, 400, 'state is required, as in Cilium');
+  t.same((noState.body as { error: unknown }).error, { field: '/body/state', message: '/body/state is required', expected: 'a value for state' });
+  const badId = await tr.request('PUT', '/endpoint/not%20an%20id', { body: { state: 'waiting-for-identity' } });
   t.equal(badId.status, 400);
   t.equal((badId.body as { error: { field: string } }).error.field, '/path/id');
   const notJson = await rawRequest(socketPath, 'PUT', '/v1/endpoint/12', '{"id": ');
@@ -171,17 +173,17 @@ t.test('requests are validated: 400 naming the field as a JSON pointer and what 
 
 t.test('validated values reach the handler coerced; handler errors map to statuses', async (t) => {
   const { tr } = await start(t);
-  const res = await tr.request('PUT', '/endpoint/cilium-local:7', { body: { 'container-id': 'abc', 'sync-build-endpoint': true } });
+  const res = await tr.request('PUT', '/endpoint/cilium-local:7', { body: { 'container-id': 'abc', state: 'waiting-for-identity', 'sync-build-endpoint': true } });
   t.equal(res.status, 201);
   t.same(validator.response('PutEndpointID', 201, res.body), []);
-  t.same(seen.at(-1)?.body, { 'container-id': 'abc', 'sync-build-endpoint': true });
+  t.same(seen.at(-1)?.body, { 'container-id': 'abc', state: 'waiting-for-identity', 'sync-build-endpoint': true });
   const trace = await tr.request('GET', '/cellium/policy/trace', { query: { dport: '80' } });
   t.same((trace.body as { egress: { rules: string[] } }).egress.rules, ['80', 'TCP'], 'dport coerced, proto defaulted');
-  const conflict = await tr.request('PUT', '/endpoint/409', { body: {} });
+  const conflict = await tr.request('PUT', '/endpoint/409', { body: { state: 'waiting-for-identity' } });
   t.equal(conflict.status, 409);
   t.equal(conflict.body, 'endpoint 409 exists');
   t.same(validator.response('PutEndpointID', 409, conflict.body), []);
-  const failed = await tr.request('PUT', '/endpoint/500', { body: {} });
+  const failed = await tr.request('PUT', '/endpoint/500', { body: { state: 'waiting-for-identity' } });
   t.equal(failed.status, 500);
   t.match(failed.body, /PutEndpointID failed: boom/);
   const yaml = await tr.request('PUT', '/policy', { body: '- endpointSelector: {}\n', contentType: 'application/yaml' });
@@ -193,15 +195,15 @@ t.test('validated values reach the handler coerced; handler errors map to status
 
 t.test('bodies over the limit get 413', async (t) => {
   const { tr } = await start(t, { 'api-max-body-bytes': 2048 });
-  const res = await tr.request('PUT', '/endpoint/1', { body: { 'container-name': 'x'.repeat(4096) } });
+  const res = await tr.request('PUT', '/endpoint/1', { body: { state: 'waiting-for-identity', 'container-name': 'x'.repeat(4096) } });
   t.equal(res.status, 413);
   t.equal(res.headers['x-cellium-max-body-bytes'], '2048', 'the limit in a header (the CNI shim reports it)');
 });
 
 t.test('rate limiting: 429 with Retry-After once the wait would exceed the maximum', async (t) => {
   const { tr } = await start(t, { 'api-rate-limit': 'endpoint-create=rate-limit:1/m,rate-burst:1,max-wait-duration:50ms,auto-adjust:false,skip-initial:0' });
-  t.equal((await tr.request('PUT', '/endpoint/1', { body: {} })).status, 201);
-  const limited = await tr.request('PUT', '/endpoint/2', { body: {} });
+  t.equal((await tr.request('PUT', '/endpoint/1', { body: { state: 'waiting-for-identity' } })).status, 201);
+  const limited = await tr.request('PUT', '/endpoint/2', { body: { state: 'waiting-for-identity' } });
   t.equal(limited.status, 429);
   t.equal(limited.headers['retry-after'], '60');
   t.match(limited.body, /endpoint-create: request would have to wait/);
@@ -211,7 +213,7 @@ t.test('rate limiting: 429 with Retry-After once the wait would exceed the maxim
 
 t.test('--enable-api-rate-limit=false turns limiting off', async (t) => {
   const { tr } = await start(t, { 'api-rate-limit': 'endpoint-create=rate-limit:1/m,rate-burst:1,max-wait-duration:50ms,skip-initial:0', 'enable-api-rate-limit': false });
-  for (let i = 1; i <= 5; i++) t.equal((await tr.request('PUT', `/endpoint/${i}`, { body: {} })).status, 201);
+  for (let i = 1; i <= 5; i++) t.equal((await tr.request('PUT', `/endpoint/${i}`, { body: { state: 'waiting-for-identity' } })).status, 201);
 });
 
 t.test('bad --api-rate-limit syntax is a config error naming the key', async (t) => {
@@ -227,8 +229,13 @@ t.test('bad --api-rate-limit syntax is a config error naming the key', async (t)
 
 t.test('a route group naming an operation twice or one the spec lacks fails at start', async (t) => {
   const socketPath = tempSocket(t);
-  const dup = module('dup', 'Dup', provideInto(ApiRoutesToken, () => ({ name: 'dup', routes: [{ operationId: 'GetHealthz', handle: () => ok() }] })));
+  const one = (id: string) => (ops: ApiOperations) => {
+    const r = ops.router();
+    ops.serve(r, id, (_req, res) => res.end());
+    return r;
+  };
+  const dup = module('dup', 'Dup', provideInto(ApiRoutersToken, (ops: ApiOperations) => ({ name: 'dup', router: one('GetHealthz')(ops) }), ApiOperationsToken));
   await t.rejects(testHive(t, [apiServerCell, routesCell, dup], { config: { 'socket-path': socketPath } }), /GetHealthz is served twice: by route group "test" and by "dup"/);
-  const unknown = module('unk', 'Unknown', provideInto(ApiRoutesToken, () => ({ name: 'unk', routes: [{ operationId: 'GetNothing', handle: () => ok() }] })));
+  const unknown = module('unk', 'Unknown', provideInto(ApiRoutersToken, (ops: ApiOperations) => ({ name: 'unk', router: one('GetNothing')(ops) }), ApiOperationsToken));
   await t.rejects(testHive(t, [apiServerCell, unknown], { config: { 'socket-path': socketPath } }), /does not define/);
 });

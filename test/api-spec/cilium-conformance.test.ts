@@ -104,3 +104,25 @@ t.test('shared operations answer success with the statuses Cilium declares, with
     }
   }
 });
+
+t.test("request bodies require what Cilium's require (a PUT /endpoint/{id} without state is a 400, as in Cilium)", { skip }, async (t) => {
+  const c = createCiliumValidator();
+  const ours = loadApiSpec();
+  const refName = (schema: unknown): string | undefined => /#\/(?:\$defs|components\/schemas)\/([^/]+)$/.exec(String((schema as { $ref?: unknown } | undefined)?.$ref))?.[1];
+  let compared = 0;
+  for (const s of sharedOperations(ours, c.spec)) {
+    const theirs = s.cilium.body;
+    if (!theirs) continue;
+    const op = ours.operation(s.operationId);
+    if (theirs.required) t.equal(op.requestBody?.required, true, `${s.operationId}: the body is required, as in Cilium`);
+    const theirModel = refName(theirs.schema);
+    const ourModel = refName(op.requestBody?.content['application/json']);
+    if (!theirModel || !ourModel) continue;
+    const need = (c.spec.definitions[theirModel]?.required ?? []) as string[];
+    const have = (ours.schemas[ourModel]?.required ?? []) as string[];
+    for (const field of need) t.ok(have.includes(field), `${s.operationId}: ${ourModel}.${field} is required, as in Cilium's ${theirModel}`);
+    compared++;
+  }
+  t.ok(compared >= 5, `${compared} request models compared with Cilium's`);
+  t.ok((ours.schemas.EndpointChangeRequest?.required as string[] | undefined)?.includes('state'), 'EndpointChangeRequest.state');
+});

@@ -19,7 +19,7 @@ t.test('every operation through the client', async (t) => {
   t.same(await c.deleteEndpointsByContainer('3f6c'), { errors: 1 });
   t.same(await c.getEndpoint('pod-name:default/web-0'), fx.endpoint12);
   t.same(await c.createEndpoint('cilium-local:0', { 'container-id': '3f6c', addressing: { ipv4: '10.200.0.12' }, state: 'waiting-for-identity', 'sync-build-endpoint': true }), fx.endpoint12);
-  await c.patchEndpoint(12, { labels: ['k8s:app=web'] });
+  await c.patchEndpoint(12, { labels: ['k8s:app=web'], state: 'ready' });
   t.same(await c.deleteEndpoint('ipv4:10.200.0.12'), { errors: 2 });
   t.same(await c.getEndpointConfig(12), fx.endpointConfig);
   await c.patchEndpointConfig(12, { options: { Debug: 'Enabled' } });
@@ -59,10 +59,10 @@ t.test('errors: message, field, Retry-After; unreachable agents', async (t) => {
   });
   const c = new CelliumClient({ socketPath: agent.socketPath });
   t.teardown(() => c.close());
-  await t.rejects(c.createEndpoint(0, {}), new ApiError(409, 'endpoint with IPv4 10.200.0.12 already exists'));
+  await t.rejects(c.createEndpoint(0, { state: 'waiting-for-identity' }), new ApiError(409, 'endpoint with IPv4 10.200.0.12 already exists'));
   const limited = await c.getEndpoint(1).catch((e: ApiError) => e);
   t.match(limited, { status: 429, message: 'rate limited', retryAfter: 2 });
-  const invalid = await c.createEndpoint(0, { mac: 'nope' }).catch((e: ApiError) => e);
+  const invalid = await c.createEndpoint(0, { mac: 'nope', state: 'waiting-for-identity' }).catch((e: ApiError) => e);
   t.match(invalid, { status: 400, field: '/body/mac', message: '/body/mac must be a MAC address such as 02:00:00:00:00:0c' });
   const gone = new CelliumClient({ socketPath: '/nonexistent/cellium.sock' });
   const err = await gone.status().catch((e: AgentUnreachableError) => e);

@@ -6,7 +6,7 @@ import { FIXTURES, endpoint12 } from './fixtures.js';
 const v = createSpecValidator();
 
 t.test('a bad body field is named by a JSON pointer with what was expected', async (t) => {
-  const r = v.request('PutEndpointID', { path: { id: 'cilium-local:0' }, body: { addressing: { ipv4: '10.0.0.300' } } });
+  const r = v.request('PutEndpointID', { path: { id: 'cilium-local:0' }, body: { state: 'waiting-for-identity', addressing: { ipv4: '10.0.0.300' } } });
   t.equal(r.ok, false);
   if (r.ok) return;
   t.same(r.error, { field: '/body/addressing/ipv4', message: '/body/addressing/ipv4 must match format "ipv4"', expected: 'string in format ipv4' });
@@ -15,15 +15,18 @@ t.test('a bad body field is named by a JSON pointer with what was expected', asy
 });
 
 t.test('unknown, missing and mistyped fields', async (t) => {
-  const unknown = v.request('PutEndpointID', { path: { id: '1' }, body: { 'container-id': 'c', bogus: 1 } });
+  const unknown = v.request('PutEndpointID', { path: { id: '1' }, body: { state: 'waiting-for-identity', 'container-id': 'c', bogus: 1 } });
   t.match(unknown, { ok: false, error: { field: '/body/bogus', message: '/body/bogus is not a known field', expected: /container-id/ } });
   const missing = v.request('DeleteEndpoint', { body: {} });
   t.match(missing, { ok: false, error: { field: '/body/container-id', message: /is required/ } });
+  const noState = v.request('PutEndpointID', { path: { id: '1' }, body: { 'container-id': 'c' } });
+  t.match(noState, { ok: false, error: { field: '/body/state', message: '/body/state is required' } }, 'state is required, as in Cilium');
+  t.match(v.request('PatchEndpointID', { path: { id: '1' }, body: { labels: ['k8s:a=b'] } }), { ok: false, error: { field: '/body/state' } }, 'PATCH takes the same model');
   const state = v.request('PutEndpointID', { path: { id: '1' }, body: { state: 'happy' } });
   t.match(state, { ok: false, error: { field: '/body/state', expected: /^one of waiting-for-identity, .*invalid$/ } });
-  const mac = v.request('PutEndpointID', { path: { id: '1' }, body: { mac: 'zz' } });
+  const mac = v.request('PutEndpointID', { path: { id: '1' }, body: { state: 'waiting-for-identity', mac: 'zz' } });
   t.match(mac, { ok: false, error: { field: '/body/mac' } });
-  const type = v.request('PutEndpointID', { path: { id: '1' }, body: { 'interface-index': 'x' } });
+  const type = v.request('PutEndpointID', { path: { id: '1' }, body: { state: 'waiting-for-identity', 'interface-index': 'x' } });
   t.match(type, { ok: false, error: { field: '/body/interface-index', expected: 'integer' } });
   const notObject = v.request('PutEndpointID', { path: { id: '1' }, body: [1] });
   t.match(notObject, { ok: false, error: { field: '/body', expected: 'object' } });

@@ -136,6 +136,7 @@ export function endpointRequest(pod: Pod, labels: readonly string[]): EndpointCh
     'k8s-pod-name': pod.name,
     'k8s-namespace': 'default',
     labels: [...labels],
+    state: 'waiting-for-identity',
     'sync-build-endpoint': true,
   };
 }

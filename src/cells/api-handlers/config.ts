@@ -2,37 +2,29 @@
  * Agent configuration API handlers (module `api-config`): GET /config (mutable options, policy
  * enforcement, realized state) and PATCH /config. Provides the DaemonOptions store they change.
  */
+import type { Router } from 'express';
 import { module, provide, provideInto } from '../../hive/cell.js';
 import { LoggerToken } from '../../hive/logger.js';
-import { ApiRoutesToken, ok, type ApiRouteGroup } from '../api-server/types.js';
+import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
 import { EndpointManagerToken } from '../endpoint/types.js';
 import { DaemonOptionsStore, DaemonOptionsToken, type DaemonOptions, type PolicyEnforcement } from './daemon-config.js';
-import { mapped } from './errors.js';
+import { domainErrors } from './errors.js';
 
-/** The config route group. */
-export function configRoutes(opts: DaemonOptions): ApiRouteGroup {
-  return {
-    name: 'config',
-    routes: [
-      {
-        operationId: 'GetConfig',
-        handle: () => {
-          const cur = opts.current();
-          const spec = { options: { ...cur.options }, 'policy-enforcement': cur.policyEnforcement };
-          return ok({ spec, status: { realized: spec, immutable: {}, datapathMode: 'veth', daemonConfigurationMap: { ...cur.options, PolicyEnforcement: cur.policyEnforcement } } });
-        },
-      },
-      {
-        operationId: 'PatchConfig',
-        handle: (req) =>
-          mapped([400, 500], async () => {
-            const body = req.body as { options?: Record<string, string>; 'policy-enforcement'?: PolicyEnforcement };
-            await opts.update({ options: body.options, policyEnforcement: body['policy-enforcement'] });
-            return ok();
-          }),
-      },
-    ],
-  };
+/** The config router. */
+export function configRouter(ops: ApiOperations, opts: DaemonOptions): Router {
+  const r = ops.router();
+  ops.serve(r, 'GetConfig', (_req, res) => {
+    const cur = opts.current();
+    const spec = { options: { ...cur.options }, 'policy-enforcement': cur.policyEnforcement };
+    res.json({ spec, status: { realized: spec, immutable: {}, datapathMode: 'veth', daemonConfigurationMap: { ...cur.options, PolicyEnforcement: cur.policyEnforcement } } });
+  });
+  ops.serve(r, 'PatchConfig', async (_req, res) => {
+    const body = res.locals.api.body as { options?: Record<string, string>; 'policy-enforcement'?: PolicyEnforcement };
+    await opts.update({ options: body.options, policyEnforcement: body['policy-enforcement'] });
+    res.end();
+  });
+  r.use(domainErrors);
+  return r;
 }
 
 /** The config API handler cell (with the agent's mutable options). */
@@ -40,5 +32,5 @@ export const configHandlersCell = module(
   'api-config',
   'Agent configuration API handlers',
   provide(DaemonOptionsToken, DaemonOptionsStore, EndpointManagerToken, LoggerToken),
-  provideInto(ApiRoutesToken, configRoutes, DaemonOptionsToken),
+  provideInto(ApiRoutersToken, (ops: ApiOperations, opts: DaemonOptions) => ({ name: 'config', router: configRouter(ops, opts) }), ApiOperationsToken, DaemonOptionsToken),
 );

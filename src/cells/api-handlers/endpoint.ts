@@ -4,18 +4,14 @@
  * maps EndpointError codes to statuses. Rate limited like Cilium (endpoint-create, -delete, -patch,
  * -get, -list).
  */
+import type { Router } from 'express';
 import { module, provideInto } from '../../hive/cell.js';
 import { ApiLimiterName } from '../api-server/ratelimit/params.js';
-import { ApiRoutesToken, created, ok, type ApiRequest, type ApiRouteGroup } from '../api-server/types.js';
+import { ApiOperationsToken, ApiRoutersToken, type ApiOperations, type ApiResponse } from '../api-server/types.js';
 import type { EndpointChangeRequest } from '../endpoint/model.js';
 import { EndpointAPIManagerToken, EndpointManagerToken, type EndpointAPIManager, type EndpointManager, type EndpointView } from '../endpoint/types.js';
-import { badField, mapped, notFound } from './errors.js';
+import { badField, domainErrors, notFound } from './errors.js';
 import { matchesAll, parseFilter } from './labels.js';
-
-/** Statuses the endpoint operations declare. */
-const GET = [400, 404, 429];
-const CHANGE = [400, 404, 429, 500, 503];
-const CREATE = [400, 409, 429, 500, 503];
 
 /** The numeric endpoint id a path id names directly (`12`, `cilium-local:12`), if any. */
 export function numericPathId(id: string): number | undefined {
@@ -29,147 +25,97 @@ function userLabels(ep: EndpointView): readonly string[] {
   return m.spec['label-configuration']?.user ?? m.status.labels.realized?.user ?? [];
 }
 
-/** The endpoint route group. */
-export function endpointRoutes(api: EndpointAPIManager, eps: EndpointManager): ApiRouteGroup {
-  const ctx = (req: ApiRequest) => ({ signal: req.signal });
-  const id = (req: ApiRequest): string => String(req.path.id);
-  const find = (req: ApiRequest): EndpointView => {
-    const ep = eps.lookup(id(req));
-    if (!ep) throw notFound(`endpoint ${id(req)} not found`);
+/** The endpoint router. */
+export function endpointRouter(ops: ApiOperations, api: EndpointAPIManager, eps: EndpointManager): Router {
+  const ctx = (res: ApiResponse) => ({ signal: res.locals.api.signal });
+  const id = (res: ApiResponse): string => String(res.locals.api.path.id);
+  const find = (res: ApiResponse): EndpointView => {
+    const ep = eps.lookup(id(res));
+    if (!ep) throw notFound(`endpoint ${id(res)} not found`);
     return ep;
   };
-  return {
-    name: 'endpoint',
-    routes: [
-      {
-        operationId: 'GetEndpoint',
-        limiter: ApiLimiterName.endpointList,
-        handle: (req) =>
-          mapped(GET, () => {
-            const want = parseFilter(req.body);
-            const list = eps.getEndpoints().filter((ep) => matchesAll(ep.labels, want));
-            if (want.length && list.length === 0) throw notFound(`no endpoint has the labels ${(req.body as string[]).join(', ')}`);
-            return ok(list.map((ep) => ep.toModel()));
-          }),
+  const { endpointCreate, endpointDelete, endpointGet, endpointList, endpointPatch } = ApiLimiterName;
+  const r = ops.router();
+  ops.serve(r, 'GetEndpoint', ops.limit(endpointList), (_req, res) => {
+    const want = parseFilter(res.locals.api.body);
+    const list = eps.getEndpoints().filter((ep) => matchesAll(ep.labels, want));
+    if (want.length && list.length === 0) throw notFound(`no endpoint has the labels ${(res.locals.api.body as string[]).join(', ')}`);
+    res.json(list.map((ep) => ep.toModel()));
+  });
+  ops.serve(r, 'DeleteEndpoint', ops.limit(endpointDelete), async (_req, res) => {
+    const containerId = (res.locals.api.body as { 'container-id': string })['container-id'];
+    const n = await api.deleteEndpointsByContainerID(ctx(res), containerId);
+    if (n === 0) throw notFound(`no endpoint of container ${containerId}`);
+    res.end();
+  });
+  ops.serve(r, 'GetEndpointID', ops.limit(endpointGet), (_req, res) => {
+    res.json(find(res).toModel());
+  });
+  ops.serve(r, 'PutEndpointID', ops.limit(endpointCreate), async (_req, res) => {
+    const body = res.locals.api.body as EndpointChangeRequest;
+    const pathId = numericPathId(id(res));
+    if (pathId && body.id && body.id !== pathId) {
+      throw badField('/body/id', `the body's id ${body.id} differs from the path's ${pathId}`, `${pathId} or no id`);
+    }
+    const ep = await api.createEndpoint(ctx(res), pathId && !body.id ? { ...body, id: pathId } : body);
+    res.status(201).json(ep.toModel());
+  });
+  ops.serve(r, 'PatchEndpointID', ops.limit(endpointPatch), async (_req, res) => {
+    await api.patchEndpoint(ctx(res), id(res), res.locals.api.body as EndpointChangeRequest);
+    res.end();
+  });
+  ops.serve(r, 'DeleteEndpointID', ops.limit(endpointDelete), async (_req, res) => {
+    await api.deleteEndpoint(ctx(res), id(res));
+    res.end();
+  });
+  ops.serve(r, 'GetEndpointIDConfig', ops.limit(endpointGet), (_req, res) => {
+    const m = find(res).toModel();
+    res.json({ realized: { options: { ...(m.spec.options ?? {}) } }, immutable: {} });
+  });
+  ops.serve(r, 'PatchEndpointIDConfig', ops.limit(endpointPatch), async (_req, res) => {
+    const spec = res.locals.api.body as { options?: Record<string, string> };
+    await api.patchConfig(ctx(res), id(res), spec.options ?? {});
+    res.end();
+  });
+  ops.serve(r, 'GetEndpointIDLabels', ops.limit(endpointGet), (_req, res) => {
+    const ep = find(res);
+    const user = [...userLabels(ep)];
+    const l = ep.toModel().status.labels;
+    res.json({
+      spec: { user },
+      status: {
+        realized: { user: [...(l.realized?.user ?? user)] },
+        'security-relevant': [...(l['security-relevant'] ?? [])],
+        derived: [...(l.derived ?? [])],
+        disabled: [...(l.disabled ?? [])],
       },
-      {
-        operationId: 'DeleteEndpoint',
-        limiter: ApiLimiterName.endpointDelete,
-        handle: (req) =>
-          mapped(CHANGE, async () => {
-            const containerId = (req.body as { 'container-id': string })['container-id'];
-            const n = await api.deleteEndpointsByContainerID(ctx(req), containerId);
-            if (n === 0) throw notFound(`no endpoint of container ${containerId}`);
-            return ok();
-          }),
-      },
-      {
-        operationId: 'GetEndpointID',
-        limiter: ApiLimiterName.endpointGet,
-        handle: (req) => mapped(GET, () => ok(find(req).toModel())),
-      },
-      {
-        operationId: 'PutEndpointID',
-        limiter: ApiLimiterName.endpointCreate,
-        handle: (req) =>
-          mapped(CREATE, async () => {
-            const body = req.body as EndpointChangeRequest;
-            const pathId = numericPathId(id(req));
-            if (pathId && body.id && body.id !== pathId) {
-              throw badField('/body/id', `the body's id ${body.id} differs from the path's ${pathId}`, `${pathId} or no id`);
-            }
-            const ep = await api.createEndpoint(ctx(req), pathId && !body.id ? { ...body, id: pathId } : body);
-            return created(ep.toModel());
-          }),
-      },
-      {
-        operationId: 'PatchEndpointID',
-        limiter: ApiLimiterName.endpointPatch,
-        handle: (req) =>
-          mapped(CHANGE, async () => {
-            await api.patchEndpoint(ctx(req), id(req), req.body as EndpointChangeRequest);
-            return ok();
-          }),
-      },
-      {
-        operationId: 'DeleteEndpointID',
-        limiter: ApiLimiterName.endpointDelete,
-        handle: (req) =>
-          mapped(CHANGE, async () => {
-            await api.deleteEndpoint(ctx(req), id(req));
-            return ok();
-          }),
-      },
-      {
-        operationId: 'GetEndpointIDConfig',
-        limiter: ApiLimiterName.endpointGet,
-        handle: (req) =>
-          mapped(GET, () => {
-            const m = find(req).toModel();
-            return ok({ realized: { options: { ...(m.spec.options ?? {}) } }, immutable: {} });
-          }),
-      },
-      {
-        operationId: 'PatchEndpointIDConfig',
-        limiter: ApiLimiterName.endpointPatch,
-        handle: (req) =>
-          mapped(CHANGE, async () => {
-            const spec = req.body as { options?: Record<string, string> };
-            await api.patchConfig(ctx(req), id(req), spec.options ?? {});
-            return ok();
-          }),
-      },
-      {
-        operationId: 'GetEndpointIDLabels',
-        limiter: ApiLimiterName.endpointGet,
-        handle: (req) =>
-          mapped(GET, () => {
-            const ep = find(req);
-            const m = ep.toModel();
-            const user = [...userLabels(ep)];
-            const l = m.status.labels;
-            return ok({
-              spec: { user },
-              status: {
-                realized: { user: [...(l.realized?.user ?? user)] },
-                'security-relevant': [...(l['security-relevant'] ?? [])],
-                derived: [...(l.derived ?? [])],
-                disabled: [...(l.disabled ?? [])],
-              },
-            });
-          }),
-      },
-      {
-        operationId: 'PatchEndpointIDLabels',
-        limiter: ApiLimiterName.endpointPatch,
-        handle: (req) =>
-          mapped(CHANGE, async () => {
-            const wanted = new Set((req.body as { user?: string[] }).user ?? []);
-            const current = new Set(userLabels(find(req)));
-            const add = [...wanted].filter((l) => !current.has(l));
-            const del = [...current].filter((l) => !wanted.has(l));
-            if (add.length || del.length) await api.patchLabels(ctx(req), id(req), add, del);
-            return ok();
-          }),
-      },
-      {
-        operationId: 'GetEndpointIDLog',
-        limiter: ApiLimiterName.endpointGet,
-        handle: (req) => mapped(GET, () => ok(find(req).log().map((e) => ({ ...e })))),
-      },
-      {
-        operationId: 'GetEndpointIDHealthz',
-        limiter: ApiLimiterName.endpointGet,
-        handle: (req) => mapped(GET, () => ok({ ...find(req).health() })),
-      },
-    ],
-  };
+    });
+  });
+  ops.serve(r, 'PatchEndpointIDLabels', ops.limit(endpointPatch), async (_req, res) => {
+    const wanted = new Set((res.locals.api.body as { user?: string[] }).user ?? []);
+    const current = new Set(userLabels(find(res)));
+    const add = [...wanted].filter((l) => !current.has(l));
+    const del = [...current].filter((l) => !wanted.has(l));
+    if (add.length || del.length) await api.patchLabels(ctx(res), id(res), add, del);
+    res.end();
+  });
+  ops.serve(r, 'GetEndpointIDLog', ops.limit(endpointGet), (_req, res) => {
+    res.json(find(res).log().map((e) => ({ ...e })));
+  });
+  ops.serve(r, 'GetEndpointIDHealthz', ops.limit(endpointGet), (_req, res) => {
+    res.json({ ...find(res).health() });
+  });
+  r.use(domainErrors);
+  return r;
 }
 
 /** The endpoint API handler cell. */
 export const endpointHandlersCell = module(
   'api-endpoint',
   'Endpoint API handlers',
-  provideInto(ApiRoutesToken, endpointRoutes, EndpointAPIManagerToken, EndpointManagerToken),
+  provideInto(
+    ApiRoutersToken,
+    (ops: ApiOperations, api: EndpointAPIManager, eps: EndpointManager) => ({ name: 'endpoint', router: endpointRouter(ops, api, eps) }),
+    ApiOperationsToken, EndpointAPIManagerToken, EndpointManagerToken,
+  ),
 );
-

@@ -1,9 +1,13 @@
 /**
  * How the handlers turn the managers' errors into answers: EndpointError, IPAMError and
- * PolicyError codes to HTTP statuses. A 400 that knows the offending field answers with the
- * ValidationError model (field as a JSON pointer), otherwise with Cilium's Error (a JSON string).
+ * PolicyError codes to HTTP statuses, fitted to the statuses the operation declares in the spec.
+ * A 400 that knows the offending field answers with the ValidationError model (field as a JSON
+ * pointer), otherwise with Cilium's Error (a JSON string). Every handler router ends with
+ * `domainErrors`, which passes the mapped error on to the API's error handler.
  */
-import { HttpError } from '../api-server/errors.js';
+import type { ErrorRequestHandler } from 'express';
+import { HttpError, InvalidRequestError } from '../api-server/errors.js';
+import type { ApiLocals } from '../api-server/types.js';
 import { EndpointError, type EndpointErrorCode } from '../endpoint/errors.js';
 import { IPAMError, type IPAMErrorCode } from '../ipam/errors.js';
 import { PolicyError } from '../policy/errors.js';
@@ -29,7 +33,7 @@ export const IPAM_STATUS: Readonly<Record<IPAMErrorCode, number>> = {
 
 /** A 400 in the ValidationError model, naming the field as a JSON pointer. */
 export function badField(field: string, message: string, expected?: string): HttpError {
-  return new HttpError(400, message, {}, { error: { message, field, ...(expected ? { expected } : {}) } });
+  return new InvalidRequestError({ field, message, ...(expected ? { expected } : {}) });
 }
 
 /** A 404 in Cilium's Error model. */
@@ -68,11 +72,12 @@ function fit(status: number, allowed: readonly number[]): number {
   return status < 500 && allowed.includes(400) ? 400 : 500;
 }
 
-/** Runs a handler body, mapping manager errors for an operation that declares the `allowed` statuses. */
-export async function mapped<T>(allowed: readonly number[], fn: () => Promise<T> | T): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    throw toHttpError(err, allowed);
-  }
+/** The statuses an operation declares (`['200', '400', ...]` as numbers). */
+function declared(locals: Partial<ApiLocals>): number[] {
+  return Object.keys(locals.apiOperation?.responses ?? {}).map(Number);
 }
+
+/** Error middleware (last on each handler router): maps a manager's error to an HttpError, then hands it on. */
+export const domainErrors: ErrorRequestHandler = (err: unknown, _req, res, next) => {
+  next(toHttpError(err, declared(res.locals as Partial<ApiLocals>)));
+};

@@ -1,15 +1,20 @@
 /** The health API handler (module `api-healthz`): GET /healthz from the agent status collector. */
+import type { Router } from 'express';
 import { module, provideInto } from '../../hive/cell.js';
-import { ApiRoutesToken, type ApiRouteGroup } from '../api-server/types.js';
+import { sendJsonText } from '../api-server/reply.js';
+import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
 import { AgentStatusToken, type AgentStatus } from '../agent-status/index.js';
 
-/** The healthz route group. */
-export function healthzRoutes(status: AgentStatus): ApiRouteGroup {
-  return {
-    name: 'healthz',
-    routes: [{ operationId: 'GetHealthz', handle: async (req) => ({ status: 200, json: await status.statusJson(req.headers.brief === true) }) }],
-  };
+/** The healthz router: the collector's answer is JSON text already, sent as it is. */
+export function healthzRouter(ops: ApiOperations, status: AgentStatus): Router {
+  const r = ops.router();
+  ops.serve(r, 'GetHealthz', async (_req, res) => sendJsonText(res, 200, await status.statusJson(res.locals.api.headers.brief === true)));
+  return r;
 }
 
 /** The healthz API handler cell. */
-export const healthzHandlersCell = module('api-healthz', 'Health API handler', provideInto(ApiRoutesToken, healthzRoutes, AgentStatusToken));
+export const healthzHandlersCell = module(
+  'api-healthz',
+  'Health API handler',
+  provideInto(ApiRoutersToken, (ops: ApiOperations, status: AgentStatus) => ({ name: 'healthz', router: healthzRouter(ops, status) }), ApiOperationsToken, AgentStatusToken),
+);

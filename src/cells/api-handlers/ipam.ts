@@ -5,12 +5,13 @@
  * use 409, no pool 501, exhausted 502).
  */
 import { isIP } from 'node:net';
+import type { Router } from 'express';
 import { module, provideInto } from '../../hive/cell.js';
 import { HttpError } from '../api-server/errors.js';
-import { ApiRoutesToken, created, ok, type ApiRequest, type ApiRouteGroup } from '../api-server/types.js';
+import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
 import type { CelliumIPAM } from '../../api/models.js';
 import { ipamSummary, IPAMToken, type Family, type IPAllocation, type IPAM, type PoolStatus } from '../ipam/index.js';
-import { badField, mapped, notFound } from './errors.js';
+import { badField, domainErrors, notFound } from './errors.js';
 
 /** How long an expiring allocation (header `expiration: true`) waits for an endpoint to confirm it. */
 export const IPAM_EXPIRATION_MS = 10 * 60_000;
@@ -31,8 +32,8 @@ export function hostAddressing(pools: readonly PoolStatus[]): Record<string, unk
   return out;
 }
 
-function checkPool(req: ApiRequest): void {
-  const pool = req.query.pool;
+function checkPool(query: Readonly<Record<string, unknown>>): void {
+  const pool = query.pool;
   if (pool !== undefined && pool !== '' && pool !== DEFAULT_POOL) throw badField('/query/pool', `unknown IPAM pool "${String(pool)}"`, DEFAULT_POOL);
 }
 
@@ -56,72 +57,62 @@ export function ipamView(ipam: IPAM, family?: Family): CelliumIPAM {
   };
 }
 
-/** The IPAM route group. */
-export function ipamRoutes(ipam: IPAM): ApiRouteGroup {
-  return {
-    name: 'ipam',
-    routes: [
-      {
-        operationId: 'GetIpam',
-        handle: (req) =>
-          mapped([400], () => {
-            checkPool(req);
-            return ok(ipamView(ipam, req.query.family as Family | undefined));
-          }),
-      },
-      {
-        operationId: 'PostIpam',
-        handle: (req) =>
-          mapped([400, 502], () => {
-            checkPool(req);
-            const pools = ipam.status();
-            const family = req.query.family as Family | undefined;
-            const families = family ? [family] : pools.map((p) => p.family);
-            if (family && !pools.some((p) => p.family === family)) throw new HttpError(502, `no ${family} pool is configured: set --${family}-range`);
-            const owner = String(req.query.owner || DEFAULT_OWNER);
-            const opts = req.headers.expiration === true ? { expirationMs: IPAM_EXPIRATION_MS } : {};
-            const got: IPAllocation[] = [];
-            try {
-              for (const f of families) got.push(ipam.allocateNext(f, owner, opts));
-            } catch (err) {
-              for (const a of got) ipam.release(a.ip);
-              throw err;
-            }
-            const address: Record<string, string> = {};
-            const body: Record<string, unknown> = { address, 'host-addressing': hostAddressing(pools) };
-            for (const a of got) {
-              address[a.family] = a.ip;
-              address[`${a.family}-pool-name`] = DEFAULT_POOL;
-              if (a.expirationUUID) address[`${a.family}-expiration-uuid`] = a.expirationUUID;
-              body[a.family] = addressResponse(a);
-            }
-            return created(body);
-          }),
-      },
-      {
-        operationId: 'PostIpamIP',
-        handle: (req) =>
-          mapped([400, 409, 500, 501], () => {
-            checkPool(req);
-            ipam.allocateIP(String(req.path.ip), String(req.query.owner || DEFAULT_OWNER));
-            return ok();
-          }),
-      },
-      {
-        operationId: 'DeleteIpamIP',
-        handle: (req) =>
-          mapped([400, 404, 409, 500, 501], () => {
-            checkPool(req);
-            const ip = String(req.path.ip);
-            const family = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
-            if (!ipam.status().some((p) => p.family === family)) throw new HttpError(501, `no ${family} pool is configured: set --${family}-range`);
-            if (!ipam.release(ip)) throw notFound(`${ip} is not allocated`);
-            return ok();
-          }),
-      },
-    ],
-  };
+/** The IPAM router. */
+export function ipamRouter(ops: ApiOperations, ipam: IPAM): Router {
+  const r = ops.router();
+  ops.serve(r, 'GetIpam', (_req, res) => {
+    const { query } = res.locals.api;
+    checkPool(query);
+    res.json(ipamView(ipam, query.family as Family | undefined));
+  });
+  ops.serve(r, 'PostIpam', (_req, res) => {
+    const { query, headers } = res.locals.api;
+    checkPool(query);
+    const pools = ipam.status();
+    const family = query.family as Family | undefined;
+    const families = family ? [family] : pools.map((p) => p.family);
+    if (family && !pools.some((p) => p.family === family)) throw new HttpError(502, `no ${family} pool is configured: set --${family}-range`);
+    const owner = String(query.owner || DEFAULT_OWNER);
+    const opts = headers.expiration === true ? { expirationMs: IPAM_EXPIRATION_MS } : {};
+    const got: IPAllocation[] = [];
+    try {
+      for (const f of families) got.push(ipam.allocateNext(f, owner, opts));
+    } catch (err) {
+      for (const a of got) ipam.release(a.ip);
+      throw err;
+    }
+    const address: Record<string, string> = {};
+    const body: Record<string, unknown> = { address, 'host-addressing': hostAddressing(pools) };
+    for (const a of got) {
+      address[a.family] = a.ip;
+      address[`${a.family}-pool-name`] = DEFAULT_POOL;
+      if (a.expirationUUID) address[`${a.family}-expiration-uuid`] = a.expirationUUID;
+      body[a.family] = addressResponse(a);
+    }
+    res.status(201).json(body);
+  });
+  ops.serve(r, 'PostIpamIP', (_req, res) => {
+    const { path, query } = res.locals.api;
+    checkPool(query);
+    ipam.allocateIP(String(path.ip), String(query.owner || DEFAULT_OWNER));
+    res.end();
+  });
+  ops.serve(r, 'DeleteIpamIP', (_req, res) => {
+    const { path, query } = res.locals.api;
+    checkPool(query);
+    const ip = String(path.ip);
+    const family = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
+    if (!ipam.status().some((p) => p.family === family)) throw new HttpError(501, `no ${family} pool is configured: set --${family}-range`);
+    if (!ipam.release(ip)) throw notFound(`${ip} is not allocated`);
+    res.end();
+  });
+  r.use(domainErrors);
+  return r;
 }
 
 /** The IPAM API handler cell. */
-export const ipamHandlersCell = module('api-ipam', 'IPAM API handlers', provideInto(ApiRoutesToken, ipamRoutes, IPAMToken));
+export const ipamHandlersCell = module(
+  'api-ipam',
+  'IPAM API handlers',
+  provideInto(ApiRoutersToken, (ops: ApiOperations, ipam: IPAM) => ({ name: 'ipam', router: ipamRouter(ops, ipam) }), ApiOperationsToken, IPAMToken),
+);

@@ -2,10 +2,11 @@
  * BPF map API handlers (module `api-map`): GET /map and GET /map/{name}, from the datapath's
  * maps (the in-memory tables or the kernel's maps), in Cilium's BPFMap shape.
  */
+import type { Router } from 'express';
 import { module, provideInto } from '../../hive/cell.js';
-import { ApiRoutesToken, ok, type ApiRouteGroup } from '../api-server/types.js';
+import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
 import { DatapathToken, type Datapath, type MapDump } from '../datapath/types.js';
-import { notFound } from './errors.js';
+import { domainErrors, notFound } from './errors.js';
 
 /** Cilium's BPFMap model of a map dump: entries with their desired action and last error. */
 export function mapModel(m: MapDump): { path: string; cache: Record<string, string>[] } {
@@ -21,23 +22,25 @@ export function mapModel(m: MapDump): { path: string; cache: Record<string, stri
   };
 }
 
-/** The map route group. */
-export function mapRoutes(dp: Datapath): ApiRouteGroup {
-  return {
-    name: 'map',
-    routes: [
-      { operationId: 'GetMap', handle: async () => ok({ maps: (await dp.maps.list()).map(mapModel) }) },
-      {
-        operationId: 'GetMapName',
-        handle: async (req) => {
-          const m = await dp.maps.get(String(req.path.name));
-          if (!m) throw notFound(`no BPF map named ${String(req.path.name)}: GET /v1/map lists them`);
-          return ok(mapModel(m));
-        },
-      },
-    ],
-  };
+/** The map router. */
+export function mapRouter(ops: ApiOperations, dp: Datapath): Router {
+  const r = ops.router();
+  ops.serve(r, 'GetMap', async (_req, res) => {
+    res.json({ maps: (await dp.maps.list()).map(mapModel) });
+  });
+  ops.serve(r, 'GetMapName', async (_req, res) => {
+    const name = String(res.locals.api.path.name);
+    const m = await dp.maps.get(name);
+    if (!m) throw notFound(`no BPF map named ${name}: GET /v1/map lists them`);
+    res.json(mapModel(m));
+  });
+  r.use(domainErrors);
+  return r;
 }
 
 /** The map API handler cell. */
-export const mapHandlersCell = module('api-map', 'BPF map API handlers', provideInto(ApiRoutesToken, mapRoutes, DatapathToken));
+export const mapHandlersCell = module(
+  'api-map',
+  'BPF map API handlers',
+  provideInto(ApiRoutersToken, (ops: ApiOperations, dp: Datapath) => ({ name: 'map', router: mapRouter(ops, dp) }), ApiOperationsToken, DatapathToken),
+);

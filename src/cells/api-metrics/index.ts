@@ -11,7 +11,7 @@ import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
 import { parseListenAddress } from '../api-server/config.js';
 import { ApiLimiterSetToken, type ApiLimiterSet } from '../api-server/ratelimit/set.js';
-import { ApiServerToken, type ApiServer } from '../api-server/types.js';
+import { ApiRouterToken, type ApiRouter } from '../api-server/types.js';
 import { EndpointManagerToken, type EndpointManager } from '../endpoint/types.js';
 import { IdentityAllocatorToken, type IdentityAllocator } from '../identity/types.js';
 import { PolicyRepositoryToken, type PolicyRepository } from '../policy/types.js';
@@ -50,7 +50,7 @@ interface Deps {
   readonly identities: IdentityAllocator;
   readonly policy: PolicyRepository;
   readonly limiters: ApiLimiterSet;
-  readonly api: ApiServer;
+  readonly api: ApiRouter;
   readonly regenerations: readonly Observable<RegenerationEvent>[];
   readonly lc: Lifecycle;
   readonly log: Logger;
@@ -92,9 +92,9 @@ export const metricsCell = module(
   provide(MetricsRegistryToken, newRegistry),
   provide(
     MetricsServerToken,
-    (registry: Registry, cfg: MetricsConfig, endpoints: EndpointManager, identities: IdentityAllocator, policy: PolicyRepository, limiters: ApiLimiterSet, api: ApiServer, regenerations: readonly Observable<RegenerationEvent>[], lc: Lifecycle, log: Logger) =>
+    (registry: Registry, cfg: MetricsConfig, endpoints: EndpointManager, identities: IdentityAllocator, policy: PolicyRepository, limiters: ApiLimiterSet, api: ApiRouter, regenerations: readonly Observable<RegenerationEvent>[], lc: Lifecycle, log: Logger) =>
       newMetricsServer({ registry, cfg, endpoints, identities, policy, limiters, api, regenerations, lc, log }),
-    MetricsRegistryToken, MetricsConfigToken, EndpointManagerToken, IdentityAllocatorToken, PolicyRepositoryToken, ApiLimiterSetToken, ApiServerToken, RegenerationEventsToken, LifecycleToken, LoggerToken,
+    MetricsRegistryToken, MetricsConfigToken, EndpointManagerToken, IdentityAllocatorToken, PolicyRepositoryToken, ApiLimiterSetToken, ApiRouterToken, RegenerationEventsToken, LifecycleToken, LoggerToken,
   ),
   invoke('serve-metrics', (_m: MetricsServer) => undefined, MetricsServerToken),
 );

@@ -1,6 +1,7 @@
 /**
- * Configuration of the API server: `--socket-path`, `--api-listen-address` (no TCP unless set),
- * `--api-rate-limit` (Cilium's syntax) and `--enable-api-rate-limit`.
+ * Configuration of the API: the router's (`--api-rate-limit` in Cilium's syntax,
+ * `--enable-api-rate-limit`, `--api-max-body-bytes`) and the server's listeners (`--socket-path`,
+ * `--api-listen-address`, no TCP unless set).
  */
 import { bool, int, string, type Field, type ValuesOf } from '../../hive/config/fields.js';
 import { token } from '../../hive/token.js';
@@ -47,7 +48,20 @@ const rateLimitField: Field<Readonly<Record<string, string>>> = {
   format: (v) => Object.entries(v).map(([k, o]) => `${k}=${o}`).join(','),
 };
 
-/** Schema of the API server configuration. */
+/** Schema of the API router's configuration (rate limits, body size): what an embedding app configures too. */
+export const apiRouterConfigSchema = {
+  apiRateLimit: rateLimitField,
+  enableApiRateLimit: bool(true, 'Rate limit the endpoint APIs (see --api-rate-limit)'),
+  apiMaxBodyBytes: int(2 * 1024 * 1024, 'Largest request body accepted, in bytes', { min: 1024 }),
+};
+
+/** The resolved API router configuration. */
+export type ApiRouterConfig = ValuesOf<typeof apiRouterConfigSchema>;
+
+/** Token for the API router configuration. */
+export const ApiRouterConfigToken = token<ApiRouterConfig>('ApiRouterConfig');
+
+/** Schema of the API server configuration (where it listens). */
 export const apiServerConfigSchema = {
   socketPath: {
     ...string(defaultSocketPath(), 'Unix socket the API is served on (the cellium CLI uses the same default and CELLIUM_SOCKET_PATH)'),
@@ -57,9 +71,6 @@ export const apiServerConfigSchema = {
     },
   },
   apiListenAddress: listenField('api-listen-address', 'Also serve the API over TCP on HOST:PORT (empty: unix socket only)'),
-  apiRateLimit: rateLimitField,
-  enableApiRateLimit: bool(true, 'Rate limit the endpoint APIs (see --api-rate-limit)'),
-  apiMaxBodyBytes: int(2 * 1024 * 1024, 'Largest request body accepted, in bytes', { min: 1024 }),
 };
 
 /** The resolved API server configuration. */

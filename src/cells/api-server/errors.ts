@@ -1,4 +1,5 @@
 /** Errors of the API server cell: socket problems, rate limiting, and errors handlers raise to set a status. */
+import type { FieldError, ValidationErrorBody } from '../../api/spec.js';
 
 /** Base class of the API server's errors. */
 export class ApiServerError extends Error {
@@ -40,7 +41,7 @@ export class ListenAddressError extends ApiServerError {
   }
 }
 
-/** Two handler groups claim the same operation, or a group names an operation the spec lacks. */
+/** Two handler groups claim the same operation, or a router serves an operation the spec lacks. */
 export class RouteConflictError extends ApiServerError {
   override readonly name = 'RouteConflictError';
 }
@@ -71,5 +72,28 @@ export class HttpError extends Error {
     readonly body?: unknown,
   ) {
     super(message);
+  }
+}
+
+/** A request that does not match the spec: 400 with the ValidationError model naming the field. */
+export class InvalidRequestError extends HttpError {
+  constructor(readonly fieldError: Omit<FieldError, 'expected'> & { readonly expected?: string }) {
+    const { field, message, expected } = fieldError;
+    super(400, message, {}, { error: { message, field, ...(expected ? { expected } : {}) } } satisfies ValidationErrorBody);
+  }
+}
+
+/** A body over --api-max-body-bytes: 413, and the connection is closed (the rest is not read). */
+export class BodyTooLargeError extends HttpError {
+  constructor(maxBytes: number) {
+    // the limit in a header too, so a client (the CNI shim) can report it without parsing the text
+    super(413, `the request body exceeds ${maxBytes} bytes (--api-max-body-bytes)`, { connection: 'close', 'x-cellium-max-body-bytes': String(maxBytes) });
+  }
+}
+
+/** The agent stops while a request waits or runs: 503 (the reason every in-flight request is aborted with). */
+export class ShuttingDownError extends HttpError {
+  constructor() {
+    super(503, 'the agent is shutting down: retry once it is back', { 'retry-after': '1' });
   }
 }

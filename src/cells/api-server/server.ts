@@ -1,38 +1,33 @@
 /**
- * The API server: serves the dispatcher on the unix socket (always) and on TCP when
- * --api-listen-address is set. Started and stopped by the hive's lifecycle.
+ * The API server: the agent's express application (the API router) on the unix socket (always)
+ * and on TCP when --api-listen-address is set. Started and stopped by the hive's lifecycle.
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { Express } from 'express';
 import type { Observable } from 'rxjs';
 import type { Lifecycle } from '../../hive/lifecycle.js';
 import type { Logger } from '../../hive/logger.js';
-import { createSpecValidator, type SpecValidator } from '../../api/spec.js';
+import { createApiApp, createApiHttpServer } from './app.js';
 import { parseListenAddress, type ApiServerConfig } from './config.js';
-import { createDispatcher, type Dispatcher } from './dispatch.js';
-import type { ApiLimiterSet } from './ratelimit/set.js';
+import { ShuttingDownError } from './errors.js';
 import { prepareSocket, removeSocket, restrictSocket } from './socket.js';
-import type { ApiRouteGroup, ApiServer, RequestRecord } from './types.js';
-
-/** The spec validator is compiled once per process and shared by every server. */
-let sharedValidator: SpecValidator | undefined;
+import type { ApiRouter, ApiServer, RequestRecord } from './types.js';
 
 /** The API server of the agent. */
 export class ApiServerImpl implements ApiServer {
-  private readonly dispatcher: Dispatcher;
+  private readonly app: Express;
   private readonly servers: Server[] = [];
   private tcp?: AddressInfo;
 
   constructor(
     private readonly cfg: ApiServerConfig,
-    groups: readonly ApiRouteGroup[],
-    limiters: ApiLimiterSet,
+    private readonly api: ApiRouter,
     private readonly log: Logger,
     lc: Lifecycle,
   ) {
-    sharedValidator ??= createSpecValidator();
-    this.dispatcher = createDispatcher({ validator: sharedValidator, groups, limiters, log, maxBodyBytes: cfg.apiMaxBodyBytes });
+    this.app = createApiApp(api.router);
     lc.append({ name: 'api-server', onStart: () => this.start(), onStop: () => this.stop() });
   }
 
@@ -48,12 +43,12 @@ export class ApiServerImpl implements ApiServer {
 
   /** See ApiServer. */
   served(): string[] {
-    return [...this.dispatcher.served];
+    return this.api.served();
   }
 
   /** See ApiServer. */
   get requests$(): Observable<RequestRecord> {
-    return this.dispatcher.requests$;
+    return this.api.requests$;
   }
 
   private async start(): Promise<void> {
@@ -62,7 +57,7 @@ export class ApiServerImpl implements ApiServer {
     const unix = this.newServer();
     await listen(unix, { path });
     restrictSocket(path);
-    this.log.info({ socketPath: path, operations: this.dispatcher.served.length }, 'API server listening on unix socket');
+    this.log.info({ socketPath: path, operations: this.api.served().length }, 'API server listening on unix socket');
     if (this.cfg.apiListenAddress) {
       const { host, port } = parseListenAddress('api-listen-address', this.cfg.apiListenAddress);
       const tcp = this.newServer();
@@ -73,14 +68,14 @@ export class ApiServerImpl implements ApiServer {
   }
 
   private newServer(): Server {
-    const s = createServer({ keepAliveTimeout: 30_000 }, this.dispatcher.listener);
+    const s = createApiHttpServer(this.app);
     s.on('clientError', answerClientError);
     this.servers.push(s);
     return s;
   }
 
   private async stop(): Promise<void> {
-    this.dispatcher.abortAll(new Error('the agent is shutting down'));
+    this.api.abortAll(new ShuttingDownError());
     await Promise.all(
       this.servers.map(
         (s) =>

@@ -1,14 +1,16 @@
 /**
- * What handler cells give the API server: route groups, one per API group (endpoint, identity,
- * policy, ...), each mapping operationIds of api/openapi.yaml to thin handlers. A handler gets the
- * request already validated against the spec and returns a status and a body.
+ * What the API is made of: handler cells contribute an express `Router` each (one per API group:
+ * endpoint, identity, policy, ...) to the `ApiRoutersToken` group; on it they serve operations of
+ * api/openapi.yaml through `ApiOperations.serve`, which validates each request against the spec
+ * before their handlers run. The API router mounts every group under `/v1`; the server serves it.
  */
-import type { IncomingMessage } from 'node:http';
+import type { NextFunction, Request, Response, Router } from 'express';
 import type { Observable } from 'rxjs';
+import type { OperationInfo, SpecValidator } from '../../api/spec.js';
 import { groupToken, token } from '../../hive/token.js';
 
-/** A request that passed validation: parameters coerced to their schema types. */
-export interface ApiRequest {
+/** A request that passed validation: parameters coerced to their schema types, defaults applied. */
+export interface ApiInput {
   readonly operationId: string;
   readonly path: Readonly<Record<string, unknown>>;
   readonly query: Readonly<Record<string, unknown>>;
@@ -16,44 +18,77 @@ export interface ApiRequest {
   readonly headers: Readonly<Record<string, unknown>>;
   /** The body (parsed JSON, or the text for text/plain and application/yaml); undefined when none. */
   readonly body: unknown;
-  /** The media type the body came as. */
-  readonly contentType?: string;
+  /** The media type the body came as (undefined without a body). */
+  readonly contentType: string | undefined;
   /** Aborted when the client goes away or the server stops. */
   readonly signal: AbortSignal;
-  /** The underlying request (for logging). */
-  readonly raw: IncomingMessage;
 }
 
-/** A handler's answer. No body (undefined) answers with an empty body. */
-export interface ApiResult {
-  readonly status: number;
-  readonly body?: unknown;
-  /** The body already serialized as JSON text (sent as is, instead of `body`). */
-  readonly json?: string;
-  readonly headers?: Readonly<Record<string, string>>;
+/** What the API's middleware leave in `res.locals` for the next ones. */
+export interface ApiLocals {
+  /** The operation the request is for, once a route of the spec matched it. */
+  apiOperation?: OperationInfo;
+  /** The validated request, for the operation's handlers. */
+  api: ApiInput;
 }
 
-/** Handles one operation. Throw HttpError to answer with Cilium's Error model; anything else is a 500. */
-export type ApiHandler = (req: ApiRequest) => ApiResult | Promise<ApiResult>;
+/** The response of an API operation, its validated request in `res.locals.api`. */
+export type ApiResponse = Response<unknown, ApiLocals>;
 
-/** One operation served by a group. */
-export interface ApiRoute {
-  /** The operationId in api/openapi.yaml (e.g. `PutEndpointID`). */
-  readonly operationId: string;
-  /** The rate limiter it waits on (e.g. `endpoint-create`), if any. */
-  readonly limiter?: string;
-  readonly handle: ApiHandler;
+/** A handler (or middleware) of an API operation. Throw (or reject with) an error to answer through the API's error handler. */
+export type ApiHandler = (req: Request, res: ApiResponse, next: NextFunction) => unknown;
+
+/**
+ * Serves operations of api/openapi.yaml on express routers, for handler cells: the request is
+ * matched, its body read (for operations that take one) and validated before the handlers run.
+ */
+export interface ApiOperations {
+  /** The compiled spec validators (compiled once per process). */
+  readonly validator: SpecValidator;
+  /** A new Router with the API's routing rules (case sensitive, as the spec's paths are). */
+  router(): Router;
+  /**
+   * Serves `operationId` on `router` at its path (relative to `/v1`): validation, then `handlers`
+   * in order. Throws RouteConflictError when the spec does not define the operation or the router
+   * serves it already.
+   */
+  serve(router: Router, operationId: string, ...handlers: ApiHandler[]): void;
+  /** Middleware waiting on the named rate limiter (429 with Retry-After when refused). */
+  limit(name: string): ApiHandler;
+  /** The operationIds `router` serves, in the order they were added. */
+  servedBy(router: Router): readonly string[];
+  /** Aborts the signal of every request in flight (server stop). */
+  abortAll(reason: Error): void;
 }
 
-/** A group of routes contributed by one handler cell. */
-export interface ApiRouteGroup {
+/** Token for ApiOperations. */
+export const ApiOperationsToken = token<ApiOperations>('ApiOperations');
+
+/** A router contributed by one handler cell. */
+export interface ApiRouterGroup {
   /** The group's name, for errors and introspection (e.g. `endpoint`). */
   readonly name: string;
-  readonly routes: readonly ApiRoute[];
+  /** Its routes, relative to `/v1`. */
+  readonly router: Router;
 }
 
-/** Value group every handler cell contributes its routes to: `provideInto(ApiRoutesToken, ...)`. */
-export const ApiRoutesToken = groupToken<ApiRouteGroup>('ApiRoutes');
+/** Value group every handler cell contributes its router to: `provideInto(ApiRoutersToken, ...)`. */
+export const ApiRoutersToken = groupToken<ApiRouterGroup>('ApiRouters');
+
+/** The whole API as one express Router: mount it in any express app (the agent's own, or yours). */
+export interface ApiRouter {
+  /** Every group under `/v1`, then 404 / 405 / 501 and the error handler. */
+  readonly router: Router;
+  /** operationIds that have a handler, sorted. */
+  served(): string[];
+  /** Every answered request (feeds cellium_agent_api_process_time_seconds). */
+  readonly requests$: Observable<RequestRecord>;
+  /** Aborts every request in flight. */
+  abortAll(reason: Error): void;
+}
+
+/** Token for the API router. */
+export const ApiRouterToken = token<ApiRouter>('ApiRouter');
 
 /** Where the server listens, once started. */
 export interface ApiServer {
@@ -63,7 +98,7 @@ export interface ApiServer {
   tcpAddress(): string | undefined;
   /** operationIds that have a handler, sorted. */
   served(): string[];
-  /** Every answered request (feeds cellium_agent_api_process_time_seconds). */
+  /** Every answered request. */
   readonly requests$: Observable<RequestRecord>;
 }
 
@@ -80,13 +115,3 @@ export interface RequestRecord {
 
 /** Token for the API server. */
 export const ApiServerToken = token<ApiServer>('ApiServer');
-
-/** A `200` answer with a JSON body. */
-export function ok(body?: unknown): ApiResult {
-  return body === undefined ? { status: 200 } : { status: 200, body };
-}
-
-/** A `201` answer with a JSON body. */
-export function created(body: unknown): ApiResult {
-  return { status: 201, body };
-}

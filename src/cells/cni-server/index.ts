@@ -14,7 +14,7 @@ import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
-import { ApiRoutesToken } from '../api-server/types.js';
+import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
 import { EndpointRestorerToken, type EndpointRestorer } from '../endpoint/index.js';
 import { EndpointAPIManagerToken, EndpointManagerToken, type EndpointAPIManager, type EndpointManager } from '../endpoint/types.js';
 import { IPAMConfigToken, IPAMToken, type IPAM, type IPAMConfig } from '../ipam/index.js';
@@ -23,7 +23,7 @@ import { CniServerConfigToken, cniServerConfigSchema, type CniServerConfig } fro
 import { AttachmentJournal, JOURNAL_DIR } from './journal.js';
 import { AttachmentLedger } from './ledger.js';
 import { NetlinkOps, type NetOps } from './netops.js';
-import { cniRoutes } from './routes.js';
+import { cniRouter } from './routes.js';
 import { CniServer } from './server.js';
 
 export { CniServer } from './server.js';
@@ -31,7 +31,7 @@ export { CniServerConfigToken, cniServerConfigSchema, type CniServerConfig } fro
 export { NetlinkOps, type NetOps, type LinkOps } from './netops.js';
 export { CniFailure, CelliumCniCode } from './errors.js';
 export { hostIfName, HOST_IF_PREFIX } from './plumbing.js';
-export { cniRoutes, CNI_OPERATION_ID } from './routes.js';
+export { cniRouter, CNI_OPERATION_ID } from './routes.js';
 export { AttachmentLedger, attachmentKey } from './ledger.js';
 export { AttachmentJournal, JOURNAL_DIR, type AttachmentRecord, type JournalEntry } from './journal.js';
 export type { OrphanOutcome } from './orphans.js';
@@ -102,6 +102,6 @@ export const cniServerCell = module(
       newServer({ ipam, endpoints, manager, net, cfg, ipamCfg, stateDir: sd.stateDir, restored: restorer.done, lc, jobs, log }),
     IPAMToken, EndpointAPIManagerToken, EndpointManagerToken, CniNetOpsToken, CniServerConfigToken, IPAMConfigToken, StateDirConfigToken, EndpointRestorerToken, LifecycleToken, JobsToken, LoggerToken,
   ),
-  provideInto(ApiRoutesToken, cniRoutes, CniServerToken),
+  provideInto(ApiRoutersToken, (ops: ApiOperations, server: CniServer) => ({ name: 'cni', router: cniRouter(ops, server) }), ApiOperationsToken, CniServerToken),
   invoke('cni-server', (_s: CniServer) => undefined, CniServerToken),
 );

@@ -39,6 +39,7 @@ export async function unprivilegedDemo(n: Narrator): Promise<void> {
         'k8s-pod-name': p.name,
         'k8s-namespace': DEMO_NAMESPACE,
         labels: p.labels,
+        state: 'waiting-for-identity',
         'sync-build-endpoint': true,
       });
       n.say(`${p.name}: endpoint ${ep.id}, ${p.ip}, state ${ep.status?.state}`);
