@@ -10,6 +10,7 @@ import { networkInterfaces } from 'node:os';
 import { kernelVerdict, pinnedEndpoints, unloadEndpointProgram } from '../../bpf/index.js';
 import type { Logger } from '../../hive/logger.js';
 import { ReservedIdentity, type Datapath, type Direction, type PacketSpec, type Verdict } from '../datapath/types.js';
+import type { CtTimeouts } from '../datapath/conntrack.js';
 import type { VerdictPacket } from '../datapath/verdict-model.js';
 import type { BpfDatapathConfig } from './config.js';
 import { wrapBpf } from './errors.js';
@@ -41,14 +42,14 @@ export class BpfDatapath implements Datapath {
   constructor(
     readonly cfg: BpfDatapathConfig,
     private readonly log: Logger,
-    opts: Omit<BpfMapsOptions, 'onError'> = {},
+    opts: Omit<BpfMapsOptions, 'onError'> & { readonly ctTimeouts?: CtTimeouts } = {},
   ) {
-    this.kernel = new KernelMaps(cfg);
+    this.kernel = new KernelMaps(cfg, (r) => log.warn(r, 'a pinned BPF map has another layout than this agent\'s: removed and created anew (its entries are lost)'));
     this.maps = new BpfMaps(this.kernel, {
       ...opts,
       onError: (table, key, err) => log.warn({ map: table, key, err: err.message }, 'BPF map write failed; retrying with backoff'),
     });
-    this.loader = new BpfLoader(this.kernel, { mode: cfg.bpfAttachMode });
+    this.loader = new BpfLoader(this.kernel, { mode: cfg.bpfAttachMode, ctTimeouts: opts.ctTimeouts });
   }
 
   /** Opens the maps, starts the reconcilers and publishes the host's addresses. */

@@ -12,7 +12,8 @@ import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { bpfAvailable } from '../../bpf/index.js';
-import { DatapathProvidersToken, SelectedDatapathToken, sysfsLinkChecker, type DatapathProvider, type SelectedDatapath } from '../datapath/select.js';
+import { ctTimeoutsOf } from '../datapath/ct-config.js';
+import { DatapathConfigToken, DatapathProvidersToken, SelectedDatapathToken, sysfsLinkChecker, type DatapathConfig, type DatapathProvider, type SelectedDatapath } from '../datapath/select.js';
 import { EndpointManagerToken, EndpointRestorerToken, type EndpointManager, type EndpointRestorer } from '../endpoint/index.js';
 import { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from './config.js';
 import { BpfDatapath } from './datapath.js';
@@ -38,6 +39,7 @@ export function describeTables(reports: readonly BpfTableReport[]): { ok: boolea
 
 interface ProviderDeps {
   readonly cfg: BpfDatapathConfig;
+  readonly dpCfg: DatapathConfig;
   readonly lc: Lifecycle;
   readonly jobs: Jobs;
   readonly health: Health;
@@ -54,7 +56,7 @@ export function bpfDatapathProvider(d: ProviderDeps): DatapathProvider {
       return a.ok ? undefined : a.reason;
     },
     create: () => {
-      const dp = new BpfDatapath(d.cfg, d.log);
+      const dp = new BpfDatapath(d.cfg, d.log, { ctTimeouts: ctTimeoutsOf(d.dpCfg) });
       d.lc.append({ name: 'bpf-datapath', onStart: () => dp.start(), onStop: () => dp.stop() });
       d.jobs.timer('bpf-map-status', async () => {
         const { ok, message } = describeTables(dp.maps.report());
@@ -91,8 +93,8 @@ export const bpfDatapathCell = module(
   config(BpfDatapathConfigToken, bpfDatapathConfigSchema),
   provideInto(
     DatapathProvidersToken,
-    (cfg: BpfDatapathConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger) => bpfDatapathProvider({ cfg, lc, jobs, health, log }),
-    BpfDatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
+    (cfg: BpfDatapathConfig, dpCfg: DatapathConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger) => bpfDatapathProvider({ cfg, dpCfg, lc, jobs, health, log }),
+    BpfDatapathConfigToken, DatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
   ),
   invoke('bpf-datapath-restore', afterRestore, SelectedDatapathToken, EndpointRestorerToken, EndpointManagerToken, LoggerToken),
   invoke('bpf-datapath-health', reportNotInUse, SelectedDatapathToken, HealthToken),
