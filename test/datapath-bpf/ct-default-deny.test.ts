@@ -9,12 +9,10 @@
 import t from 'tap';
 import { CtMaps, ctKeyText } from '../../src/bpf/index.js';
 import { ping } from '../bpf/fixtures/topology.js';
-import { appPolicy, ask, peerPorts, serve } from './ct-fixtures.js';
+import { SMALL_CT, appPolicy, ask, peerPorts, serve } from './ct-fixtures.js';
 import { Cleanup, allocatePod, bpfRoot, cli, connects, endpointRequest, endpointsDiag, skipReason, startBpfAgent } from './fixtures.js';
 
 const POOL = '10.243.0.0/24';
-/** Small conntrack maps: the defaults preallocate about 200 MB of kernel memory per BPF root. */
-export const SMALL_CT = { 'bpf-ct-global-tcp-max': 4096, 'bpf-ct-global-any-max': 4096 } as const;
 
 t.test('default deny both ways: allowed flows and their replies pass, nothing else does', { skip: skipReason() }, async (t) => {
   const c = new Cleanup(t);

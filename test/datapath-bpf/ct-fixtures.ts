@@ -7,6 +7,9 @@ import { join } from 'node:path';
 import type { TrafficAgent } from '../bpf/fixtures/topology.js';
 import type { Cleanup, Pod } from './fixtures.js';
 
+/** Small conntrack maps for test agents: the defaults preallocate about 200 MB of kernel memory per BPF root. */
+export const SMALL_CT = { 'bpf-ct-global-tcp-max': 4096, 'bpf-ct-global-any-max': 4096 } as const;
+
 /** A CiliumNetworkPolicy selecting `app=<app>`, written to `dir`; returns the file. */
 export function appPolicy(dir: string, name: string, app: string, spec: Record<string, unknown>): string {
   const file = join(dir, `${name}.json`);

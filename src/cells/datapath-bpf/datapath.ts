@@ -13,6 +13,7 @@ import { ReservedIdentity, type Datapath, type Direction, type PacketSpec, type 
 import type { CtTimeouts } from '../datapath/conntrack.js';
 import type { VerdictPacket } from '../datapath/verdict-model.js';
 import type { BpfDatapathConfig } from './config.js';
+import { CtGarbageCollector } from './ct-gc.js';
 import { wrapBpf } from './errors.js';
 import { KernelMaps } from './kernel-maps.js';
 import { BpfLoader } from './loader.js';
@@ -36,20 +37,25 @@ export class BpfDatapath implements Datapath {
   readonly kernel: KernelMaps;
   readonly maps: BpfMaps;
   readonly loader: BpfLoader;
+  /** Conntrack garbage collection and the scrub of deleted endpoints' addresses. */
+  readonly gc: CtGarbageCollector;
   private hostCidrs = new Set<string>();
   private restored = false;
 
   constructor(
     readonly cfg: BpfDatapathConfig,
     private readonly log: Logger,
-    opts: Omit<BpfMapsOptions, 'onError'> & { readonly ctTimeouts?: CtTimeouts } = {},
+    opts: Omit<BpfMapsOptions, 'onError' | 'onEndpointDeleted'> & { readonly ctTimeouts?: CtTimeouts; readonly gcSliceMs?: number } = {},
   ) {
     this.kernel = new KernelMaps(cfg, (r) => log.warn(r, 'a pinned BPF map has another layout than this agent\'s: removed and created anew (its entries are lost)'));
+    this.gc = new CtGarbageCollector(this.kernel, { intervalMs: cfg.conntrackGcInterval, maxIntervalMs: cfg.conntrackGcMaxInterval, sliceMs: opts.gcSliceMs });
     this.maps = new BpfMaps(this.kernel, {
       ...opts,
       onError: (table, key, err) => log.warn({ map: table, key, err: err.message }, 'BPF map write failed; retrying with backoff'),
+      onEndpointDeleted: (ips) => void this.gc.scrub(ips),
     });
     this.loader = new BpfLoader(this.kernel, { mode: cfg.bpfAttachMode, ctTimeouts: opts.ctTimeouts });
+    this.loader.setGate((c) => this.gc.settled([c.ipv4, c.ipv6]));
   }
 
   /** Opens the maps, starts the reconcilers and publishes the host's addresses. */
@@ -62,6 +68,7 @@ export class BpfDatapath implements Datapath {
 
   /** Stops the reconcilers and closes the fds; programs and pinned maps stay in the kernel. */
   async stop(): Promise<void> {
+    await this.gc.stop();
     await this.maps.stop();
     this.kernel.close();
   }
@@ -77,17 +84,24 @@ export class BpfDatapath implements Datapath {
   /**
    * Called once the endpoints were restored: removes the programs (link pins, and legacy filters on
    * the interface cellium_lxc still names) and policy maps of endpoint IDs that are not among
-   * `live`, and turns pruning on (which then drops their lxc entries). Returns the IDs removed.
+   * `live`, scrubs the conntrack entries of their addresses, and turns pruning on (which then drops
+   * their lxc entries). Returns the IDs removed.
    */
   async restoreDone(live: Iterable<number>): Promise<number[]> {
     const keep = new Set(live);
     // legacy filters have no pins: where a stale endpoint's program sits is in cellium_lxc
     const ifIndexOf = new Map<number, number>();
     const liveIfIndexes = new Set<number>();
-    for (const [, v] of this.kernel.lxc.entries()) {
+    const staleIps: string[] = [];
+    for (const [ip, v] of this.kernel.lxc.entries()) {
       if (keep.has(v.endpointId)) liveIfIndexes.add(v.ifIndex);
-      else ifIndexOf.set(v.endpointId, v.ifIndex);
+      else {
+        ifIndexOf.set(v.endpointId, v.ifIndex);
+        staleIps.push(ip);
+      }
     }
+    // connections of endpoints deleted while the agent was down: their addresses may be reused
+    void this.gc.scrub(staleIps);
     const stale = new Set([...pinnedEndpoints(this.cfg.bpfRoot), ...this.kernel.pinnedPolicyMaps(), ...ifIndexOf.keys()].filter((id) => !keep.has(id)));
     for (const id of stale) {
       const ifIndex = ifIndexOf.get(id) ?? 0;
