@@ -46,6 +46,9 @@ t.test('default deny both ways: allowed flows and their replies pass, nothing el
   t.ok(lines.some((l) => l.startsWith(`TCP OUT ${client.ip}:`) && l.endsWith(`-> ${server.ip}:80`)), 'the client side tracked its connection (TCP OUT)', { lines });
   t.ok(lines.some((l) => l.startsWith(`TCP IN ${client.ip}:`) && l.endsWith(`-> ${server.ip}:80`)), 'the server side tracked it as opened towards it (TCP IN)', { lines });
   t.ok(lines.some((l) => l.startsWith(`UDP OUT ${client.ip}:`) && l.endsWith(`-> ${server.ip}:5353`)), 'and the UDP flow', { lines });
+  const listed = await cli(agent.socketPath, 'bpf', 'ct', 'list', 'global', '--bpf-root', root);
+  const ip = (a: string): string => a.replaceAll('.', '\\.');
+  t.match(listed.out, new RegExp(`^TCP OUT ${ip(client.ip)}:\\d+ -> ${ip(server.ip)}:80 expires=\\d+ .* SourceSecurityID=\\d+$`, 'm'), "cellium bpf ct list global shows it in Cilium's format");
 
   // The port is allowed but nothing listens: the server's ICMP port unreachable is an egress packet
   // of the server and an ingress packet of the client, related to the tracked flow both times.
