@@ -47,81 +47,97 @@ struct ct_result {
 	__u32 now;		/* the lookup's second (CLOCK_MONOTONIC) */
 };
 
+/*
+ * The current second of CLOCK_MONOTONIC, from the coarse clock (the last tick's time, a memory
+ * read, where bpf_ktime_get_ns() reads the clocksource): at most one tick behind, which a lifetime
+ * in seconds does not notice.
+ */
 static __always_inline __u32 ct_now(void)
 {
-	return bpf_ktime_get_ns() / 1000000000ULL;
+	return bpf_ktime_get_coarse_ns() / 1000000000ULL;
 }
+
+/* A key of either family: an IPv4 key is the first 14 bytes. */
+union ct_key {
+	struct ipv4_ct_tuple v4;
+	struct ipv6_ct_tuple v6;
+};
 
 /*
  * The key as a packet from `src` to `dst` with these conntrack ports looks it up as a reply:
  * addresses as they are, ports swapped (dport holds the packet's source port), `flags` naming the
  * side that would have opened the connection.
  */
-static __always_inline void ct_key_fill(struct ipv6_ct_tuple *k, const __u8 *src, const __u8 *dst, __be16 sport, __be16 dport,
+static __always_inline void ct_key_fill(union ct_key *k, __u8 family, const __u8 *src, const __u8 *dst, __be16 sport, __be16 dport,
 					__u8 nexthdr, __u8 flags)
 {
-	__builtin_memcpy(k->daddr, dst, 16);
-	__builtin_memcpy(k->saddr, src, 16);
-	k->dport = sport;
-	k->sport = dport;
-	k->nexthdr = nexthdr;
-	k->flags = flags;
+	if (family == FAMILY_IPV4) {
+		__builtin_memcpy(k->v4.daddr, dst, 4);
+		__builtin_memcpy(k->v4.saddr, src, 4);
+		k->v4.dport = sport;
+		k->v4.sport = dport;
+		k->v4.nexthdr = nexthdr;
+		k->v4.flags = flags;
+	} else {
+		__builtin_memcpy(k->v6.daddr, dst, 16);
+		__builtin_memcpy(k->v6.saddr, src, 16);
+		k->v6.dport = sport;
+		k->v6.sport = dport;
+		k->v6.nexthdr = nexthdr;
+		k->v6.flags = flags;
+	}
 }
 
 /* The other direction's key: addresses and ports swapped, TUPLE_F_IN flipped. */
-static __always_inline void ct_key_reverse(struct ipv6_ct_tuple *k)
+static __always_inline void ct_key_reverse(union ct_key *k, __u8 family)
 {
-	__u8 tmp[16];
-	__be16 port = k->dport;
+	if (family == FAMILY_IPV4) {
+		__u8 tmp[4];
+		__be16 port = k->v4.dport;
 
-	__builtin_memcpy(tmp, k->daddr, 16);
-	__builtin_memcpy(k->daddr, k->saddr, 16);
-	__builtin_memcpy(k->saddr, tmp, 16);
-	k->dport = k->sport;
-	k->sport = port;
-	k->flags ^= TUPLE_F_IN;
-}
+		__builtin_memcpy(tmp, k->v4.daddr, 4);
+		__builtin_memcpy(k->v4.daddr, k->v4.saddr, 4);
+		__builtin_memcpy(k->v4.saddr, tmp, 4);
+		k->v4.dport = k->v4.sport;
+		k->v4.sport = port;
+		k->v4.flags ^= TUPLE_F_IN;
+	} else {
+		__u8 tmp[16];
+		__be16 port = k->v6.dport;
 
-static __always_inline void ct_key4(struct ipv4_ct_tuple *t, const struct ipv6_ct_tuple *k)
-{
-	__builtin_memcpy(t->daddr, k->daddr, 4);
-	__builtin_memcpy(t->saddr, k->saddr, 4);
-	t->dport = k->dport;
-	t->sport = k->sport;
-	t->nexthdr = k->nexthdr;
-	t->flags = k->flags;
+		__builtin_memcpy(tmp, k->v6.daddr, 16);
+		__builtin_memcpy(k->v6.daddr, k->v6.saddr, 16);
+		__builtin_memcpy(k->v6.saddr, tmp, 16);
+		k->v6.dport = k->v6.sport;
+		k->v6.sport = port;
+		k->v6.flags ^= TUPLE_F_IN;
+	}
 }
 
 /* The entry of `k` in the family's TCP or non-TCP map. */
-static __always_inline struct ct_entry *ct_map_lookup(const struct ipv6_ct_tuple *k, __u8 family)
+static __always_inline struct ct_entry *ct_map_lookup(const union ct_key *k, __u8 family)
 {
 	if (family == FAMILY_IPV4) {
-		struct ipv4_ct_tuple t;
-
-		ct_key4(&t, k);
-		if (k->nexthdr == IPPROTO_TCP)
-			return bpf_map_lookup_elem(&cellium_ct4_global, &t);
-		return bpf_map_lookup_elem(&cellium_ct_any4_global, &t);
+		if (k->v4.nexthdr == IPPROTO_TCP)
+			return bpf_map_lookup_elem(&cellium_ct4_global, &k->v4);
+		return bpf_map_lookup_elem(&cellium_ct_any4_global, &k->v4);
 	}
-	if (k->nexthdr == IPPROTO_TCP)
-		return bpf_map_lookup_elem(&cellium_ct6_global, k);
-	return bpf_map_lookup_elem(&cellium_ct_any6_global, k);
+	if (k->v6.nexthdr == IPPROTO_TCP)
+		return bpf_map_lookup_elem(&cellium_ct6_global, &k->v6);
+	return bpf_map_lookup_elem(&cellium_ct_any6_global, &k->v6);
 }
 
 /* Writes the entry of `k`; the map's error (< 0) when it cannot. */
-static __always_inline long ct_map_update(const struct ipv6_ct_tuple *k, __u8 family, const struct ct_entry *e)
+static __always_inline long ct_map_update(const union ct_key *k, __u8 family, const struct ct_entry *e)
 {
 	if (family == FAMILY_IPV4) {
-		struct ipv4_ct_tuple t;
-
-		ct_key4(&t, k);
-		if (k->nexthdr == IPPROTO_TCP)
-			return bpf_map_update_elem(&cellium_ct4_global, &t, e, BPF_ANY);
-		return bpf_map_update_elem(&cellium_ct_any4_global, &t, e, BPF_ANY);
+		if (k->v4.nexthdr == IPPROTO_TCP)
+			return bpf_map_update_elem(&cellium_ct4_global, &k->v4, e, BPF_ANY);
+		return bpf_map_update_elem(&cellium_ct_any4_global, &k->v4, e, BPF_ANY);
 	}
-	if (k->nexthdr == IPPROTO_TCP)
-		return bpf_map_update_elem(&cellium_ct6_global, k, e, BPF_ANY);
-	return bpf_map_update_elem(&cellium_ct_any6_global, k, e, BPF_ANY);
+	if (k->v6.nexthdr == IPPROTO_TCP)
+		return bpf_map_update_elem(&cellium_ct6_global, &k->v6, e, BPF_ANY);
+	return bpf_map_update_elem(&cellium_ct_any6_global, &k->v6, e, BPF_ANY);
 }
 
 /* Records the TCP flags seen in a direction; 1 when a monitor should report the packet. */
@@ -149,6 +165,7 @@ static __always_inline __u8 ct_note_flags(struct ct_entry *e, __u32 egress, __u8
  */
 __attribute__((noinline)) int ct_refresh(struct ct_entry *e, struct __sk_buff *skb, const struct pkt *p, __u32 egress, __u32 now)
 {
+	__u32 lifetime;
 	__u16 flags;
 
 	if (!e || !skb || !p)
@@ -163,8 +180,9 @@ __attribute__((noinline)) int ct_refresh(struct ct_entry *e, struct __sk_buff *s
 			__sync_fetch_and_add(&e->rx_bytes, skb->len);
 		}
 	}
+	/* Stores only what changed: most packets of a flow leave the entry's cache line clean. */
 	if (p->protocol != IPPROTO_TCP) {
-		e->lifetime = now + ct_lifetime_any;
+		lifetime = now + ct_lifetime_any;
 	} else if ((flags & CT_F_CLOSING) != CT_F_CLOSING) {
 		if (!(p->tcp_flags & TCP_SYN))
 			flags |= CT_F_SEEN_NON_SYN;
@@ -173,12 +191,16 @@ __attribute__((noinline)) int ct_refresh(struct ct_entry *e, struct __sk_buff *s
 		else if (p->tcp_flags & TCP_FIN)
 			flags |= egress ? CT_F_TX_CLOSING : CT_F_RX_CLOSING;
 		if ((flags & CT_F_CLOSING) == CT_F_CLOSING)
-			e->lifetime = now + ct_lifetime_close;
+			lifetime = now + ct_lifetime_close;
 		else
-			e->lifetime = now + ((flags & CT_F_SEEN_NON_SYN) ? ct_lifetime_tcp : ct_lifetime_syn);
+			lifetime = now + ((flags & CT_F_SEEN_NON_SYN) ? ct_lifetime_tcp : ct_lifetime_syn);
 		if (flags != e->flags)
 			e->flags = flags;
+	} else {
+		lifetime = e->lifetime;
 	}
+	if (lifetime != e->lifetime)
+		e->lifetime = lifetime;
 	return ct_note_flags(e, egress, p->tcp_flags, now);
 }
 
@@ -197,7 +219,7 @@ __attribute__((noinline)) int ct_refresh(struct ct_entry *e, struct __sk_buff *s
  * is treated as `how` says and its source identity and report bit go to `res`. A global function:
  * checked once, whichever of the four maps the key belongs in.
  */
-__attribute__((noinline)) int ct_match(const struct ipv6_ct_tuple *k, struct __sk_buff *skb, const struct pkt *p, __u32 how,
+__attribute__((noinline)) int ct_match(const union ct_key *k, struct __sk_buff *skb, const struct pkt *p, __u32 how,
 				       struct ct_result *res)
 {
 	struct ct_entry *e;
@@ -223,16 +245,16 @@ __attribute__((noinline)) int ct_match(const struct ipv6_ct_tuple *k, struct __s
  */
 static __always_inline int ct_related(struct __sk_buff *skb, const struct pkt *p, __u32 egress, struct ct_result *res)
 {
-	struct ipv6_ct_tuple k = {};
+	union ct_key k = {};
 	const __u32 *dst = (const __u32 *)p->dst;
 	const __u32 *isrc = (const __u32 *)p->inner_src;
 
 	if (dst[0] != isrc[0] || dst[1] != isrc[1] || dst[2] != isrc[2] || dst[3] != isrc[3])
 		return 0;
-	ct_key_fill(&k, p->inner_src, p->inner_dst, p->inner_sport, p->inner_dport, p->inner_protocol, egress ? TUPLE_F_OUT : TUPLE_F_IN);
+	ct_key_fill(&k, p->family, p->inner_src, p->inner_dst, p->inner_sport, p->inner_dport, p->inner_protocol, egress ? TUPLE_F_OUT : TUPLE_F_IN);
 	if (ct_match(&k, skb, p, CT_MATCH_PEEK, res))
 		return 1;
-	ct_key_reverse(&k);
+	ct_key_reverse(&k, p->family);
 	return ct_match(&k, skb, p, CT_MATCH_PEEK, res) != CT_MATCH_NONE;
 }
 
@@ -243,7 +265,7 @@ static __always_inline int ct_related(struct __sk_buff *skb, const struct pkt *p
  */
 __attribute__((noinline)) int ct_lookup(struct __sk_buff *skb, const struct pkt *p, __u32 egress, struct ct_result *res)
 {
-	struct ipv6_ct_tuple k = {};
+	union ct_key k = {};
 	int pure_syn, m;
 
 	if (!skb || !p || !res)
@@ -261,12 +283,12 @@ __attribute__((noinline)) int ct_lookup(struct __sk_buff *skb, const struct pkt 
 		return res->status;
 	}
 	pure_syn = p->protocol == IPPROTO_TCP && (p->tcp_flags & (TCP_SYN | TCP_ACK)) == TCP_SYN;
-	ct_key_fill(&k, p->src, p->dst, p->ct_sport, p->ct_dport, p->protocol, egress ? TUPLE_F_IN : TUPLE_F_OUT);
+	ct_key_fill(&k, p->family, p->src, p->dst, p->ct_sport, p->ct_dport, p->protocol, egress ? TUPLE_F_IN : TUPLE_F_OUT);
 	if (!pure_syn && ct_match(&k, skb, p, CT_MATCH_REFRESH, res)) {
 		res->status = CT_REPLY;
 		return CT_REPLY;
 	}
-	ct_key_reverse(&k);
+	ct_key_reverse(&k, p->family);
 	m = ct_match(&k, skb, p, pure_syn ? CT_MATCH_REOPEN : CT_MATCH_REFRESH, res);
 	if (m == CT_MATCH_LIVE) {
 		res->status = CT_ESTABLISHED;
@@ -285,14 +307,14 @@ __attribute__((noinline)) int ct_lookup(struct __sk_buff *skb, const struct pkt 
  */
 __attribute__((noinline)) int ct_create(struct __sk_buff *skb, const struct pkt *p, __u32 egress, __u32 src_identity)
 {
-	struct ipv6_ct_tuple k = {};
+	union ct_key k = {};
 	struct ct_entry e = {};
 	__u32 now;
 
 	if (!skb || !p)
 		return -1;
 	now = ct_now();
-	ct_key_fill(&k, p->dst, p->src, p->ct_dport, p->ct_sport, p->protocol, egress ? TUPLE_F_OUT : TUPLE_F_IN);
+	ct_key_fill(&k, p->family, p->dst, p->src, p->ct_dport, p->ct_sport, p->protocol, egress ? TUPLE_F_OUT : TUPLE_F_IN);
 	e.src_sec_id = src_identity;
 	if (p->protocol != IPPROTO_TCP) {
 		e.lifetime = now + ct_lifetime_any;

@@ -144,14 +144,22 @@ __attribute__((noinline)) int parse_l4(struct __sk_buff *skb, __u32 off, struct 
 	if (!skb || !p)
 		return -1;
 	p->has_l4 = 1;
+	if (p->protocol == IPPROTO_TCP) {
+		/* ports and flags in one read */
+		__u8 th[14];
+
+		if (bpf_skb_load_bytes(skb, off, th, sizeof(th)) < 0)
+			return -1;
+		p->ct_sport = *(__be16 *)&th[0];
+		p->ct_dport = *(__be16 *)&th[2];
+		p->tcp_flags = th[13];
+		p->dport = p->ct_dport;
+		return 0;
+	}
 	type = load_ports(skb, off, p, 0);
 	if (type < 0)
 		return -1;
 	switch (p->protocol) {
-	case IPPROTO_TCP:
-		if (bpf_skb_load_bytes(skb, off + 13, &p->tcp_flags, 1) < 0)
-			return -1;
-		/* fall through */
 	case IPPROTO_UDP:
 	case IPPROTO_SCTP:
 		p->dport = p->ct_dport;
