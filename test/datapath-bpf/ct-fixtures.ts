@@ -2,8 +2,7 @@
 // that tells an answer from an ICMP unreachable (ECONNREFUSED) and from silence, a TCP connection
 // to an echo server, and a long-lived TCP stream whose echoes can be counted — all through the
 // traffic agents of test/bpf/fixtures/traffic.mjs in the pods.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TrafficAgent } from '../bpf/fixtures/topology.js';
 import type { Cleanup, Pod } from './fixtures.js';
@@ -74,25 +73,3 @@ export class Stream {
   }
 }
 
-/** The real agent process (bin/cellium-agent.js); killed at cleanup if still running. */
-export function spawnAgentProcess(c: Cleanup, args: readonly string[]): { proc: ChildProcess; exited: Promise<void>; log: () => string } {
-  const proc = spawn(process.execPath, [AGENT_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  const keep = (d: Buffer): void => {
-    log = (log + d.toString()).slice(-20000);
-  };
-  proc.stdout!.on('data', keep);
-  proc.stderr!.on('data', keep);
-  const exited = new Promise<void>((r) => proc.on('exit', () => r()));
-  c.teardown(async () => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-    await exited;
-  });
-  return { proc, exited, log: () => log };
-}
-
-/** Where the agent's launcher is, and why a test of the real process skips when dist/ is not built. */
-export const AGENT_BIN = join(import.meta.dirname, '../../bin/cellium-agent.js');
-export function distMissing(): string | false {
-  return existsSync(join(import.meta.dirname, '../../dist/src/cmd/agent.js')) ? false : 'dist/ not built: run npm run build (npm test builds it)';
-}

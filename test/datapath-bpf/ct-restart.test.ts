@@ -8,8 +8,8 @@ import t from 'tap';
 import { join } from 'node:path';
 import { CtMaps, endpointPrograms } from '../../src/bpf/index.js';
 import { CelliumClient } from '../../src/api/client.js';
-import { SMALL_CT, Stream, appPolicy, distMissing, peerPorts, serve, spawnAgentProcess } from './ct-fixtures.js';
-import { Cleanup, allocatePod, bpfRoot, cli, endpointRequest, endpointsDiag, skipReason, tempDir, until } from './fixtures.js';
+import { SMALL_CT, Stream, appPolicy, peerPorts, serve } from './ct-fixtures.js';
+import { Cleanup, agentProcessSkip, allocatePod, bpfRoot, cli, endpointRequest, endpointsDiag, spawnAgent, tempDir, until } from './fixtures.js';
 
 const POOL = '10.243.2.0/24';
 
@@ -22,7 +22,7 @@ function mapIds(root: string): number[] {
   }
 }
 
-t.test('an established TCP stream survives kill -9 and restart of the agent', { skip: skipReason() || distMissing() }, async (t) => {
+t.test('an established TCP stream survives kill -9 and restart of the agent', { skip: agentProcessSkip() }, async (t) => {
   const c = new Cleanup(t);
   const root = bpfRoot(c);
   const dir = tempDir(c, 'ct-restart');
@@ -33,10 +33,10 @@ t.test('an established TCP stream survives kill -9 and restart of the agent', { 
   ];
   const client = new CelliumClient({ socketPath });
   c.teardown(() => client.close());
-  const up = async (a: ReturnType<typeof spawnAgentProcess>): Promise<boolean> =>
+  const up = async (a: ReturnType<typeof spawnAgent>): Promise<boolean> =>
     until(async () => a.proc.exitCode === null && (await client.listEndpoints().then(() => true, () => false)), 60000, 200);
 
-  let agent = spawnAgentProcess(c, args);
+  let agent = spawnAgent(c, args);
   t.ok(await up(agent), 'the agent serves the API', { log: agent.log() });
   const cl = await allocatePod(c, client, 'client');
   const server = await allocatePod(c, client, 'server');
@@ -61,7 +61,7 @@ t.test('an established TCP stream survives kill -9 and restart of the agent', { 
   const atKill = await stream.echoes();
   t.ok(await until(async () => (await stream.echoes()) >= atKill + 20, 10000), 'agent down: echoes keep coming');
 
-  agent = spawnAgentProcess(c, args);
+  agent = spawnAgent(c, args);
   t.ok(await up(agent), 'the restarted agent serves the API', { log: agent.log() });
   const ready = await until(async () => {
     const eps = await client.listEndpoints().catch(() => []);
