@@ -8,15 +8,12 @@
  * forks the plugins (here this process) is not the agent. Needs root (namespaces, veths); prints
  * why and stops otherwise.
  */
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { CelliumClient } from '../src/api/client.js';
+import { join } from 'node:path';
 import { installCni } from '../src/cli/commands/install-cni.js';
-import { onTmpfs } from '../src/lib/tmpfs.js';
+import { root, scratchBase, startAgent, type AgentProcess } from './lib/agent-process.js';
 import { printTable, ratio, stats } from './lib/report.js';
 
 const RUNS = 40;
@@ -24,13 +21,6 @@ const RUNS = 40;
 const WARMUP = 20;
 const CONCURRENT = 50;
 const REF_PLUGINS = '/usr/lib/cni';
-
-/** The repository root (bench/ or dist/bench/ below it). */
-function root(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'cni-shim')) && dirname(dir) !== dir) dir = dirname(dir);
-  return dir;
-}
 
 /** Runs cnitool; rejects with its stderr on failure. */
 function cnitool(tool: string, verb: 'add' | 'del', net: string, ns: string, env: Record<string, string>): Promise<void> {
@@ -57,54 +47,6 @@ function whyNot(buildScript: string): string | undefined {
   return undefined;
 }
 
-/**
- * Where the run keeps its files (the agent's state directory and socket, host-local's data
- * directory, the CNI files): on tmpfs when /dev/shm is one, as a node keeps /var/run, so both
- * sides are measured without this machine's disk (its ext4 allocator costs each new inode dearly
- * after many deletions); else the temporary directory.
- */
-function scratchBase(): string {
-  return existsSync('/dev/shm') && onTmpfs('/dev/shm') ? '/dev/shm' : tmpdir();
-}
-
-/** The agent process and a client of its API. */
-interface AgentProcess {
-  readonly client: CelliumClient;
-  stop(): Promise<void>;
-}
-
-/** Starts bin/cellium-agent.js with this run's paths; resolves once its API answers. */
-async function startAgent(dir: string, bpfRoot: string, socketPath: string): Promise<AgentProcess> {
-  const flags = {
-    'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': join(dir, 'queue'), 'bpf-root': bpfRoot,
-    'ipv4-range': '10.214.0.0/16', 'endpoint-gc-interval': '1h',
-  };
-  // CELLIUM_* variables tune the agent under test, e.g. CELLIUM_DATAPATH_MODE=memory or CELLIUM_BPF_ATTACH_MODE=tcx
-  const child: ChildProcess = spawn(process.execPath, [join(root(), 'bin', 'cellium-agent.js'), ...Object.entries(flags).map(([k, v]) => `--${k}=${v}`)], {
-    env: process.env, stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let tail = '';
-  child.stderr!.on('data', (c: Buffer) => (tail = (tail + c.toString()).slice(-4000)));
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const client = new CelliumClient({ socketPath });
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await exited;
-  };
-  // ready once the shim's STATUS succeeds (the CNI server serves after its DEL queue replay)
-  const status = JSON.stringify({ cniVersion: '1.1.0', name: 'cellium', type: 'cellium-cni', 'socket-path': socketPath });
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`cellium-agent exited with ${child.exitCode}: ${tail}`);
-    const r = spawnSync(join(root(), 'bin', 'cellium-cni'), { env: { CNI_COMMAND: 'STATUS' }, input: status, encoding: 'utf8' });
-    if (r.status === 0) return { client, stop };
-    if (i > 600) {
-      await stop();
-      throw new Error(`cellium-agent did not become ready within 60 s: ${tail}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 async function main(): Promise<void> {
   const buildScript = join(root(), '..', 'shared', 'e2e', 'build-cnitool.sh');
   const why = whyNot(buildScript);
@@ -123,7 +65,7 @@ async function main(): Promise<void> {
     execFileSync('bash', [buildScript, tool], { stdio: ['ignore', 'ignore', 'inherit'] });
     const socketPath = join(dir, 'cellium.sock');
     // The whole agent as src/cells.ts builds it (datapath `auto`: BPF when available).
-    agent = await startAgent(dir, bpfRoot, socketPath);
+    agent = await startAgent({ dir, bpfRoot, socketPath, pool: '10.214.0.0/16' });
     const api = agent.client;
     const binDir = join(dir, 'bin');
     const confDir = join(dir, 'net.d');

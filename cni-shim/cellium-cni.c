@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "calllog.h"
 #include "http.h"
 #include "json.h"
 #include "validate.h"
@@ -95,6 +96,7 @@ static void fail(int code, const char *msg, const char *details)
     json_put_string(&out, details, strlen(details));
     buf_puts(&out, "}\n");
     write_all(1, out.data, out.len);
+    calllog_finish(1, code, msg, out.data, out.len);
     exit(1);
 }
 
@@ -246,7 +248,7 @@ static int queue_delete(const struct buf *req, char *err, size_t errlen)
 static void agent_message(const struct buf *body, char *out, size_t n)
 {
     struct buf wrapped = {0};
-    struct json_field f[] = {{"m", 0, 0, {0}}};
+    struct json_field f[] = {{"m", 0, 0, {0}, 0, 0}};
     char jerr[64];
     buf_puts(&wrapped, "{\"m\":");
     buf_append(&wrapped, body->data ? body->data : "", body->len);
@@ -294,9 +296,50 @@ static void report_http_error(const struct http_response *resp, const char *sock
     fail(ERR_IO, msg, details);
 }
 
+/* The CNI error code and message of an agent's answer (code 0 and no message for a success). */
+static int answer_code(const struct buf *body, int exit_code, char *msg, size_t n)
+{
+    struct json_field f[] = {{"code", 0, 0, {0}, 0, 0}, {"msg", 0, 0, {0}, 0, 0}};
+    char jerr[64];
+    int code = 0;
+    msg[0] = '\0';
+    if (exit_code != 0 && body->len &&
+        json_scan_object(body->data, body->len, f, 2, jerr, sizeof jerr) == 0) {
+        if (f[0].present && !f[0].is_string && f[0].raw_len < 12) {
+            char num[16];
+            memcpy(num, f[0].raw, f[0].raw_len);
+            num[f[0].raw_len] = '\0';
+            code = atoi(num);
+        }
+        if (f[1].is_string)
+            snprintf(msg, n, "%s", f[1].value.data);
+    }
+    buf_free(&f[0].value);
+    buf_free(&f[1].value);
+    return code;
+}
+
+/* Checks the netconf's log keys (a string absolute "log-file", a boolean "enable-debug"); returns 0,
+ * or -1 with the whole error message in err. */
+static int check_log_keys(const struct json_field *file, const struct json_field *debug, char *err, size_t n)
+{
+    if (file->present && (!file->is_string || file->value.len == 0 || file->value.data[0] != '/' ||
+                          strlen(file->value.data) != file->value.len || file->value.len > 4000)) {
+        snprintf(err, n, "invalid network configuration: log-file must be an absolute file path (a string "
+                         "such as \"/var/run/cellium/cellium-cni.log\"), or left out to log nothing");
+        return -1;
+    }
+    if (debug->present && !json_field_is(debug, "true") && !json_field_is(debug, "false")) {
+        snprintf(err, n, "invalid network configuration: enable-debug must be true or false");
+        return -1;
+    }
+    return 0;
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    calllog_start();
     char err[1024];
     const char *cmd_name = getenv("CNI_COMMAND");
     const struct command *cmd = NULL;
@@ -312,13 +355,24 @@ int main(void)
         fail(read_code, "cannot read the network configuration from stdin", err);
 
     struct json_field fields[] = {
-        {"cniVersion", 0, 0, {0}}, {"name", 0, 0, {0}}, {"type", 0, 0, {0}}, {"socket-path", 0, 0, {0}},
+        {"cniVersion", 0, 0, {0}, 0, 0}, {"name", 0, 0, {0}, 0, 0}, {"type", 0, 0, {0}, 0, 0},
+        {"socket-path", 0, 0, {0}, 0, 0}, {"log-file", 0, 0, {0}, 0, 0}, {"enable-debug", 0, 0, {0}, 0, 0},
     };
     int json_ok = in.len > 0 &&
-                  json_scan_object(in.data, in.len, fields, 4, err, sizeof err) == 0;
+                  json_scan_object(in.data, in.len, fields, 6, err, sizeof err) == 0;
     const char *requested = fields[0].is_string ? fields[0].value.data : NULL;
     if (json_ok && supported(requested))
         reply_version = supported(requested);
+    char log_err[256];
+    int log_keys_ok = !json_ok || check_log_keys(&fields[4], &fields[5], log_err, sizeof log_err) == 0;
+    if (json_ok && log_keys_ok && fields[4].present) {
+        calllog_configure(fields[4].value.data, json_field_is(&fields[5], "true"), cmd_name ? cmd_name : "");
+        if (fields[1].is_string)
+            calllog_debug("network", fields[1].value.data, fields[1].value.len);
+        char num[32];
+        snprintf(num, sizeof num, "%zu", in.len);
+        calllog_debug("stdinBytes", num, strlen(num));
+    }
 
     if (!cmd_name || !*cmd_name)
         fail(ERR_INVALID_ENV, "required env variables [CNI_COMMAND] missing",
@@ -346,6 +400,7 @@ int main(void)
         }
         buf_puts(&out, "]}\n");
         write_all(1, out.data, out.len);
+        calllog_finish(0, 0, NULL, out.data, out.len);
         return 0;
     }
 
@@ -399,6 +454,9 @@ int main(void)
                  "socket-path must be a non-empty unix socket path of at most 107 bytes");
         socket_path = sp->data;
     }
+    if (!log_keys_ok)
+        fail(ERR_INVALID_CONFIG, log_err, "fix the key in the plugin's entry of the network configuration");
+    calllog_debug("socket", socket_path, strlen(socket_path));
 
     struct buf req = {0};
     build_request(&req, cmd->name, &in);
@@ -413,8 +471,11 @@ int main(void)
         snprintf(err, sizeof err, "agent at %s answered 503 (not ready)", socket_path);
     if (unavailable && is_del) {
         char qerr[1024], both[2100];
-        if (queue_delete(&req, qerr, sizeof qerr) == 0)
+        if (queue_delete(&req, qerr, sizeof qerr) == 0) {
+            snprintf(both, sizeof both, "agent unavailable, DEL queued: %s", err);
+            calllog_finish(0, 0, both, NULL, 0);
             return 0;
+        }
         snprintf(both, sizeof both, "%s; queueing the DEL failed: %s", err, qerr);
         fail(ERR_TRY_AGAIN_LATER, "cellium agent unreachable and DEL could not be queued", both);
     }
@@ -433,5 +494,8 @@ int main(void)
         fail(ERR_IO, "cellium agent answered an invalid response", err);
     }
     write_all(1, resp.body.data ? resp.body.data : "", resp.body.len);
+    char said[512];
+    int code = answer_code(&resp.body, resp.exit_code, said, sizeof said);
+    calllog_finish(resp.exit_code, code, said, resp.body.data, resp.body.len);
     return resp.exit_code;
 }

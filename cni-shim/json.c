@@ -226,8 +226,11 @@ static int parse_object(struct parser *p, struct json_field *fields, size_t nfie
             f->present = 1;
             f->is_string = p->i < p->n && p->s[p->i] == '"';
             f->value.len = 0;
+            size_t start = p->i;
             if (f->is_string ? parse_string(p, &f->value) : parse_value(p, NULL, 0))
                 goto out;
+            f->raw = (const char *)p->s + start;
+            f->raw_len = p->i - start;
         } else if (parse_value(p, NULL, 0)) {
             goto out;
         }
@@ -380,4 +383,9 @@ void json_put_string(struct buf *out, const char *str, size_t n)
         }
     }
     buf_putc(out, '"');
+}
+
+int json_field_is(const struct json_field *f, const char *lit)
+{
+    return f->present && !f->is_string && f->raw_len == strlen(lit) && memcmp(f->raw, lit, f->raw_len) == 0;
 }

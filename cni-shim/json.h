@@ -7,13 +7,19 @@
 #include "buf.h"
 
 /* A top-level key to capture. After json_scan_object: present is 1 when the key occurred, is_string
- * is 1 when its (last) value was a string, and then value/value_len hold the unescaped text. */
+ * is 1 when its (last) value was a string, and then value holds the unescaped text; otherwise raw and
+ * raw_len point at the value's JSON text inside the scanned input (true, 42, {...}). */
 struct json_field {
     const char *key;
     int present;
     int is_string;
     struct buf value;
+    const char *raw;
+    size_t raw_len;
 };
+
+/* 1 when the field's value is the JSON literal `lit` (true, false, null). */
+int json_field_is(const struct json_field *f, const char *lit);
 
 /* Validates that text[0..len) is one JSON object (RFC 8259 grammar, nesting up to 256 levels) and
  * fills the fields found at its top level. Returns 0 when valid, else -1 with a message in err. */

@@ -66,6 +66,11 @@ Napi::Value linkToJs(Napi::Env env, const Link &l) {
   o.Set("parent", l.parent);
   o.Set("master", l.master);
   o.Set("linkNetnsId", l.link_netnsid);
+  if (l.gso_max_size >= 0) o.Set("gsoMaxSize", static_cast<double>(l.gso_max_size));
+  if (l.gro_max_size >= 0) o.Set("groMaxSize", static_cast<double>(l.gro_max_size));
+  if (l.tso_max_size >= 0) o.Set("tsoMaxSize", static_cast<double>(l.tso_max_size));
+  if (l.gso_ipv4_max_size >= 0) o.Set("gsoIpv4MaxSize", static_cast<double>(l.gso_ipv4_max_size));
+  if (l.gro_ipv4_max_size >= 0) o.Set("groIpv4MaxSize", static_cast<double>(l.gro_ipv4_max_size));
   return o;
 }
 

@@ -56,6 +56,13 @@ LinkChange linkChangeFromObject(const Napi::Object &o) {
   if (o.Get("mtu").IsNumber()) c.mtu = o.Get("mtu").As<Napi::Number>().Uint32Value();
   if (o.Get("mac").IsString()) c.mac = optStr(o, "mac");
   if (o.Get("name").IsString()) c.new_name = optStr(o, "name");
+  auto size = [&o](const char *key, std::optional<uint32_t> &out) {
+    if (o.Get(key).IsNumber()) out = o.Get(key).As<Napi::Number>().Uint32Value();
+  };
+  size("gsoMaxSize", c.gso_max_size);
+  size("groMaxSize", c.gro_max_size);
+  size("gsoIpv4MaxSize", c.gso_ipv4_max_size);
+  size("groIpv4MaxSize", c.gro_ipv4_max_size);
   return c;
 }
 

@@ -2,6 +2,7 @@
 #include "rtnl.h"
 
 #include <arpa/inet.h>
+#include <algorithm>
 #include <errno.h>
 #include <linux/if.h>
 #include <linux/if_addr.h>
@@ -87,7 +88,7 @@ std::string formatMac(const void *p, size_t len) {
 
 Link parseLink(const nlmsghdr *h) {
   const auto *ifi = static_cast<const ifinfomsg *>(NLMSG_DATA(h));
-  Attrs a(IFLA_RTA(ifi), IFLA_PAYLOAD(h), IFLA_MAX);
+  Attrs a(IFLA_RTA(ifi), IFLA_PAYLOAD(h), std::max<size_t>(IFLA_MAX, kIflaGroIpv4MaxSize));
   Link l;
   l.index = ifi->ifi_index;
   l.flags = ifi->ifi_flags;
@@ -100,6 +101,12 @@ Link parseLink(const nlmsghdr *h) {
   if (const void *op = a.get(IFLA_OPERSTATE, &len); op && len >= 1) l.operstate = *static_cast<const uint8_t *>(op);
   if (const void *mac = a.get(IFLA_ADDRESS, &len)) l.mac = formatMac(mac, len);
   if (const void *li = a.get(IFLA_LINKINFO, &len)) l.kind = Attrs(li, len, IFLA_INFO_MAX).str(IFLA_INFO_KIND);
+  auto size = [&a](int type) -> int64_t { return a.has(type) ? static_cast<int64_t>(a.u32(type)) : -1; };
+  l.gso_max_size = size(kIflaGsoMaxSize);
+  l.gro_max_size = size(kIflaGroMaxSize);
+  l.tso_max_size = size(kIflaTsoMaxSize);
+  l.gso_ipv4_max_size = size(kIflaGsoIpv4MaxSize);
+  l.gro_ipv4_max_size = size(kIflaGroIpv4MaxSize);
   return l;
 }
 
@@ -170,6 +177,10 @@ void setLink(NlSocket &s, const std::string &name, const LinkChange &c) {
     m.put(IFLA_ADDRESS, b.data(), b.size());
   }
   if (c.netns_fd >= 0) m.putU32(IFLA_NET_NS_FD, static_cast<uint32_t>(c.netns_fd));
+  if (c.gso_max_size) m.putU32(kIflaGsoMaxSize, *c.gso_max_size);
+  if (c.gro_max_size) m.putU32(kIflaGroMaxSize, *c.gro_max_size);
+  if (c.gso_ipv4_max_size) m.putU32(kIflaGsoIpv4MaxSize, *c.gso_ipv4_max_size);
+  if (c.gro_ipv4_max_size) m.putU32(kIflaGroIpv4MaxSize, *c.gro_ipv4_max_size);
   s.transact(m, op, name);
 }
 

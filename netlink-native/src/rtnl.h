@@ -23,7 +23,15 @@ struct Link {
   int parent = 0;  // IFLA_LINK: for a veth, the peer's ifindex (in the peer's namespace)
   int master = 0;
   int link_netnsid = -1;  // IFLA_LINK_NETNSID: namespace id of the peer, -1 when the same
+  // GSO/GRO maximums (BIG TCP); -1 when the kernel does not report the attribute
+  int64_t gso_max_size = -1, gro_max_size = -1, tso_max_size = -1;
+  int64_t gso_ipv4_max_size = -1, gro_ipv4_max_size = -1;  // kernels >= 6.3
 };
+
+// IFLA_* numbers of the offload sizes, spelled out: the build host's headers may predate them
+// (a kernel that does not know one ignores it in a change and never reports it).
+constexpr int kIflaGsoMaxSize = 41, kIflaGroMaxSize = 58, kIflaTsoMaxSize = 59;
+constexpr int kIflaGsoIpv4MaxSize = 63, kIflaGroIpv4MaxSize = 64;
 
 struct Address {
   int family = 0;  // AF_INET or AF_INET6
@@ -64,6 +72,7 @@ struct LinkChange {
   std::optional<std::string> mac;
   std::optional<std::string> new_name;
   int netns_fd = -1;  // move the link into this namespace (the fd stays owned by the caller)
+  std::optional<uint32_t> gso_max_size, gro_max_size, gso_ipv4_max_size, gro_ipv4_max_size;
 };
 
 // A route to add or delete. dst is "cidr" (0.0.0.0/0 or ::/0 for the default route).

@@ -20,9 +20,9 @@ export {
   type CtMap, type MapReplacement, type SweepOptions, type SweepResult,
 } from './ct-maps.js';
 export {
-  LXC_PROGRAMS, lxcConstants, lxcLinkPath, loadEndpointProgram, loadLxcObject, unloadEndpointProgram, endpointPrograms, pinnedEndpoints,
+  LXC_PROGRAMS, endpointIdConstant, lxcConstants, lxcLinkPath, loadEndpointProgram, loadLxcObject, unloadEndpointProgram, endpointPrograms, pinnedEndpoints,
   type LxcLoadOptions, type LxcLoadResult, type LxcUnloadOptions,
 } from './lxc.js';
 export { DropEventReader, decodeDropEvent, DROP_EVENT_SIZE, type DropEvent } from './events.js';
 export { kernelVerdict } from './kernel-verdict.js';
-export { isEndpointLoaded, programConstants, programMapIds } from './lxc-state.js';
+export { isEndpointLoaded, isEndpointProgram, programConstants, programMapIds } from './lxc-state.js';

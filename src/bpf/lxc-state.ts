@@ -8,7 +8,7 @@ import type { EndpointDatapathConfig } from '../cells/datapath/types.js';
 import { attachedPrograms } from './attach.js';
 import { BpfMap } from './bpf-map.js';
 import { sys } from './errors.js';
-import { LXC_PROGRAMS, lxcConstants } from './lxc.js';
+import { LXC_PROGRAMS, endpointIdConstant, lxcConstants } from './lxc.js';
 import { loadAddon, objectPath, type RawVariable } from './native.js';
 import { BpfObject } from './object.js';
 
@@ -83,4 +83,22 @@ export function isEndpointLoaded(cfg: EndpointDatapathConfig, netns?: string, ma
     }
   }
   return true;
+}
+
+/**
+ * Whether the loaded program `progId` is bpf_lxc of endpoint `endpointId` (its endpoint_id
+ * constant) bound to every map of `mapIds` (e.g. an agent's ipcache: then it is that agent's).
+ * A program that is gone answers false.
+ */
+export function isEndpointProgram(progId: number, endpointId: number, mapIds: readonly number[] = []): boolean {
+  let have: Record<string, Buffer> | undefined;
+  try {
+    have = programConstants(progId);
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ENOENT') return false;
+    throw err;
+  }
+  if (!have?.endpoint_id?.equals(endpointIdConstant(endpointId))) return false;
+  const bound = new Set(programMapIds(progId));
+  return mapIds.every((id) => bound.has(id));
 }

@@ -21,14 +21,20 @@ export const LXC_PROGRAMS: Readonly<Record<'from_container' | 'to_container', Tc
   to_container: 'egress',
 };
 
+/** bpf_lxc's `endpoint_id` constant for an endpoint ID (what tells whose program an attached one is). */
+export function endpointIdConstant(id: number): Buffer {
+  const u16 = Buffer.alloc(2);
+  hostOrder.u16.write(u16, id, 0);
+  return u16;
+}
+
 /**
  * The .rodata constants of bpf_lxc for an endpoint, by variable name: its identity, addresses and
  * MACs, the conntrack lifetimes, and whether conntrack and its accounting are on (the endpoint's
  * Conntrack and ConntrackAccounting options, on unless Disabled).
  */
 export function lxcConstants(cfg: EndpointDatapathConfig, timeouts: CtTimeouts = DEFAULT_CT_TIMEOUTS): Record<string, Buffer> {
-  const u16 = Buffer.alloc(2);
-  hostOrder.u16.write(u16, cfg.id, 0);
+  const u16 = endpointIdConstant(cfg.id);
   const u32 = (v: number): Buffer => {
     const b = Buffer.alloc(4);
     hostOrder.u32.write(b, v, 0);
@@ -158,14 +164,36 @@ export interface LxcUnloadOptions {
   readonly netns?: string;
   /** Also remove the endpoint's policy map pin (default true). */
   readonly removePolicyMap?: boolean;
+  /**
+   * Whether the legacy filter's program (by id) is this endpoint's: a filter that is not is left on
+   * the interface (another endpoint's, or another tool's). Without it, whatever filter sits at
+   * Cellium's handle and priority is removed.
+   */
+  readonly owns?: (progId: number) => boolean;
 }
 
-/** Detaches an endpoint's programs (tcx links and legacy filters) and removes its pins; missing things are fine. */
+/** The legacy filter at a hook of ifIndex when `owns` accepts its program (or no `owns` was given); 0: leave the hook alone. */
+function ownedLegacyFilter(ifIndex: number, hook: TcHook, o: LxcUnloadOptions): number {
+  if (ifIndex <= 0 || !o.owns) return ifIndex;
+  let legacy: number | undefined;
+  try {
+    legacy = attachedPrograms({ ifindex: ifIndex, hook, netns: o.netns }).legacy;
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ENODEV') return 0; // the interface is gone, its filters with it
+    throw err;
+  }
+  return legacy !== undefined && o.owns(legacy) ? ifIndex : 0;
+}
+
+/**
+ * Detaches an endpoint's programs (its tcx links, and the legacy filter when `owns` says it is the
+ * endpoint's) and removes its pins; missing things are fine.
+ */
 export function unloadEndpointProgram(endpointId: number, ifIndex: number, o: LxcUnloadOptions): boolean {
   let removed = false;
   for (const [prog, hook] of Object.entries(LXC_PROGRAMS) as [keyof typeof LXC_PROGRAMS, TcHook][]) {
     const pinPath = lxcLinkPath(o.bpfRoot, endpointId, prog);
-    if (detachTc({ ifindex: ifIndex, hook, netns: o.netns, pinPath })) removed = true;
+    if (detachTc({ ifindex: ownedLegacyFilter(ifIndex, hook, o), hook, netns: o.netns, pinPath })) removed = true;
   }
   if (o.removePolicyMap ?? true) removed = removePolicyMap(o.bpfRoot, endpointId) || removed;
   return removed;

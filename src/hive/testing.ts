@@ -72,16 +72,16 @@ export interface TestLifecycle extends Lifecycle {
 
 /**
  * A Lifecycle that runs each start hook as soon as it is appended (in order, one at a time) and
- * runs the stop hooks of the started ones in reverse when the test `t` ends. A failed start fails
- * `ready()` and the test's teardown, and no later start hook runs. Hooks get the hive's default
- * hook time limit (1 minute) unless they set their own.
+ * runs the stop hooks of the started ones in reverse when the test `t` (tap's or node:test's)
+ * ends. A failed start fails `ready()` and the test's teardown, and no later start hook runs.
+ * Hooks get the hive's default hook time limit (1 minute) unless they set their own.
  */
-export function testLifecycle(t: TestLike): TestLifecycle {
+export function testLifecycle(t: TestLike | NodeTestLike): TestLifecycle {
   const started: Hook[] = [];
   let chain: Promise<void> = Promise.resolve();
   let failure: unknown;
   const name = (hook: Hook): string => describeHook({ hook, module: 'test', cell: hook.name ?? 'hook' });
-  t.teardown(async () => {
+  onTestEnd(t, async () => {
     await chain;
     const errors: Error[] = [];
     for (const hook of started.reverse()) {

@@ -17,6 +17,11 @@ export interface RawLink {
   parent: number;
   master: number;
   linkNetnsId: number;
+  gsoMaxSize?: number;
+  groMaxSize?: number;
+  tsoMaxSize?: number;
+  gsoIpv4MaxSize?: number;
+  groIpv4MaxSize?: number;
 }
 
 /** An address as the addon returns it: already the public shape. */

@@ -13,6 +13,8 @@ import {
   type LinkChange,
   type LinkInfo,
   type NeighborInfo,
+  OFFLOAD_SIZE_KEYS,
+  type OffloadSizes,
   type OperState,
   type RouteInfo,
   type RouteSpec,
@@ -24,6 +26,13 @@ const IFF_LOWER_UP = 0x10000;
 const RTNH_F_ONLINK = 0x4;
 const NUD_PERMANENT = 0x80;
 const OPER_STATES: OperState[] = ['unknown', 'notpresent', 'down', 'lowerlayerdown', 'testing', 'dormant', 'up'];
+
+/** The GSO/GRO/TSO maximums the kernel reported (each left out when it did not). */
+function offloadSizes(raw: RawLink): OffloadSizes {
+  const out: { -readonly [K in keyof OffloadSizes]: number } = {};
+  for (const k of OFFLOAD_SIZE_KEYS) if (raw[k] !== undefined) out[k] = raw[k];
+  return out;
+}
 
 function toLink(raw: RawLink): LinkInfo {
   return {
@@ -39,6 +48,7 @@ function toLink(raw: RawLink): LinkInfo {
     peerIndex: raw.parent,
     masterIndex: raw.master,
     linkNetnsId: raw.linkNetnsId,
+    ...offloadSizes(raw),
   };
 }
 

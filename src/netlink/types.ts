@@ -9,8 +9,24 @@ export const SCOPES = { universe: 0, site: 200, link: 253, host: 254, nowhere: 2
 /** A scope name, or the raw RT_SCOPE_* number. */
 export type Scope = keyof typeof SCOPES | number;
 
+/**
+ * A link's GSO/GRO maximums (BIG TCP), each absent when the kernel does not know it:
+ * IFLA_GSO_MAX_SIZE, IFLA_GRO_MAX_SIZE (5.19), IFLA_TSO_MAX_SIZE (read-only, 5.19),
+ * IFLA_GSO_IPV4_MAX_SIZE, IFLA_GRO_IPV4_MAX_SIZE (6.3).
+ */
+export interface OffloadSizes {
+  readonly gsoMaxSize?: number;
+  readonly groMaxSize?: number;
+  readonly tsoMaxSize?: number;
+  readonly gsoIpv4MaxSize?: number;
+  readonly groIpv4MaxSize?: number;
+}
+
+/** The keys of {@link OffloadSizes}. */
+export const OFFLOAD_SIZE_KEYS = ['gsoMaxSize', 'groMaxSize', 'tsoMaxSize', 'gsoIpv4MaxSize', 'groIpv4MaxSize'] as const;
+
 /** A network interface as the kernel reports it. */
-export interface LinkInfo {
+export interface LinkInfo extends OffloadSizes {
   /** Interface index (unique within its network namespace). */
   index: number;
   name: string;
@@ -105,6 +121,12 @@ export interface LinkChange {
   name?: string;
   /** Move the link into this network namespace (a path such as /proc/PID/ns/net). */
   netns?: string;
+  /** IFLA_GSO_MAX_SIZE / IFLA_GRO_MAX_SIZE (IPv6 BIG TCP; the legacy limit for both families). */
+  gsoMaxSize?: number;
+  groMaxSize?: number;
+  /** IFLA_GSO_IPV4_MAX_SIZE / IFLA_GRO_IPV4_MAX_SIZE (IPv4 BIG TCP, kernels >= 6.3; ignored by older ones). */
+  gsoIpv4MaxSize?: number;
+  groIpv4MaxSize?: number;
 }
 
 /** A route to add or delete. */

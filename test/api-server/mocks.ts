@@ -205,7 +205,7 @@ export function mockDatapath(mode: Datapath['mode'] = 'memory'): Datapath {
   ];
   return {
     mode,
-    loader: { reloadEndpoint: async () => undefined, unloadEndpoint: async () => undefined, isLoaded: async () => true },
+    loader: { reloadEndpoint: async () => undefined, unloadEndpoint: async () => undefined, isLoaded: async () => true, checkAttached: async () => undefined },
     maps: {
       setEndpoint: () => undefined, deleteEndpoint: () => undefined, upsertIPCache: () => undefined, deleteIPCache: () => undefined,
       setPolicy: () => undefined, deletePolicy: () => undefined, flush: async () => [],

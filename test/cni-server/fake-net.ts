@@ -110,11 +110,16 @@ export class FakeNet implements NetOps {
     this.steps.push(s);
     switch (s.op) {
       case 'setLink': {
-        if (s.change.up !== true || Object.keys(s.change).length !== 1) throw new Error(`the fake only brings links up, not ${JSON.stringify(s.change)}`);
-        this.check('setUp', ns, s.name);
-        const l = need(ns, 'setUp', s.name);
-        l.up = true;
-        l.flags |= 1;
+        const { up, ...sizes } = s.change;
+        const offload = ['gsoMaxSize', 'groMaxSize', 'gsoIpv4MaxSize', 'groIpv4MaxSize'];
+        if (up === false || Object.keys(sizes).some((k) => !offload.includes(k))) throw new Error(`the fake only brings links up and sets offload sizes, not ${JSON.stringify(s.change)}`);
+        this.check(up ? 'setUp' : 'setOffload', ns, s.name);
+        const l = need(ns, up ? 'setUp' : 'setOffload', s.name);
+        Object.assign(l, sizes);
+        if (up) {
+          l.up = true;
+          l.flags |= 1;
+        }
         return;
       }
       case 'addAddress': {

@@ -11,7 +11,7 @@ import { ipamCell, IPAMToken } from '../../src/cells/ipam/index.js';
 import { policyCell } from '../../src/cells/policy/index.js';
 import { datapathCell } from '../../src/cells/datapath/index.js';
 import { endpointCell, EndpointAPIManagerToken, EndpointManagerToken, type EndpointAPIManager } from '../../src/cells/endpoint/index.js';
-import { AttachmentLedger, CniServer, type CniDeps } from '../../src/cells/cni-server/index.js';
+import { AttachmentJournal, AttachmentLedger, CniServer, JOURNAL_DIR, type CniDeps } from '../../src/cells/cni-server/index.js';
 import type { CniRequest } from '../../src/cni/protocol.js';
 import { FakeNet } from './fake-net.js';
 
@@ -45,7 +45,8 @@ export interface Rig {
 
 /** Builds the rig; `wrap` may replace the EndpointAPIManager (failure injection). */
 export async function rig(t: TestLike, opts: { config?: Record<string, unknown>; wrap?: (api: EndpointAPIManager) => EndpointAPIManager } = {}): Promise<Rig> {
-  const h = await testHive(t, CONTROL_PLANE, { config: { 'state-dir': tempDir(t, 'state'), ...opts.config } });
+  const stateDir = tempDir(t, 'state');
+  const h = await testHive(t, CONTROL_PLANE, { config: { 'state-dir': stateDir, ...opts.config } });
   const net = new FakeNet();
   const api = h.get(EndpointAPIManagerToken);
   const deps: CniDeps = {
@@ -55,6 +56,7 @@ export async function rig(t: TestLike, opts: { config?: Record<string, unknown>;
     net,
     cfg: { cniMtu: 1500 },
     ledger: new AttachmentLedger(),
+    journal: new AttachmentJournal(join(stateDir, JOURNAL_DIR)),
     log: silentLogger(),
   };
   const server = new CniServer(deps);

@@ -30,7 +30,7 @@ t.test('install, reinstall, uninstall', async (t) => {
   t.same(JSON.parse(readFileSync(join(conf, '05-cellium.conflist'), 'utf8')), {
     cniVersion: '1.0.0',
     name: 'cellium',
-    plugins: [{ type: 'cellium-cni', 'socket-path': '/run/x/cellium.sock' }],
+    plugins: [{ type: 'cellium-cni', 'socket-path': '/run/x/cellium.sock', 'log-file': '/var/run/cellium/cellium-cni.log', 'enable-debug': false }],
   });
   t.equal(await runCli(args, io()), 0, 'installing again replaces the files');
   const j = io();
@@ -54,4 +54,23 @@ t.test('the socket defaults to the CLI default; help names the defaults', async 
   t.match(help, /--cni-bin-dir <dir> CNI plugin directory \(default: "\/opt\/cni\/bin"\)/);
   t.match(help, /--cni-conf-dir <dir> CNI network configuration directory \(default: "\/etc\/cni\/net.d"\)/);
   t.match(help, /--uninstall/);
+});
+
+t.test('the shim log keys: --cni-log-file, --no-cni-log-file, --cni-debug; a relative path is refused', async (t) => {
+  const dir = tempDir(t, 'install-log');
+  const conf = join(dir, 'c');
+  const base = ['install-cni', '--cni-bin-dir', join(dir, 'b'), '--cni-conf-dir', conf];
+  const plugin = () => (JSON.parse(readFileSync(join(conf, '05-cellium.conflist'), 'utf8')) as { plugins: Record<string, unknown>[] }).plugins[0]!;
+  const a = io();
+  t.equal(await runCli([...base, '--cni-log-file', '/tmp/x/cni.log', '--cni-debug'], a), 0, a.err.join(''));
+  t.match(plugin(), { 'log-file': '/tmp/x/cni.log', 'enable-debug': true });
+  t.equal(await runCli([...base, '--no-cni-log-file'], io()), 0);
+  t.notOk('log-file' in plugin(), 'no log-file key');
+  t.equal(plugin()['enable-debug'], false);
+  const bad = io();
+  t.equal(await runCli([...base, '--cni-log-file', 'rel.log'], bad), 1);
+  t.match(bad.err.join(''), /--cni-log-file "rel.log" is not an absolute path/);
+  const h = io();
+  await runCli(['install-cni', '--help'], h);
+  t.match(h.out.join('').replace(/\s+/g, ' '), /--cni-log-file <path> .*\(default: "\/var\/run\/cellium\/cellium-cni.log"\)/);
 });

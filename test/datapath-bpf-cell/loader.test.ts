@@ -61,7 +61,7 @@ for (const mode of ['legacy', 'tcx'] as const) {
       return p.from_container.tcx.length + p.to_container.tcx.length + (p.from_container.legacy ? 1 : 0) + (p.to_container.legacy ? 1 : 0);
     };
     t.equal(attached(stale.ifIndex), 2, 'both endpoints start with their two programs');
-    t.same(await dp.restoreDone([10]), [11], 'endpoint 11 is not live: removed');
+    t.same(await dp.restoreDone([{ id: 10, ips: ['10.79.0.10'] }]), [11], 'endpoint 11 is not live: removed');
     t.ok(existsSync(join(dp.cfg.bpfRoot, policyMapName(10))), 'the live endpoint keeps its policy map');
     t.equal(attached(live.ifIndex), 2, 'and its programs');
     t.notOk(existsSync(join(dp.cfg.bpfRoot, policyMapName(11))), 'the stale policy map is gone');

@@ -24,7 +24,7 @@ t.test('desired state reaches the kernel maps; prune restores what was deleted b
   dp.maps.upsertIPCache({ cidr: '192.0.2.0/24', identity: 16777217 });
   dp.maps.setPolicy(7, allowWeb);
   t.same(await dp.maps.flush(), [], 'no failures');
-  await dp.restoreDone([7]);
+  await dp.restoreDone([{ id: 7, ips: ['10.77.0.7'] }]);
 
   const lxc = openLxcMap(root);
   const ipc = openIPCacheMap(root);

@@ -224,7 +224,7 @@ export function spawnAgent(c: Cleanup, args: string[]): { proc: ChildProcess; ex
   const proc = spawn(process.execPath, [AGENT_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   const keep = (d: Buffer): void => {
-    log = (log + d.toString()).slice(-20000);
+    log = (log + d.toString()).slice(-200_000); // enough for a start's log lines, one per swept interface included
   };
   proc.stdout!.on('data', keep);
   proc.stderr!.on('data', keep);

@@ -6,7 +6,7 @@ import { Subject } from 'rxjs';
 import type { Replacement, TestLike } from '../../src/hive/index.js';
 import { formatLabels, parseLabels, type Label } from '../../src/lib/labels.js';
 import { LinkCheckerToken } from '../../src/cells/datapath/select.js';
-import { DatapathToken, type Datapath, type PolicyEntry } from '../../src/cells/datapath/types.js';
+import { DatapathToken, type Datapath, type LiveEndpoint, type LostProgram, type PolicyEntry } from '../../src/cells/datapath/types.js';
 import { MemoryLoader } from '../../src/cells/datapath-memory/loader.js';
 import { MemoryMaps } from '../../src/cells/datapath-memory/maps.js';
 import { IdentityAllocatorToken, type Identity, type IdentityAllocator, type IdentityChange } from '../../src/cells/identity/types.js';
@@ -134,7 +134,7 @@ export class MockIPAM implements IPAM {
   allocations(): [] { return []; }
 }
 
-/** A datapath over the real in-memory maps and loader, with failure injection. */
+/** A datapath over the real in-memory maps and loader, with failure injection; records the restore calls. */
 export class MockDatapath implements Datapath {
   readonly mode = 'memory' as const;
   readonly loader = new MemoryLoader();
@@ -143,6 +143,22 @@ export class MockDatapath implements Datapath {
   failLoad?: Error;
   /** Gate reloadEndpoint on this promise when set. */
   gate?: Promise<void>;
+  /** Emit here what a BPF prune reports as gone from its interface. */
+  readonly lost = new Subject<LostProgram>();
+  readonly programsLost$ = this.lost.asObservable();
+  /** The restore calls, in order, with the live endpoints they were given. */
+  readonly restoreCalls: Array<{ step: 'removeStale' | 'restoreDone'; live: readonly LiveEndpoint[] }> = [];
+  /** What removeStale answers (the IDs it "removed"). */
+  staleIds: number[] = [];
+
+  async removeStale(live: readonly LiveEndpoint[]): Promise<number[]> {
+    this.restoreCalls.push({ step: 'removeStale', live });
+    return this.staleIds;
+  }
+  async restoreDone(live: readonly LiveEndpoint[]): Promise<number[]> {
+    this.restoreCalls.push({ step: 'restoreDone', live });
+    return [];
+  }
 
   constructor() {
     const reload = this.loader.reloadEndpoint.bind(this.loader);

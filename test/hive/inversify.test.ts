@@ -221,7 +221,7 @@ t.test('testLifecycle starts hooks as they are appended and stops them in revers
 t.test('testLifecycle: a failed start fails ready(), later hooks do not start, started ones still stop', async (t) => {
   const events: string[] = [];
   const teardowns: (() => unknown)[] = [];
-  const lc = testLifecycle({ teardown: (fn) => teardowns.push(fn) });
+  const lc = testLifecycle({ after: (fn) => teardowns.push(fn) }); // node:test's context has after(), tap's teardown()
   lc.append({ onStart: () => { events.push('start a'); }, onStop: () => { events.push('stop a'); } });
   lc.append({ name: 'b', onStart: () => { throw new Error('port in use'); }, onStop: () => { events.push('stop b'); } });
   lc.append({ onStart: () => { events.push('start c'); } });

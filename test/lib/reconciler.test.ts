@@ -87,3 +87,19 @@ t.test('prune removes entries nobody desires and restores entries deleted by han
   t.ok(r.stats().pruned >= 1 && r.stats().repaired >= 2);
   await r.stop();
 });
+
+t.test('prune spares the undesired entries `keep` names', async (t) => {
+  const target = fakeTarget();
+  const table = new DesiredTable<number>('ipcache');
+  const r = new Reconciler(table, target.ops);
+  r.start();
+  table.upsert('a', 1);
+  await r.flush();
+  target.data.set('live-but-not-desired', 7);
+  target.data.set('stale', 8);
+  t.same(await r.prune((k) => k === 'live-but-not-desired'), { pruned: 1, repaired: 0 });
+  t.same([...target.data.keys()].sort(), ['a', 'live-but-not-desired']);
+  await r.prune();
+  t.same([...target.data.keys()], ['a'], 'without keep, it goes too');
+  await r.stop();
+});

@@ -50,7 +50,7 @@ const rateLimitField: Field<Readonly<Record<string, string>>> = {
 /** Schema of the API server configuration. */
 export const apiServerConfigSchema = {
   socketPath: {
-    ...string(defaultSocketPath(), 'Unix socket the API is served on ($CELLIUM_SOCK overrides the default)'),
+    ...string(defaultSocketPath(), 'Unix socket the API is served on (the cellium CLI uses the same default and CELLIUM_SOCKET_PATH)'),
     parse(raw: unknown): string {
       if (typeof raw !== 'string' || raw.trim() === '') throw new Error(`expected a socket path, got ${JSON.stringify(raw)}`);
       return raw.trim();

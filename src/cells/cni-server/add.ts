@@ -11,8 +11,12 @@ import type { EndpointChangeRequest, EndpointView } from '../endpoint/index.js';
 import type { Family, IPAllocation } from '../ipam/types.js';
 import type { CniDeps } from './deps.js';
 import { releaseLedgerIPs, removeAttachment } from './del.js';
-import { CelliumCniCode, CniFailure, asCniFailure } from './errors.js';
+import { CelliumCniCode, CniFailure, asCniFailure, interfaceTaken } from './errors.js';
 import { attachmentKey } from './ledger.js';
+import { interfaceOwner } from './owners.js';
+import { vethOffload } from './bigtcp.js';
+import { delegatedAdd, delegatedDel, delegatedType } from './delegated-ipam.js';
+import { IPAM_SOURCE_PROPERTY } from '../endpoint/index.js';
 import type { ParsedCall } from './netconf.js';
 import { activateHostVeth, configurePodVeth, createPodVeth, findChainedLinks, hostIfName, podCidr, randomPodMac, type PodAddress } from './plumbing.js';
 import type { CniResultModel, ResultIP } from './result.js';
@@ -61,7 +65,31 @@ function allocate(d: CniDeps, call: ParsedCall, undo: Undo): IPAllocation[] {
   return got;
 }
 
-function changeRequest(call: ParsedCall, links: EndpointLinks, addrs: readonly { ip: string; family: Family; expirationUUID?: string }[]): EndpointChangeRequest {
+/** What a delegated IPAM plugin gave: the pod's addresses (each with its family's gateway) and routes. */
+interface Delegated {
+  readonly type: string;
+  readonly addresses: PodAddress[];
+  readonly routes: { dst: string; gw: string }[];
+}
+
+/** Runs the IPAM plugin's ADD (its DEL goes on the undo list) and takes its addresses, gateways and routes. */
+async function allocateDelegated(type: string, call: ParsedCall, undo: Undo): Promise<Delegated> {
+  const result = await delegatedAdd(type, call);
+  undo.push([`IPAM plugin ${type} DEL`, () => delegatedDel(type, call)]);
+  const addresses: PodAddress[] = [];
+  for (const ip of result.ips) {
+    const family = familyOf(ip.address);
+    if (addresses.some((a) => a.family === family)) continue; // one address per family, as the endpoint has
+    const gateway = ip.gateway ?? result.routes.find((r) => r.gw && familyOf(r.gw) === family)?.gw;
+    if (!gateway) throw new CniFailure(CelliumCniCode.IPAllocationFailed, `IPAM plugin ${type} gave ${ip.address} without a gateway: set one in the ipam section (e.g. ranges[].gateway)`);
+    addresses.push({ ip: ip.address.split('/')[0]!, family, gateway });
+  }
+  const gw = (dst: string): string => addresses.find((a) => a.family === familyOf(dst.split('/')[0]!))?.gateway ?? '';
+  const routes = result.routes.map((r) => ({ dst: r.dst, gw: r.gw ?? gw(r.dst) })).filter((r) => r.gw !== '');
+  return { type, addresses, routes: routes.length ? routes : addresses.map((a) => ({ dst: a.family === 'ipv4' ? '0.0.0.0/0' : '::/0', gw: a.gateway })) };
+}
+
+function changeRequest(call: ParsedCall, links: EndpointLinks, addrs: readonly { ip: string; family: Family; expirationUUID?: string }[], ipamSource?: string): EndpointChangeRequest {
   const { req, args } = call;
   const addressing: Record<string, string> = {};
   for (const a of addrs) {
@@ -81,6 +109,7 @@ function changeRequest(call: ParsedCall, links: EndpointLinks, addrs: readonly {
     ...(args.podName ? { 'container-name': args.podName } : {}),
     ...(pod ? { 'k8s-pod-name': args.podName, 'k8s-namespace': args.podNamespace } : {}),
     ...(args.podUid ? { 'k8s-uid': args.podUid } : {}),
+    ...(ipamSource ? { properties: { [IPAM_SOURCE_PROPERTY]: ipamSource } } : {}),
     'sync-build-endpoint': true,
   };
 }
@@ -104,6 +133,8 @@ function familyOf(ip: string): Family {
 async function addChained(d: CniDeps, call: ParsedCall, index: number, undo: Undo): Promise<CniResultModel> {
   const prev = call.conf.prevResult!;
   const links = await findChainedLinks(d.net, call.req.netns, call.req.ifName);
+  const holder = interfaceOwner(d.manager, links.host.name);
+  if (holder) throw interfaceTaken(`chaining onto ${call.req.ifName} in ${call.req.netns} (prevResult)`, links.host.name, holder);
   const ips = prev.ips.filter((ip) => ip.interface === undefined || ip.interface === index);
   if (ips.length === 0) throw new CniFailure(CniErrorCode.InvalidConfig, `invalid network configuration: prevResult.ips has no address for interface ${call.req.ifName}`);
   const addrs = ips.map((ip) => ({ ip: ip.address.split('/')[0]!, family: familyOf(ip.address) }));
@@ -114,18 +145,29 @@ async function addChained(d: CniDeps, call: ParsedCall, index: number, undo: Und
 
 async function addVeth(d: CniDeps, call: ParsedCall, signal: AbortSignal | undefined, undo: Undo): Promise<CniResultModel> {
   const { req, conf } = call;
-  const allocs = allocate(d, call, undo);
-  const addresses: PodAddress[] = allocs.map((a) => ({ ip: a.ip, family: a.family, gateway: a.gateway }));
   const hostName = hostIfName(req.containerId, req.ifName);
+  const holder = interfaceOwner(d.manager, hostName);
+  if (holder) throw interfaceTaken(`creating the host side of ${req.ifName}`, hostName, holder);
+  const type = delegatedType(d, call);
+  const delegated = type ? await allocateDelegated(type, call, undo) : undefined;
+  const pooled = delegated ? [] : allocate(d, call, undo);
+  const allocs = delegated ? delegated.addresses : pooled;
+  const addresses: PodAddress[] = allocs.map((a) => ({ ip: a.ip, family: a.family, gateway: a.gateway }));
   const mtu = conf.mtu ?? d.cfg.cniMtu;
-  const setup = { hostName, ifName: req.ifName, netns: req.netns, mtu, addresses, podMac: randomPodMac() };
+  const setup = { hostName, ifName: req.ifName, netns: req.netns, mtu, addresses, podMac: randomPodMac(), offload: await vethOffload(d), ...(delegated ? { routes: delegated.routes } : {}) };
+  // journalled before the pair exists: after a crash at any later point, the restarted agent knows it
+  // (only the node pool's addresses: a delegated plugin's are released by its own DEL)
+  await d.journal.write({ containerId: req.containerId, ifName: req.ifName, hostName, ips: pooled.map((a) => ({ ip: a.ip, owner: a.owner })) });
+  undo.push([`delete ${hostName}`, async () => {
+    await d.net.inHost((h) => h.deleteLink(hostName));
+    await d.journal.remove(hostName); // only once the interface is gone
+  }]);
   const host = await createPodVeth(d.net, setup);
-  undo.push([`delete ${hostName}`, () => d.net.inHost((h) => h.deleteLink(hostName))]);
   // The endpoint (program load, maps, state) is built while the pod side is configured: it needs
   // only the pair's indexes and MACs. Both must succeed; the undo list takes back what did. The
   // host side comes up last, once the endpoint's program is attached.
   const known: EndpointLinks = { host, pod: { mac: setup.podMac } };
-  const [configured, created] = await Promise.allSettled([configurePodVeth(d.net, setup, host), createEndpoint(d, changeRequest(call, known, allocs), signal, undo)]);
+  const [configured, created] = await Promise.allSettled([configurePodVeth(d.net, setup, host), createEndpoint(d, changeRequest(call, known, allocs, delegated && `delegated-plugin:${delegated.type}`), signal, undo)]);
   if (configured.status === 'rejected') throw configured.reason;
   if (created.status === 'rejected') throw created.reason;
   await activateHostVeth(d.net, setup);
@@ -136,7 +178,7 @@ async function addVeth(d: CniDeps, call: ParsedCall, signal: AbortSignal | undef
       { name: req.ifName, mac: setup.podMac, mtu: setup.mtu, sandbox: req.netns },
     ],
     ips,
-    routes: addresses.map((a) => ({ dst: a.family === 'ipv4' ? '0.0.0.0/0' : '::/0', gw: a.gateway })),
+    routes: delegated ? delegated.routes : addresses.map((a) => ({ dst: a.family === 'ipv4' ? '0.0.0.0/0' : '::/0', gw: a.gateway })),
     dns: {},
   };
 }

@@ -1,5 +1,8 @@
-/** Configuration of the CNI server cell: `--cni-delete-queue-dir` and `--cni-mtu`. */
-import { int, string, type ValuesOf } from '../../hive/config/fields.js';
+/**
+ * Configuration of the CNI server cell: `--cni-delete-queue-dir`, `--cni-mtu` and BIG TCP
+ * (`--enable-ipv4-big-tcp`, `--enable-ipv6-big-tcp`, `--big-tcp-device`).
+ */
+import { bool, int, string, type ValuesOf } from '../../hive/config/fields.js';
 import { token } from '../../hive/token.js';
 import { DEFAULT_DELETE_QUEUE_DIR } from '../../cni/protocol.js';
 
@@ -7,6 +10,9 @@ import { DEFAULT_DELETE_QUEUE_DIR } from '../../cni/protocol.js';
 export const cniServerConfigSchema = {
   cniDeleteQueueDir: string(DEFAULT_DELETE_QUEUE_DIR, 'Directory of DEL requests the cellium-cni shim queued while the agent was down; replayed at start'),
   cniMtu: int(1500, "MTU of pod interfaces (a network configuration's `mtu` key overrides it)", { min: 576, max: 65535 }),
+  enableIpv4BigTcp: bool(false, "IPv4 BIG TCP: both ends of each new pod veth get the host device's gso_ipv4_max_size and gro_ipv4_max_size (kernel 6.3 or later)"),
+  enableIpv6BigTcp: bool(false, "IPv6 BIG TCP: both ends of each new pod veth get the host device's gso_max_size and gro_max_size (kernel 5.19 or later)"),
+  bigTcpDevice: string('', "The host device whose GSO/GRO maximums BIG TCP copies to pod veths (default: the device of the node's default route)"),
 };
 
 /** The resolved CNI server configuration. */

@@ -1,8 +1,9 @@
-/** What the CNI commands work with: IPAM, the endpoint managers, netlink, configuration, the ledger. */
+/** What the CNI commands work with: IPAM, the endpoint managers, netlink, configuration, the ledger and the journal. */
 import type { Logger } from '../../hive/logger.js';
 import type { EndpointAPIManager, EndpointManager } from '../endpoint/types.js';
-import type { IPAM } from '../ipam/types.js';
+import type { IPAM, IPAMMode } from '../ipam/types.js';
 import type { CniServerConfig } from './config.js';
+import type { AttachmentJournal } from './journal.js';
 import type { AttachmentLedger } from './ledger.js';
 import type { NetOps } from './netops.js';
 
@@ -12,7 +13,13 @@ export interface CniDeps {
   readonly endpoints: EndpointAPIManager;
   readonly manager: EndpointManager;
   readonly net: NetOps;
-  readonly cfg: Pick<CniServerConfig, 'cniMtu'>;
+  readonly cfg: Pick<CniServerConfig, 'cniMtu'> &
+    Partial<Pick<CniServerConfig, 'enableIpv4BigTcp' | 'enableIpv6BigTcp' | 'bigTcpDevice'>> & {
+      /** The agent's --ipam: cluster-pool (its own pool, the default) or delegated-plugin. */
+      readonly ipamMode?: IPAMMode;
+    };
   readonly ledger: AttachmentLedger;
+  /** The host interfaces ADD created (survives restarts). */
+  readonly journal: AttachmentJournal;
   readonly log: Logger;
 }

@@ -75,3 +75,15 @@ export function asCniFailure(err: unknown, fallback: number = CniErrorCode.IoFai
   const code = typeof (err as { cniCode?: unknown })?.cniCode === 'number' ? (err as { cniCode: number }).cniCode : fallback;
   return new CniFailure(code, (err as Error)?.message ?? String(err));
 }
+
+/**
+ * A host interface already belongs to another endpoint (`what` says how this command came to it):
+ * refused, since an interface carries one endpoint's programs and a second one would take them over.
+ */
+export function interfaceTaken(what: string, ifName: string, holder: { id: number; containerId?: string; containerIfName?: string }): CniFailure {
+  const of = holder.containerId ? ` (container ${holder.containerId}, interface ${holder.containerIfName ?? '?'})` : '';
+  return new CniFailure(
+    CelliumCniCode.EndpointFailed,
+    `${what}: host interface ${ifName} already belongs to endpoint ${holder.id}${of}; one endpoint per interface: remove that endpoint (CNI DEL of its container) first`,
+  );
+}

@@ -1,17 +1,22 @@
 /**
  * GC (CNI 1.1): removes every attachment the runtime no longer lists in `cni.dev/valid-attachments`:
- * endpoints made by CNI ADD (they carry a CNI attachment) and IPs an ADD allocated that no endpoint
- * holds. Attachments with a command in progress are left alone.
+ * endpoints made by CNI ADD (they carry a CNI attachment), host interfaces an ADD created that no
+ * endpoint holds (an ADD a crash interrupted), and IPs an ADD allocated that no endpoint holds.
+ * Attachments with a command in progress are left alone.
  */
 import type { CniDeps } from './deps.js';
 import { invalidConfig } from './errors.js';
 import { attachmentKey } from './ledger.js';
 import type { Attachment } from './netconf.js';
 import { removeAttachment } from './del.js';
+import { removeOrphans } from './orphans.js';
+import { ipHolder } from './owners.js';
 
 /** What one GC removed. */
 export interface GcOutcome {
   readonly endpoints: string[];
+  /** Host interfaces no endpoint held. */
+  readonly interfaces: string[];
   readonly ips: string[];
 }
 
@@ -19,7 +24,7 @@ export interface GcOutcome {
 export async function runGc(d: CniDeps, valid: readonly Attachment[] | undefined): Promise<GcOutcome> {
   if (!valid) throw invalidConfig('cni.dev/valid-attachments', 'is required for GC');
   const keep = new Set(valid.map((a) => attachmentKey(a.containerID, a.ifname)));
-  const out: GcOutcome = { endpoints: [], ips: [] };
+  const out: GcOutcome = { endpoints: [], interfaces: [], ips: [] };
   for (const ep of d.manager.getEndpoints()) {
     if (!ep.containerId || !ep.containerIfName) continue;
     const key = attachmentKey(ep.containerId, ep.containerIfName);
@@ -28,12 +33,15 @@ export async function runGc(d: CniDeps, valid: readonly Attachment[] | undefined
     await d.ledger.withLock(key, () => removeAttachment(d, containerId, containerIfName, 'CNI GC: not a valid attachment'));
     out.endpoints.push(key);
   }
+  const orphans = await removeOrphans(d, 'CNI GC: not a valid attachment', keep);
+  out.interfaces.push(...orphans.interfaces);
+  out.ips.push(...orphans.ips);
   for (const e of d.ledger.all()) {
     if (keep.has(e.attachment) || d.ledger.busy(e.attachment)) continue;
-    if (d.manager.lookup(`${e.ip.includes(':') ? 'ipv6' : 'ipv4'}:${e.ip}`)) continue;
+    if (ipHolder(d.manager, e.ip)) continue;
     if (d.ipam.ownerOf(e.ip) === e.owner && d.ipam.release(e.ip)) out.ips.push(e.ip);
     d.ledger.forget(e.ip);
   }
-  if (out.endpoints.length || out.ips.length) d.log.info({ ...out }, 'CNI GC removed stale attachments');
+  if (out.endpoints.length || out.interfaces.length || out.ips.length) d.log.info({ ...out }, 'CNI GC removed stale attachments');
   return out;
 }

@@ -2,18 +2,25 @@
  * The CNI server cell (module `cni-server`): serves `POST /v1/cellium/cni`, where the cellium-cni
  * shim forwards ADD, DEL, CHECK, STATUS and GC (docs/cni.md, "CNI server"). ADD allocates the pod's
  * IPs, plumbs its veth through netlink and creates its endpoint synchronously; DEL undoes it. At
- * start it replays the DEL queue (`--cni-delete-queue-dir`) and then becomes ready.
- * Needs: IPAMToken, EndpointAPIManagerToken, EndpointManagerToken and the api-server cell.
+ * start, once the endpoint cell's restore is done, it removes the host interfaces of ADDs the
+ * previous agent did not finish (`<state-dir>/cni-attachments`), replays the DEL queue
+ * (`--cni-delete-queue-dir`) and then becomes ready.
+ * Needs: IPAMToken, EndpointAPIManagerToken, EndpointManagerToken, EndpointRestorerToken,
+ * StateDirConfigToken and the api-server cell.
  */
+import { join } from 'node:path';
 import { config, invoke, module, provide, provideInto } from '../../hive/cell.js';
 import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
 import { ApiRoutesToken } from '../api-server/types.js';
+import { EndpointRestorerToken, type EndpointRestorer } from '../endpoint/index.js';
 import { EndpointAPIManagerToken, EndpointManagerToken, type EndpointAPIManager, type EndpointManager } from '../endpoint/types.js';
-import { IPAMToken, type IPAM } from '../ipam/types.js';
+import { IPAMConfigToken, IPAMToken, type IPAM, type IPAMConfig } from '../ipam/index.js';
+import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
 import { CniServerConfigToken, cniServerConfigSchema, type CniServerConfig } from './config.js';
+import { AttachmentJournal, JOURNAL_DIR } from './journal.js';
 import { AttachmentLedger } from './ledger.js';
 import { NetlinkOps, type NetOps } from './netops.js';
 import { cniRoutes } from './routes.js';
@@ -26,6 +33,9 @@ export { CniFailure, CelliumCniCode } from './errors.js';
 export { hostIfName, HOST_IF_PREFIX } from './plumbing.js';
 export { cniRoutes, CNI_OPERATION_ID } from './routes.js';
 export { AttachmentLedger, attachmentKey } from './ledger.js';
+export { AttachmentJournal, JOURNAL_DIR, type AttachmentRecord, type JournalEntry } from './journal.js';
+export type { OrphanOutcome } from './orphans.js';
+export type { GcOutcome } from './gc.js';
 export { formatResult, parseResult, type CniResultModel } from './result.js';
 export { parseCall, parseNetConf, parseArgs, type NetConf, type CniArgs, type ParsedCall } from './netconf.js';
 export type { CniDeps } from './deps.js';
@@ -41,14 +51,24 @@ interface ServerParams {
   readonly manager: EndpointManager;
   readonly net: NetOps;
   readonly cfg: CniServerConfig;
+  readonly stateDir: string;
+  /** Settles once the endpoint cell's restore is done (restored endpoints regenerated, stale datapath state gone). */
+  readonly restored: Promise<unknown>;
+  readonly ipamCfg: IPAMConfig;
   readonly lc: Lifecycle;
   readonly jobs: Jobs;
   readonly log: Logger;
 }
 
-/** Builds the server; replays the DEL queue once the agent has started, then serves. */
+/**
+ * Builds the server. Once the agent has started and its endpoints are restored: removes the host
+ * interfaces of ADDs the previous agent did not finish, replays the DEL queue, then serves.
+ */
 function newServer(p: ServerParams): CniServer {
-  const server = new CniServer({ ipam: p.ipam, endpoints: p.endpoints, manager: p.manager, net: p.net, cfg: p.cfg, ledger: new AttachmentLedger(), log: p.log });
+  const cfg = { ...p.cfg, ipamMode: p.ipamCfg.ipam };
+  if (cfg.ipamMode === 'delegated-plugin') p.log.info('IPAM delegated: pod addresses come from the IPAM plugin of each network configuration');
+  const journal = new AttachmentJournal(join(p.stateDir, JOURNAL_DIR));
+  const server = new CniServer({ ipam: p.ipam, endpoints: p.endpoints, manager: p.manager, net: p.net, cfg, ledger: new AttachmentLedger(), journal, log: p.log });
   p.lc.append({
     name: 'cni-server',
     onStop: async () => {
@@ -57,6 +77,11 @@ function newServer(p: ServerParams): CniServer {
     },
   });
   p.jobs.oneShot('cni-delete-queue', async () => {
+    await p.restored;
+    // nothing is in flight before the server is ready: an interface no endpoint holds is an interrupted ADD's
+    await server.removeOrphans('at start: left by an ADD the previous agent did not finish').catch((err: Error) => {
+      p.log.error({ err: err.message }, 'CNI: cannot read the journal of host interfaces; none removed at start (CNI GC retries)');
+    });
     const first = await server.replayDeleteQueue(p.cfg.cniDeleteQueueDir);
     server.setReady(true);
     // DELs the shim queued while this start was in progress (unless the directory cannot be listed).
@@ -73,9 +98,9 @@ export const cniServerCell = module(
   provide(CniNetOpsToken, () => new NetlinkOps()),
   provide(
     CniServerToken,
-    (ipam: IPAM, endpoints: EndpointAPIManager, manager: EndpointManager, net: NetOps, cfg: CniServerConfig, lc: Lifecycle, jobs: Jobs, log: Logger) =>
-      newServer({ ipam, endpoints, manager, net, cfg, lc, jobs, log }),
-    IPAMToken, EndpointAPIManagerToken, EndpointManagerToken, CniNetOpsToken, CniServerConfigToken, LifecycleToken, JobsToken, LoggerToken,
+    (ipam: IPAM, endpoints: EndpointAPIManager, manager: EndpointManager, net: NetOps, cfg: CniServerConfig, ipamCfg: IPAMConfig, sd: StateDirConfig, restorer: EndpointRestorer, lc: Lifecycle, jobs: Jobs, log: Logger) =>
+      newServer({ ipam, endpoints, manager, net, cfg, ipamCfg, stateDir: sd.stateDir, restored: restorer.done, lc, jobs, log }),
+    IPAMToken, EndpointAPIManagerToken, EndpointManagerToken, CniNetOpsToken, CniServerConfigToken, IPAMConfigToken, StateDirConfigToken, EndpointRestorerToken, LifecycleToken, JobsToken, LoggerToken,
   ),
   provideInto(ApiRoutesToken, cniRoutes, CniServerToken),
   invoke('cni-server', (_s: CniServer) => undefined, CniServerToken),

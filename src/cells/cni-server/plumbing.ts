@@ -12,6 +12,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { CniErrorCode } from '../../cni/protocol.js';
 import type { LinkInfo, NetlinkStep } from '../../netlink/index.js';
+import type { VethOffload } from './bigtcp.js';
 import { CniFailure, ioFailure } from './errors.js';
 import type { LinkOps, NetOps } from './netops.js';
 
@@ -44,6 +45,15 @@ export interface VethSetup {
   readonly addresses: readonly PodAddress[];
   /** The pod interface's MAC, set at creation (so the endpoint can be built before the pod side is configured). */
   readonly podMac: string;
+  /** The pod's routes (a delegated IPAM plugin's); a default route via each address's gateway when absent. */
+  readonly routes?: readonly { readonly dst: string; readonly gw: string }[];
+  /** BIG TCP: GSO/GRO maximums for both ends (bigtcp.ts); none when off. */
+  readonly offload?: VethOffload;
+}
+
+/** Whether the setup carries BIG TCP sizes. */
+function hasOffload(s: VethSetup): s is VethSetup & { offload: VethOffload } {
+  return s.offload !== undefined && Object.keys(s.offload).length > 0;
 }
 
 /** A random locally administered unicast MAC, for a pod interface. */
@@ -110,17 +120,19 @@ function podSteps(s: VethSetup, hostMac: string): NetlinkStep[] {
     { op: 'setLink', name: 'lo', change: { up: true } },
     ...(hasIPv6(s) ? [noDadStep(s.ifName)] : []),
     ...s.addresses.map((a): NetlinkStep => ({ op: 'addAddress', dev: s.ifName, cidr: podCidr(a), noDad: a.family === 'ipv6' })),
-    { op: 'setLink', name: s.ifName, change: { up: true } },
+    { op: 'setLink', name: s.ifName, change: { up: true, ...s.offload } },
     ...s.addresses.flatMap((a): NetlinkStep[] => [
-      { op: 'addRoute', route: { dst: 'default', gateway: a.gateway, dev: s.ifName, onlink: true } },
+      ...(s.routes ? [] : [{ op: 'addRoute', route: { dst: 'default', gateway: a.gateway, dev: s.ifName, onlink: true } } as const]),
       { op: 'addNeighbor', dev: s.ifName, ip: a.gateway, mac: hostMac, permanent: true },
     ]),
+    ...(s.routes ?? []).map((r): NetlinkStep => ({ op: 'addRoute', route: { dst: r.dst, gateway: r.gw, dev: s.ifName, onlink: true } })),
   ];
 }
 
-/** The host's settings for routing between pods: forwarding on, no reverse-path filter on the lxc device, DAD off on it (IPv6; it is still down). */
+/** The host's settings for routing between pods: forwarding on, no reverse-path filter on the lxc device, DAD off on it (IPv6; it is still down), and its BIG TCP sizes. */
 function hostSysctlSteps(s: VethSetup): NetlinkStep[] {
   return [
+    ...(hasOffload(s) ? [{ op: 'setLink', name: s.hostName, change: { ...s.offload } } as const] : []),
     ...(s.addresses.some((a) => a.family === 'ipv4') ? [{ op: 'writeSysctl', key: 'net.ipv4.ip_forward', value: 1 } as const] : []),
     ...(hasIPv6(s) ? [{ op: 'writeSysctl', key: 'net.ipv6.conf.all.forwarding', value: 1 } as const, noDadStep(s.hostName)] : []),
     { op: 'writeSysctl', key: `net.ipv4.conf.${s.hostName}.rp_filter`, value: 0 },

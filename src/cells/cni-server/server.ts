@@ -7,6 +7,7 @@
 import { CniErrorCode, cniEmptySuccess, cniError, cniSuccess, replyCniVersion, type CniRequest, type CniResponse } from '../../cni/protocol.js';
 import { runAdd } from './add.js';
 import { runCheck } from './check.js';
+import { delegatedCheck, delegatedDel, delegatedDelType, delegatedType } from './delegated-ipam.js';
 import type { CniDeps } from './deps.js';
 import { removeAttachment } from './del.js';
 import { replayDeleteQueue, type ReplayOutcome } from './delete-queue.js';
@@ -14,6 +15,7 @@ import { CniFailure, asCniFailure, quoteValue } from './errors.js';
 import { runGc } from './gc.js';
 import { attachmentKey } from './ledger.js';
 import { parseCall } from './netconf.js';
+import { removeOrphans, type OrphanOutcome } from './orphans.js';
 import { formatResult } from './result.js';
 import { checkNetns } from './validate-target.js';
 
@@ -76,11 +78,21 @@ export class CniServer {
         return cniSuccess(formatResult(result, call.conf.cniVersion));
       }
       case 'DEL':
-        await d.ledger.withLock(key, () => removeAttachment(d, req.containerId, req.ifName, 'CNI DEL'));
+        // the delegated IPAM plugin releases after the interface is gone (cilium-cni's order)
+        await d.ledger.withLock(key, async () => {
+          const type = delegatedDelType(d, call);
+          await removeAttachment(d, req.containerId, req.ifName, 'CNI DEL');
+          if (type) await delegatedDel(type, call);
+        });
         return cniEmptySuccess();
-      case 'CHECK':
-        await d.ledger.withLock(key, () => runCheck(d, call));
+      case 'CHECK': {
+        const type = delegatedType(d, call);
+        await d.ledger.withLock(key, async () => {
+          await runCheck(d, call);
+          if (type) await delegatedCheck(type, call);
+        });
         return cniEmptySuccess();
+      }
       case 'STATUS':
         if (!this.ready) throw new CniFailure(CniErrorCode.PluginNotAvailable, 'the cellium agent is not ready');
         return cniEmptySuccess();
@@ -88,6 +100,13 @@ export class CniServer {
         await runGc(d, call.conf.validAttachments);
         return cniEmptySuccess();
     }
+  }
+
+  /** Removes the journalled host interfaces no endpoint holds and no command is working on (at start). */
+  async removeOrphans(reason: string): Promise<OrphanOutcome> {
+    const out = await removeOrphans(this.d, reason);
+    if (out.interfaces.length) this.d.log.info({ interfaces: out.interfaces.length, ips: out.ips.length, reason }, 'CNI: removed host interfaces no endpoint holds');
+    return out;
   }
 
   /** Replays the DEL queue directory (at start). */

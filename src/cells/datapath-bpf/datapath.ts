@@ -2,14 +2,18 @@
  * BpfDatapath: the Datapath of `--datapath-mode=bpf`. Owns the kernel maps (KernelMaps), the
  * desired-state tables and their reconcilers (BpfMaps) and the program loader (BpfLoader). At start
  * it opens the pinned maps and writes the host's own addresses to the ipcache as the host identity
- * (unknown addresses resolve to world in the program). Pruning and the removal of programs and
- * maps left by endpoints that no longer exist wait until the endpoints were restored, so nothing a
- * restarting agent still owns is taken away while packets keep flowing.
+ * (unknown addresses resolve to world in the program). What endpoints that no longer exist left
+ * (programs, policy maps, map entries) is removed during restore, once the restored endpoints are
+ * known and before any new one can take their IDs or IPs; pruning starts once the restored
+ * endpoints were regenerated, so nothing a restarting agent still owns is taken away while packets
+ * keep flowing. Each prune also checks that every endpoint's programs are still attached.
  */
 import { networkInterfaces } from 'node:os';
-import { kernelVerdict, pinnedEndpoints, unloadEndpointProgram } from '../../bpf/index.js';
+import { Subject, type Observable } from 'rxjs';
+import { kernelVerdict, pinnedEndpoints, unloadEndpointProgram, type LxcValue } from '../../bpf/index.js';
 import type { Logger } from '../../hive/logger.js';
-import { ReservedIdentity, type Datapath, type Direction, type PacketSpec, type Verdict } from '../datapath/types.js';
+import { IPCACHE_MAP, LXC_MAP } from '../datapath/map-names.js';
+import { ReservedIdentity, type Datapath, type Direction, type LiveEndpoint, type LostProgram, type PacketSpec, type Verdict } from '../datapath/types.js';
 import type { CtTimeouts } from '../datapath/conntrack.js';
 import type { VerdictPacket } from '../datapath/verdict-model.js';
 import type { BpfDatapathConfig } from './config.js';
@@ -18,6 +22,7 @@ import { wrapBpf } from './errors.js';
 import { KernelMaps } from './kernel-maps.js';
 import { BpfLoader } from './loader.js';
 import { BpfMaps, type BpfMapsOptions } from './maps.js';
+import { hostCidrKey, lxcKey } from './tables.js';
 
 /** The host's own addresses as host CIDRs (`/32`, `/128`), IPv6 link-local ones left out. */
 export function hostAddressCidrs(): string[] {
@@ -41,6 +46,9 @@ export class BpfDatapath implements Datapath {
   readonly gc: CtGarbageCollector;
   private hostCidrs = new Set<string>();
   private restored = false;
+  private readonly lost = new Subject<LostProgram>();
+  /** See Datapath: endpoints whose programs a prune found gone from their interface. */
+  readonly programsLost$: Observable<LostProgram> = this.lost.asObservable();
 
   constructor(
     readonly cfg: BpfDatapathConfig,
@@ -71,6 +79,7 @@ export class BpfDatapath implements Datapath {
     await this.gc.stop();
     await this.maps.stop();
     this.kernel.close();
+    this.lost.complete();
   }
 
   /** Writes the host's addresses to the ipcache as the host identity; removes addresses that went away. */
@@ -82,47 +91,84 @@ export class BpfDatapath implements Datapath {
   }
 
   /**
-   * Called once the endpoints were restored: removes the programs (link pins, and legacy filters on
-   * the interface cellium_lxc still names) and policy maps of endpoint IDs that are not among
-   * `live`, scrubs the conntrack entries of their addresses, and turns pruning on (which then drops
-   * their lxc entries). Returns the IDs removed.
+   * See Datapath (restore, step 1): removes everything of the endpoints that are not `live` (the
+   * endpoints restored from the state directory; no other can exist yet): their programs (link
+   * pins; legacy filters on the interfaces their cellium_lxc entries name, when the filter is
+   * theirs), their policy maps, their cellium_lxc entries and the ipcache entries of those IPs
+   * (unless a live endpoint or something desired holds them). So a new endpoint reusing an ID or
+   * an IP never inherits what an interrupted one left. Returns the IDs removed.
    */
-  async restoreDone(live: Iterable<number>): Promise<number[]> {
-    const keep = new Set(live);
-    // legacy filters have no pins: where a stale endpoint's program sits is in cellium_lxc
-    const ifIndexOf = new Map<number, number>();
-    const liveIfIndexes = new Set<number>();
-    const staleIps: string[] = [];
-    for (const [ip, v] of this.kernel.lxc.entries()) {
-      if (keep.has(v.endpointId)) liveIfIndexes.add(v.ifIndex);
-      else {
-        ifIndexOf.set(v.endpointId, v.ifIndex);
-        staleIps.push(ip);
-      }
-    }
+  async removeStale(live: readonly LiveEndpoint[]): Promise<number[]> {
+    const keep = new Set(live.map((e) => e.id));
+    const liveIPs = new Set(live.flatMap((e) => e.ips.map(lxcKey)));
+    const staleEntries = this.kernel.lxc.entries().filter(([, v]) => !keep.has(v.endpointId));
+    const ids = this.removeStalePrograms(keep, staleEntries);
+    const ips = staleEntries.map(([ip]) => ip).filter((ip) => !this.maps.lxcTable.get(ip));
     // connections of endpoints deleted while the agent was down: their addresses may be reused
-    void this.gc.scrub(staleIps);
-    const stale = new Set([...pinnedEndpoints(this.cfg.bpfRoot), ...this.kernel.pinnedPolicyMaps(), ...ifIndexOf.keys()].filter((id) => !keep.has(id)));
+    void this.gc.scrub(ips.filter((ip) => !liveIPs.has(ip)));
+    const cidrs = ips.filter((ip) => !liveIPs.has(ip)).map(hostCidrKey).filter((c) => !this.maps.ipcacheTable.get(c));
+    for (const ip of ips) this.kernel.lxc.delete(ip);
+    for (const c of cidrs) this.kernel.ipcache.delete(c);
+    if (ids.length || ips.length) {
+      this.log.info({ endpointIDs: ids, lxcEntries: ips.length, ipcacheEntries: cidrs.length }, 'restore: removed the programs, policy maps and map entries of endpoints that were not restored');
+    }
+    return ids;
+  }
+
+  /**
+   * See Datapath (restore, step 2): removes the programs and policy maps of endpoint IDs not among
+   * `live` (as step 1), prunes cellium_lxc and cellium_ipcache now, keeping the entries of live
+   * endpoints' IPs even when their regeneration failed (their recovery rewrites them), and turns
+   * periodic pruning on. Returns the IDs whose programs were removed.
+   */
+  async restoreDone(live: readonly LiveEndpoint[]): Promise<number[]> {
+    const keep = new Set(live.map((e) => e.id));
+    const ids = this.removeStalePrograms(keep, this.kernel.lxc.entries().filter(([, v]) => !keep.has(v.endpointId)));
+    if (ids.length) this.log.info({ endpointIDs: ids }, 'removed programs and policy maps of endpoints that no longer exist');
+    const liveIPs = new Set(live.flatMap((e) => e.ips.map(lxcKey)));
+    const liveCidrs = new Set([...liveIPs].map(hostCidrKey));
+    const r = await this.maps.prune((table, key) => (table === LXC_MAP ? liveIPs.has(key) : table === IPCACHE_MAP && liveCidrs.has(key)));
+    if (r.pruned) this.log.info(r, 'restore: removed map entries nobody desires');
+    this.restored = true;
+    return ids;
+  }
+
+  /**
+   * Removes the programs (link pins, and the legacy filters that are theirs on the interfaces
+   * `entries` name) and policy maps of every endpoint ID found under the BPF root or in `entries`
+   * that is not kept. Returns those IDs.
+   */
+  private removeStalePrograms(keep: ReadonlySet<number>, entries: ReadonlyArray<readonly [string, LxcValue]>): number[] {
+    const ifIndexes = new Map<number, Set<number>>();
+    for (const [, v] of entries) ifIndexes.set(v.endpointId, (ifIndexes.get(v.endpointId) ?? new Set()).add(v.ifIndex));
+    const stale = [...new Set([...pinnedEndpoints(this.cfg.bpfRoot), ...this.kernel.pinnedPolicyMaps(), ...ifIndexes.keys()])].filter((id) => !keep.has(id));
     for (const id of stale) {
-      const ifIndex = ifIndexOf.get(id) ?? 0;
       try {
-        unloadEndpointProgram(id, liveIfIndexes.has(ifIndex) ? 0 : ifIndex, { bpfRoot: this.cfg.bpfRoot, removePolicyMap: false });
+        for (const ifIndex of ifIndexes.get(id) ?? [0]) {
+          unloadEndpointProgram(id, ifIndex, { bpfRoot: this.cfg.bpfRoot, removePolicyMap: false, owns: (prog) => this.loader.owns(prog, id) });
+        }
         this.kernel.removePolicy(id);
       } catch (err) {
         this.log.warn({ endpointID: id, err: wrapBpf('program', `removing stale endpoint ${id}`, err).message }, 'could not remove a stale endpoint program');
       }
     }
-    if (stale.size) this.log.info({ endpointIDs: [...stale] }, 'removed programs and policy maps of endpoints that no longer exist');
-    this.restored = true;
-    return [...stale].sort((a, b) => a - b);
+    return stale.sort((a, b) => a - b);
   }
 
-  /** One prune round over every map (skipped until restore is done); also refreshes host addresses. */
+  /**
+   * One prune round over every map (skipped until restore is done); also refreshes host addresses
+   * and checks that every endpoint's programs are still attached (programsLost$ names those that
+   * are not).
+   */
   async prune(): Promise<{ pruned: number; repaired: number } | undefined> {
     if (!this.restored) return undefined;
     this.syncHostAddresses();
     const r = await this.maps.prune();
     if (r.pruned || r.repaired) this.log.info(r, 'BPF maps pruned and repaired');
+    for (const lost of await this.loader.lostPrograms()) {
+      this.log.warn({ endpointID: lost.id, why: lost.why }, "an endpoint's program is gone from its interface");
+      this.lost.next({ endpointId: lost.id, why: lost.why });
+    }
     return r;
   }
 

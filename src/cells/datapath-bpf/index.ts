@@ -2,9 +2,10 @@
  * The BPF datapath cell (module `datapath-bpf`): contributes the `bpf` provider to the datapath
  * selection (`--datapath-mode=bpf`, and `auto` when BPF works here), with pinned maps written by
  * reconcilers (desired-state tables with a status per object, batched writes, retries with
- * backoff, periodic prune and repair) and the bpf_lxc loader. Once the endpoint cell restored the
- * endpoints, the programs and maps of endpoints that no longer exist are removed and pruning
- * starts. docs/cells/datapath-bpf.md describes it.
+ * backoff, periodic prune and repair, a check that every endpoint's programs are still attached)
+ * and the bpf_lxc loader. The endpoint cell's restore calls the datapath's removeStale and
+ * restoreDone: what endpoints that no longer exist left is removed, then pruning starts.
+ * docs/cells/datapath-bpf.md describes it.
  */
 import { config, invoke, module, provideInto } from '../../hive/cell.js';
 import { HealthToken, type Health } from '../../hive/health.js';
@@ -17,7 +18,6 @@ import { sleep } from '../../hive/timeout.js';
 import { MetricsRegistryToken } from '../api-metrics/types.js';
 import { ctTimeoutsOf } from '../datapath/ct-config.js';
 import { DatapathConfigToken, DatapathProvidersToken, SelectedDatapathToken, sysfsLinkChecker, type DatapathConfig, type DatapathProvider, type SelectedDatapath } from '../datapath/select.js';
-import { EndpointManagerToken, EndpointRestorerToken, type EndpointManager, type EndpointRestorer } from '../endpoint/index.js';
 import { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from './config.js';
 import { registerCtGcMetrics } from './ct-metrics.js';
 import { BpfDatapath } from './datapath.js';
@@ -91,15 +91,6 @@ export function bpfDatapathProvider(d: ProviderDeps): DatapathProvider {
   };
 }
 
-/** Once endpoints are restored: stale programs and maps go, pruning starts (BPF datapath only). */
-function afterRestore(selected: SelectedDatapath, restorer: EndpointRestorer, manager: EndpointManager, log: Logger): void {
-  const dp = selected.datapath;
-  if (!(dp instanceof BpfDatapath)) return;
-  void restorer.done
-    .then(() => dp.restoreDone(manager.getEndpoints().map((e) => e.id)))
-    .catch((err: unknown) => log.error({ err: (err as Error).message }, 'BPF datapath: removing stale endpoint programs failed'));
-}
-
 /** With another datapath selected, the module's health says so (instead of staying `unknown`). */
 function reportNotInUse(selected: SelectedDatapath, health: Health): void {
   if (selected.datapath.mode === 'bpf') return;
@@ -125,7 +116,6 @@ export const bpfDatapathCell = module(
     (cfg: BpfDatapathConfig, dpCfg: DatapathConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger) => bpfDatapathProvider({ cfg, dpCfg, lc, jobs, health, log }),
     BpfDatapathConfigToken, DatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
   ),
-  invoke('bpf-datapath-restore', afterRestore, SelectedDatapathToken, EndpointRestorerToken, EndpointManagerToken, LoggerToken),
   invoke('bpf-datapath-health', reportNotInUse, SelectedDatapathToken, HealthToken),
   invoke('conntrack-gc-metrics', conntrackMetrics, SelectedDatapathToken, MetricsRegistryToken, LifecycleToken),
 );

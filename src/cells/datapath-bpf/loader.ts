@@ -6,7 +6,9 @@
  * endpoint's policy map and the shared maps, with the sizes of the configuration.
  */
 import { readFileSync } from 'node:fs';
-import { isEndpointLoaded, loadEndpointProgram, unloadEndpointProgram, type AttachMode, type BpfMap } from '../../bpf/index.js';
+import {
+  LXC_PROGRAMS, endpointPrograms, isEndpointLoaded, isEndpointProgram, loadEndpointProgram, unloadEndpointProgram, type AttachMode, type BpfMap,
+} from '../../bpf/index.js';
 import { DEFAULT_CT_TIMEOUTS, type CtTimeouts } from '../datapath/conntrack.js';
 import { IPCACHE_MAP, LXC_MAP } from '../datapath/map-names.js';
 import type { EndpointDatapathConfig, Loader } from '../datapath/types.js';
@@ -26,10 +28,40 @@ export function ifIndexOf(ifName: string): number {
   }
 }
 
+type LxcProgram = keyof typeof LXC_PROGRAMS;
+
+/** What this loader attached (or found attached at restore) for an endpoint: the program ids at each hook. */
+interface Attached {
+  readonly ifName: string;
+  readonly ifIndex: number;
+  readonly progs: Readonly<Record<LxcProgram, number>>;
+}
+
+/** Every program id at one hook: tcx ones, then the legacy filter's. */
+function hookIds(p: { tcx: number[]; legacy?: number }): number[] {
+  return p.legacy !== undefined ? [...p.tcx, p.legacy] : p.tcx;
+}
+
+/** The one program id at each hook of ifIndex, or undefined when a hook has none or several. */
+function singlePrograms(ifIndex: number): Record<LxcProgram, number> | undefined {
+  const now = endpointPrograms(ifIndex);
+  const out: Partial<Record<LxcProgram, number>> = {};
+  for (const prog of Object.keys(LXC_PROGRAMS) as LxcProgram[]) {
+    const ids = hookIds(now[prog]);
+    if (ids.length !== 1) return undefined;
+    out[prog] = ids[0]!;
+  }
+  return out as Record<LxcProgram, number>;
+}
+
 /** Loads, checks and unloads endpoint programs. */
 export class BpfLoader implements Loader {
   /** How many programs were loaded (for status and tests). */
   loads = 0;
+  /** Per endpoint, the programs this loader attached or verified: what checkAttached compares the kernel with. */
+  private readonly attached = new Map<number, Attached>();
+  /** Endpoints with a load or unload in progress (their programs are changing: checkAttached skips them). */
+  private readonly busy = new Map<number, number>();
 
   constructor(
     private readonly kernel: KernelMaps,
@@ -51,32 +83,93 @@ export class BpfLoader implements Loader {
   async reloadEndpoint(cfg: EndpointDatapathConfig, signal?: AbortSignal): Promise<void> {
     signal?.throwIfAborted();
     const what = `loading bpf_lxc for endpoint ${cfg.id} on ${cfg.ifName} (ifindex ${cfg.ifIndex})`;
+    this.enter(cfg.id);
     try {
       await this.gate(cfg);
       signal?.throwIfAborted();
-      await loadEndpointProgram(cfg, {
+      const r = await loadEndpointProgram(cfg, {
         bpfRoot: this.kernel.root, object: this.opts.object, mode: this.opts.mode, ctTimeouts: this.timeouts,
         reuseMaps: { ...Object.fromEntries(Object.entries(this.boundMaps(cfg.id)).map(([n, m]) => [n, m.fd])), ...this.kernel.ct.fds() },
       });
+      this.attached.set(cfg.id, { ifName: cfg.ifName, ifIndex: cfg.ifIndex, progs: { from_container: r.attachments.from_container.progId, to_container: r.attachments.to_container.progId } });
       this.loads++;
     } catch (err) {
+      this.attached.delete(cfg.id);
       throw wrapBpf('program', what, err);
+    } finally {
+      this.leave(cfg.id);
     }
   }
 
-  /** See Loader: detaches the programs (the interface may be gone already) and unpins the policy map. */
+  /**
+   * See Loader: detaches the endpoint's programs (the interface may be gone already) and unpins its
+   * policy map. Only this endpoint's own programs: a legacy filter on the interface that is not
+   * this agent's bpf_lxc of this endpoint stays.
+   */
   async unloadEndpoint(id: number, ifName: string): Promise<void> {
+    this.attached.delete(id);
+    this.enter(id);
     try {
-      unloadEndpointProgram(id, ifIndexOf(ifName), { bpfRoot: this.kernel.root, removePolicyMap: false });
+      unloadEndpointProgram(id, ifIndexOf(ifName), { bpfRoot: this.kernel.root, removePolicyMap: false, owns: (prog) => this.owns(prog, id) });
       this.kernel.removePolicy(id);
     } catch (err) {
       throw wrapBpf('program', `unloading the program of endpoint ${id} (${ifName})`, err);
+    } finally {
+      this.leave(id);
     }
   }
 
   /** The conntrack lifetimes programs are loaded with. */
   get timeouts(): CtTimeouts {
     return this.opts.ctTimeouts ?? DEFAULT_CT_TIMEOUTS;
+  }
+
+  /** Whether the loaded program `progId` is this agent's bpf_lxc of endpoint `id` (its constants, this agent's ipcache). */
+  owns(progId: number, id: number): boolean {
+    return isEndpointProgram(progId, id, [this.kernel.ipcache.map.info.id]);
+  }
+
+  /**
+   * See Loader: compares the kernel with what this loader attached. Endpoints never loaded or
+   * verified here, and those with a load in progress, answer undefined.
+   */
+  async checkAttached(id: number): Promise<string | undefined> {
+    const a = this.attached.get(id);
+    if (!a || this.busy.has(id)) return undefined;
+    let now: ReturnType<typeof endpointPrograms>;
+    try {
+      now = endpointPrograms(a.ifIndex);
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ENODEV') return `its interface ${a.ifName} (ifindex ${a.ifIndex}) is gone`;
+      throw wrapBpf('program', `checking the programs of endpoint ${id} on ${a.ifName}`, err);
+    }
+    for (const [prog, hook] of Object.entries(LXC_PROGRAMS) as [LxcProgram, string][]) {
+      const ids = hookIds(now[prog]);
+      if (!ids.includes(a.progs[prog])) {
+        return `its program ${prog} (id ${a.progs[prog]}) is no longer attached at tc ${hook} of ${a.ifName}${ids.length ? ` (found ${ids.join(', ')})` : ' (nothing is)'}`;
+      }
+    }
+    return undefined;
+  }
+
+  /** Endpoints whose programs this loader attached and the kernel no longer has, with why (the periodic prune). */
+  async lostPrograms(): Promise<{ id: number; why: string }[]> {
+    const out: { id: number; why: string }[] = [];
+    for (const id of [...this.attached.keys()]) {
+      const why = await this.checkAttached(id);
+      if (why) out.push({ id, why });
+    }
+    return out;
+  }
+
+  private enter(id: number): void {
+    this.busy.set(id, (this.busy.get(id) ?? 0) + 1);
+  }
+
+  private leave(id: number): void {
+    const n = (this.busy.get(id) ?? 1) - 1;
+    if (n > 0) this.busy.set(id, n);
+    else this.busy.delete(id);
   }
 
   /**
@@ -88,7 +181,11 @@ export class BpfLoader implements Loader {
   async isLoaded(cfg: EndpointDatapathConfig): Promise<boolean> {
     try {
       const maps = this.boundMaps(cfg.id);
-      return isEndpointLoaded(cfg, undefined, [maps[OBJECT_POLICY_MAP]!.info.id, maps[IPCACHE_MAP]!.info.id, ...this.kernel.ct.ids()], this.timeouts);
+      if (!isEndpointLoaded(cfg, undefined, [maps[OBJECT_POLICY_MAP]!.info.id, maps[IPCACHE_MAP]!.info.id, ...this.kernel.ct.ids()], this.timeouts)) return false;
+      // what restore found in place is what checkAttached watches from now on
+      const progs = singlePrograms(cfg.ifIndex);
+      if (progs && !this.busy.has(cfg.id)) this.attached.set(cfg.id, { ifName: cfg.ifName, ifIndex: cfg.ifIndex, progs });
+      return true;
     } catch (err) {
       throw wrapBpf('program', `checking the program of endpoint ${cfg.id} on ${cfg.ifName}`, err);
     }

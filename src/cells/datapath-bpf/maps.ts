@@ -13,7 +13,10 @@ import { expandPolicyCached, type PolicyLpmEntry } from '../datapath/policy-lpm.
 import { dumpIPCache, dumpLxc, dumpMetrics, dumpPolicy, policyStatus, tableStatus } from './dumps.js';
 import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, MapSummary, PolicyEntry } from '../datapath/types.js';
 import type { KernelMaps } from './kernel-maps.js';
-import { ipcacheKey, ipcacheOps, lxcKey, lxcOps, lxcValue, policyKeyIds, policyObject, policyObjectKey, policyOps, type PolicyObject } from './tables.js';
+import { hostCidrKey, ipcacheKey, ipcacheOps, lxcKey, lxcOps, lxcValue, policyKeyIds, policyObject, policyObjectKey, policyOps, type PolicyObject } from './tables.js';
+
+/** The tables, in the order of the reconcilers. */
+const TABLE_NAMES = [LXC_MAP, IPCACHE_MAP, 'cellium_policy'] as const;
 
 /** The metrics map (drop counters by reason), listed with the others. */
 export const METRICS_MAP_NAME = 'cellium_metrics';
@@ -72,12 +75,16 @@ export class BpfMaps implements DatapathMaps {
     await Promise.all(this.reconcilers.map((r) => r.stop()));
   }
 
-  /** Prunes and repairs every kernel map now (the datapath calls it every prune interval once restore is done). */
-  async prune(): Promise<{ pruned: number; repaired: number }> {
+  /**
+   * Prunes and repairs every kernel map now (the datapath calls it every prune interval once
+   * restore is done). `keep(table, key)` spares undesired kernel entries from deletion.
+   */
+  async prune(keep?: (table: string, key: string) => boolean): Promise<{ pruned: number; repaired: number }> {
     let pruned = 0;
     let repaired = 0;
-    for (const r of this.reconcilers) {
-      const x = await r.prune();
+    for (const [i, r] of this.reconcilers.entries()) {
+      const name = TABLE_NAMES[i]!;
+      const x = await r.prune(keep && ((key) => keep(name, key)));
       pruned += x.pruned;
       repaired += x.repaired;
     }
@@ -181,7 +188,7 @@ export class BpfMaps implements DatapathMaps {
       ...(refused ? [`${policyMapName(endpointId)}: ${refused}`] : []),
       ...failed(this.policyTable, this.policyKeys.get(endpointId) ?? []),
       ...failed(this.lxcTable, ips),
-      ...failed(this.ipcacheTable, ips.map((ip) => ipcacheKey(`${ip}/${ip.includes(':') ? 128 : 32}`))),
+      ...failed(this.ipcacheTable, ips.map(hostCidrKey)),
     ];
   }
 

@@ -64,6 +64,9 @@ export const lxcKey = (ip: string): string => viaCodec(lxcKeyCodec, ip);
 /** The canonical text of a CIDR (ipcache key) as the kernel returns it. */
 export const ipcacheKey = (cidr: string): string => viaCodec(ipcacheKeyCodec, cidr);
 
+/** The ipcache key of an endpoint IP's host CIDR (`/32`, `/128`). */
+export const hostCidrKey = (ip: string): string => ipcacheKey(`${ip}/${ip.includes(':') ? 128 : 32}`);
+
 /** Runs `fn` on the whole batch; when it throws, every key fails with that error. */
 function allOrError<K>(keys: readonly K[], fn: () => void, name: (k: K) => string): ReadonlyMap<string, Error> {
   try {

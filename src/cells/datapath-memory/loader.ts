@@ -17,24 +17,39 @@ export class MemoryLoader implements Loader {
   private readonly loaded = new Map<number, LoadRecord>();
   /** Every reloadEndpoint call so far, in order (endpoint IDs). */
   readonly history: number[] = [];
+  /** Endpoints whose program was taken off "by hand" (detachByHand): loaded, but no longer attached. */
+  private readonly detached = new Set<number>();
 
   /** See Loader. Honours an already aborted signal like the BPF loader. */
   async reloadEndpoint(cfg: EndpointDatapathConfig, signal?: AbortSignal): Promise<void> {
     signal?.throwIfAborted();
     const prev = this.loaded.get(cfg.id);
     this.loaded.set(cfg.id, { config: structuredClone(cfg), loadedAt: new Date().toISOString(), generation: (prev?.generation ?? 0) + 1 });
+    this.detached.delete(cfg.id);
     this.history.push(cfg.id);
   }
 
   /** See Loader. */
   async unloadEndpoint(id: number): Promise<void> {
     this.loaded.delete(id);
+    this.detached.delete(id);
   }
 
   /** See Loader. */
   async isLoaded(cfg: EndpointDatapathConfig): Promise<boolean> {
     const rec = this.loaded.get(cfg.id);
-    return rec !== undefined && sameConfig(rec.config, cfg);
+    return rec !== undefined && !this.detached.has(cfg.id) && sameConfig(rec.config, cfg);
+  }
+
+  /** See Loader. */
+  async checkAttached(id: number): Promise<string | undefined> {
+    const rec = this.loaded.get(id);
+    return rec && this.detached.has(id) ? `its program is no longer attached to ${rec.config.ifName}` : undefined;
+  }
+
+  /** Takes an endpoint's program off its interface behind the agent's back (what `tc filter del` does to a BPF endpoint). */
+  detachByHand(id: number): void {
+    if (this.loaded.has(id)) this.detached.add(id);
   }
 
   /** The record of an endpoint's loaded program. */

@@ -3,6 +3,7 @@
  * exist behind the same token: the in-memory datapath (unprivileged runs and unit tests) and the
  * BPF datapath (real programs and maps in the kernel). `--datapath-mode=auto|bpf|memory` picks one.
  */
+import type { Observable } from 'rxjs';
 import { token } from '../../hive/token.js';
 
 /** Traffic direction, seen from the endpoint. */
@@ -112,8 +113,30 @@ export interface Loader {
   reloadEndpoint(cfg: EndpointDatapathConfig, signal?: AbortSignal): Promise<void>;
   /** Detach the endpoint's program and remove its per-endpoint maps. Missing things are not errors. */
   unloadEndpoint(id: number, ifName: string): Promise<void>;
-  /** Whether the endpoint's program is attached with exactly this configuration. */
+  /**
+   * Whether the endpoint's program is attached with exactly this configuration. A true answer
+   * also makes the loader watch those programs (checkAttached), as if it had attached them.
+   */
   isLoaded(cfg: EndpointDatapathConfig): Promise<boolean>;
+  /**
+   * Why the programs this loader last attached (or verified) for the endpoint are no longer
+   * attached (detached or replaced behind the agent's back, the interface gone), or undefined
+   * when they are; undefined too for an endpoint never loaded here or with a load in progress.
+   */
+  checkAttached(id: number): Promise<string | undefined>;
+}
+
+/** An endpoint whose programs were found gone from its interface. */
+export interface LostProgram {
+  readonly endpointId: number;
+  /** What is missing, e.g. `its program from_container (id 812) is no longer attached at tc ingress of lxc1a2b…`. */
+  readonly why: string;
+}
+
+/** An endpoint restore brought back: its ID and IPs (what the stale-state cleanup must keep). */
+export interface LiveEndpoint {
+  readonly id: number;
+  readonly ips: readonly string[];
 }
 
 /** The datapath maps as the control plane sees them: desired state in, reconciled to the kernel. */
@@ -153,6 +176,24 @@ export interface Datapath {
   verdict(endpointId: number, direction: Direction, packet: PacketSpec): Promise<Verdict>;
   /** Drop counters by reason, as the program counts them. */
   dropCounters(): Promise<Readonly<Record<string, number>>>;
+  /**
+   * Endpoints whose programs the datapath's periodic check found gone from their interface (BPF:
+   * each prune); the endpoint cell marks them and reloads them. Absent when nothing can vanish.
+   */
+  readonly programsLost$?: Observable<LostProgram>;
+  /**
+   * Restore, step 1 (BPF: state that outlived the agent). Called once the endpoints restored from
+   * the state directory hold their IDs and before any new endpoint can be created: removes the
+   * programs, policy maps, cellium_lxc entries and their ipcache entries of every endpoint that is
+   * not among `live` (creations a crash interrupted, endpoints restore dropped). Returns the IDs removed.
+   */
+  removeStale?(live: readonly LiveEndpoint[]): Promise<number[]>;
+  /**
+   * Restore, step 2. Called once the restored endpoints were regenerated, before the agent reports
+   * ready: what is left that nobody desires is removed (the IPs of `live` endpoints excepted) and
+   * periodic pruning starts. Returns the IDs whose programs were removed.
+   */
+  restoreDone?(live: readonly LiveEndpoint[]): Promise<number[]>;
 }
 
 /** Token for the selected datapath. */

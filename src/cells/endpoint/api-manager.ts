@@ -105,7 +105,7 @@ export class EndpointAPIManagerImpl implements EndpointAPIManager {
     }
     const base = requestFromSpec(cur);
     const next = specFromChangeRequest({ ...base, ...req, addressing: base.addressing });
-    let changed = ep.updateSpec(next);
+    let changed = this.manager.updateSpec(ep, next);
     if (req.labels) {
       const labels = labelsFromChangeRequest(req);
       changed = ep.replaceOriginLabels(ep.namespace ? [...labels, `${NAMESPACE_LABEL}=${ep.namespace}`] : labels) || changed;

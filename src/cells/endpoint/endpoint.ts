@@ -11,7 +11,7 @@ import { formatLabel, parseLabel, parseLabels } from '../../lib/labels.js';
 import { EndpointError } from './errors.js';
 import { EventQueue, type RegenerationRequest } from './event-queue.js';
 import type { EndpointHealth, EndpointLogEntry, EndpointModel, EndpointState } from './model.js';
-import { DEFAULT_OPTIONS, cniAttachmentId, podKey, type EndpointSpec } from './spec.js';
+import { DEFAULT_OPTIONS, IPAM_SOURCE_PROPERTY, cniAttachmentId, podKey, type EndpointSpec } from './spec.js';
 import { NEW, canBuilderTransition, canTransition, isTerminating, type StoredState } from './state.js';
 import type { EndpointView, RegenerationLevel } from './types.js';
 
@@ -85,6 +85,12 @@ export class Endpoint implements EndpointView {
   /** The validated attachment and addressing. */
   get spec(): EndpointSpec {
     return this._spec;
+  }
+
+  /** Where the addresses came from (the `cellium.io/ipam-source` property); undefined for the node pool. */
+  get ipamSource(): string | undefined {
+    const s = this._spec.properties?.[IPAM_SOURCE_PROPERTY];
+    return typeof s === 'string' ? s : undefined;
   }
 
   /**

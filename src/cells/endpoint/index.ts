@@ -26,6 +26,7 @@ import { gcRound } from './gc.js';
 import { EndpointManagerImpl } from './manager.js';
 import { Regenerator } from './regeneration.js';
 import { EndpointRestorer } from './restore.js';
+import { isTerminating } from './state.js';
 import { EndpointStateStore } from './state-store.js';
 import { EndpointAPIManagerToken, EndpointManagerToken } from './types.js';
 
@@ -43,7 +44,7 @@ export { Regenerator, datapathConfigOf, configHash, RECOVERY_REASON, type Regene
 export { gcRound, type GCResult } from './gc.js';
 export { parseEndpointId, type EndpointIdPrefix } from './endpoint-id.js';
 export { MIN_ENDPOINT_ID, MAX_ENDPOINT_ID } from './id-allocator.js';
-export { ENDPOINT_OPTIONS, DEFAULT_OPTIONS, type EndpointSpec } from './spec.js';
+export { ENDPOINT_OPTIONS, DEFAULT_OPTIONS, IPAM_SOURCE_PROPERTY, addressesFromNodePool, type EndpointSpec } from './spec.js';
 export { STORED_STATES, TRANSITIONS, BUILDER_TRANSITIONS, canTransition, canBuilderTransition, type StoredState } from './state.js';
 
 /** Token for the EndpointManager implementation (lookups by container, restore, conflict checks). */
@@ -57,6 +58,7 @@ const RegeneratorToken = token<Regenerator>('EndpointRegenerator');
 /** Everything the manager's lifecycle and jobs need. */
 interface ManagerDeps {
   readonly regenerator: Regenerator;
+  readonly datapath: Datapath;
   readonly cfg: EndpointConfig;
   readonly policy: PolicyRepository;
   readonly linkExists: LinkChecker;
@@ -102,6 +104,16 @@ function newManager(d: ManagerDeps): EndpointManagerImpl {
     await gcRound(m, d.linkExists, d.log);
   }, d.cfg.endpointGcInterval);
   d.jobs.timer('endpoint-periodic-regeneration', () => m.regenerateAll('periodic endpoint regeneration'), d.cfg.endpointRegenInterval);
+  if (d.datapath.programsLost$) {
+    d.jobs.observer('endpoint-programs-lost', d.datapath.programsLost$, (lost) => {
+      const ep = m.lookup(String(lost.endpointId));
+      if (!ep || isTerminating(ep.storedState)) return;
+      d.regenerator.programLost(ep, lost.why);
+      ep.regenerate('datapath program missing from its interface', 'rewrite+load').catch((err: Error) => {
+        if (!ep.signal.aborted) d.log.warn({ endpointID: ep.id, err: err.message }, 'reloading a missing endpoint program failed');
+      });
+    });
+  }
   d.jobs.observer('endpoint-policy-updates', d.policy.changes$, (change) => {
     const affected = m.withIdentities(change.affected);
     const skip = new Set(affected);
@@ -116,12 +128,14 @@ function newManager(d: ManagerDeps): EndpointManagerImpl {
 }
 
 /**
- * Builds the restorer and restores endpoints at start: after identities and IPAM started (the manager's regenerator needs IPAM), and after
+ * Builds the restorer and restores endpoints at start: after identities, IPAM and the datapath started (the regenerator needs IPAM; restore hands the datapath the restored endpoints), and after
  * the stored policy is back (it depends on PolicyRestoreToken, so the policy-restore hook comes
  * first, and it waits for `done` before restoring anything).
  */
-function newRestorer(store: EndpointStateStore, m: EndpointManagerImpl, linkExists: LinkChecker, identities: IdentityAllocator, policy: PolicyRestore, lc: Lifecycle, log: Logger): EndpointRestorer {
-  const r = new EndpointRestorer(store, m, linkExists, identities, policy.done, log);
+function newRestorer(
+  store: EndpointStateStore, m: EndpointManagerImpl, linkExists: LinkChecker, identities: IdentityAllocator, policy: PolicyRestore, datapath: Datapath, lc: Lifecycle, log: Logger,
+): EndpointRestorer {
+  const r = new EndpointRestorer(store, m, linkExists, identities, policy.done, datapath, log);
   lc.append({
     name: 'endpoint-restore',
     onStart: async () => {
@@ -145,13 +159,13 @@ export const endpointCell = module(
   ),
   provide(
     EndpointManagerImplToken,
-    (regenerator: Regenerator, cfg: EndpointConfig, policy: PolicyRepository, linkExists: LinkChecker, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger) =>
-      newManager({ regenerator, cfg, policy, linkExists, lc, jobs, health, log }),
-    RegeneratorToken, EndpointConfigToken, PolicyRepositoryToken, LinkCheckerToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
+    (regenerator: Regenerator, datapath: Datapath, cfg: EndpointConfig, policy: PolicyRepository, linkExists: LinkChecker, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger) =>
+      newManager({ regenerator, datapath, cfg, policy, linkExists, lc, jobs, health, log }),
+    RegeneratorToken, DatapathToken, EndpointConfigToken, PolicyRepositoryToken, LinkCheckerToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
   ),
   provide(
     EndpointRestorerToken, newRestorer,
-    EndpointStateStoreToken, EndpointManagerImplToken, LinkCheckerToken, IdentityAllocatorToken, PolicyRestoreToken, LifecycleToken, LoggerToken,
+    EndpointStateStoreToken, EndpointManagerImplToken, LinkCheckerToken, IdentityAllocatorToken, PolicyRestoreToken, DatapathToken, LifecycleToken, LoggerToken,
   ),
   provide(EndpointManagerToken, (m: EndpointManagerImpl) => m, EndpointManagerImplToken),
   provide(EndpointCreatorToken, DefaultEndpointCreator),

@@ -11,6 +11,7 @@ import { Endpoint, type EndpointOwner } from './endpoint.js';
 import { parseEndpointId } from './endpoint-id.js';
 import { EndpointError } from './errors.js';
 import { EndpointIdAllocator } from './id-allocator.js';
+import type { EndpointSpec } from './spec.js';
 import type { EndpointManager, EndpointView, RegenerationLevel } from './types.js';
 
 /** Options of a removal. */
@@ -39,6 +40,8 @@ export class EndpointManagerImpl implements EndpointManager {
   private readonly byIPv4 = new Map<string, Endpoint>();
   private readonly byIPv6 = new Map<string, Endpoint>();
   private readonly byCni = new Map<string, Endpoint>();
+  /** Host interface name -> endpoint: one endpoint per interface. */
+  private readonly byIfName = new Map<string, Endpoint>();
   private readonly byContainer: Index = new Map();
   private readonly byPod: Index = new Map();
   private readonly removing = new Map<Endpoint, Promise<void>>();
@@ -62,13 +65,14 @@ export class EndpointManagerImpl implements EndpointManager {
 
   /**
    * Throws EndpointError('exists') naming the clash when `ep` would share an ID, a CNI attachment
-   * (container-id + interface) or an IP with a managed endpoint.
+   * (container-id + interface), a host interface or an IP with a managed endpoint.
    */
   checkConflicts(ep: Endpoint): void {
     const s = ep.spec;
     if (s.requestedId !== undefined && this.byId.has(s.requestedId)) {
       throw new EndpointError('exists', `endpoint ID ${s.requestedId} already exists`, '/id');
     }
+    this.checkInterface(ep, s.ifName);
     const cni = ep.cniAttachmentId;
     const other = cni ? this.byCni.get(cni) : undefined;
     if (other) {
@@ -79,6 +83,30 @@ export class EndpointManagerImpl implements EndpointManager {
       const holder = ip ? idx.get(ip) : undefined;
       if (holder) throw new EndpointError('exists', `IP ${ip} is already used by endpoint ${holder.id}`, `/addressing/${fam}`);
     }
+  }
+
+  /**
+   * Throws EndpointError('exists') when host interface `ifName` belongs to an endpoint other than
+   * `ep`: one endpoint per interface, since an interface carries exactly one endpoint's programs.
+   */
+  checkInterface(ep: Endpoint, ifName: string): void {
+    const holder = this.byIfName.get(ifName);
+    if (holder && holder !== ep) {
+      const who = holder.cniAttachmentId ? ` (CNI attachment ${holder.cniAttachmentId})` : '';
+      throw new EndpointError('exists', `host interface ${ifName} already belongs to endpoint ${holder.id}${who}: one endpoint per interface`, '/interface-name');
+    }
+  }
+
+  /** Applies a new spec to a managed endpoint (PATCH): its host interface may change, never to another endpoint's. */
+  updateSpec(ep: Endpoint, next: EndpointSpec): boolean {
+    const before = ep.spec.ifName;
+    this.checkInterface(ep, next.ifName);
+    const changed = ep.updateSpec(next);
+    if (before !== ep.spec.ifName && this.byId.get(ep.id) === ep) {
+      if (this.byIfName.get(before) === ep) this.byIfName.delete(before);
+      this.byIfName.set(ep.spec.ifName, ep);
+    }
+    return changed;
   }
 
   /** See EndpointManager: refuses an endpoint whose ID is set; allocates, starts, indexes, emits created. */
@@ -108,6 +136,7 @@ export class EndpointManagerImpl implements EndpointManager {
     if (ep.ipv4) this.byIPv4.set(ep.ipv4, ep);
     if (ep.ipv6) this.byIPv6.set(ep.ipv6, ep);
     if (ep.cniAttachmentId) this.byCni.set(ep.cniAttachmentId, ep);
+    this.byIfName.set(ep.spec.ifName, ep);
     if (ep.containerId) addTo(this.byContainer, ep.containerId, ep);
     if (ep.podName) addTo(this.byPod, ep.podName, ep);
   }
@@ -134,6 +163,7 @@ export class EndpointManagerImpl implements EndpointManager {
     if (ep.ipv4 && this.byIPv4.get(ep.ipv4) === ep) this.byIPv4.delete(ep.ipv4);
     if (ep.ipv6 && this.byIPv6.get(ep.ipv6) === ep) this.byIPv6.delete(ep.ipv6);
     if (ep.cniAttachmentId && this.byCni.get(ep.cniAttachmentId) === ep) this.byCni.delete(ep.cniAttachmentId);
+    if (this.byIfName.get(ep.spec.ifName) === ep) this.byIfName.delete(ep.spec.ifName);
     if (ep.containerId) removeFrom(this.byContainer, ep.containerId, ep);
     if (ep.podName) removeFrom(this.byPod, ep.podName, ep);
     this.ids.release(ep.id);

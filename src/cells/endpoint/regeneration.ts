@@ -3,7 +3,9 @@
  * identity into the endpoint's policy map, lxc and ipcache entries, the program reloaded when the
  * level is rewrite+load (a request is promoted when the hash of the datapath configuration
  * changed) while the maps are flushed and `<id>_next` is written, then `<id>_next` swapped in as
- * the state directory and the endpoint made ready. A failure removes `<id>_next`, marks the
+ * the state directory and the endpoint made ready. A no-rebuild run whose program is no longer
+ * attached (taken off behind the agent's back) is promoted to rewrite+load, which re-attaches it,
+ * and the endpoint's health shows it until then. A failure removes `<id>_next`, marks the
  * endpoint's health and schedules a retry controller (`endpoint-<id>-regeneration-recovery`), as
  * Cilium does.
  */
@@ -148,7 +150,15 @@ export class Regenerator implements EndpointRuntime {
     const hash = configHash(cfg);
     let loadedHash = ep.datapathHash;
     if (loadedHash === undefined && ep.restoredDatapathHash === hash && (await loader.isLoaded(cfg))) loadedHash = hash;
-    const level = req.level === 'rewrite+load' || loadedHash !== hash ? 'rewrite+load' : 'no-rebuild';
+    let level = req.level === 'rewrite+load' || loadedHash !== hash ? 'rewrite+load' : 'no-rebuild';
+    if (level === 'no-rebuild') {
+      // the program must still be where it was attached: one taken off behind the agent's back is reloaded
+      const lost = await loader.checkAttached(ep.id);
+      if (lost) {
+        this.programLost(ep, lost);
+        level = 'rewrite+load';
+      }
+    }
     try {
       // the program load starts first (its verifier runs on a worker meanwhile); the state
       // directory and the map writes proceed at the same time; all must succeed
@@ -177,6 +187,16 @@ export class Regenerator implements EndpointRuntime {
       throw err;
     }
     return level;
+  }
+
+  /**
+   * Records that an endpoint's program is gone from its interface (found by a regeneration or the
+   * datapath's periodic check): its datapath health fails until a reload puts the program back.
+   */
+  programLost(ep: Endpoint, why: string): void {
+    ep.setHealth('bpf', 'Failure');
+    ep.logStatus('failed', `Datapath program missing: ${why}; reloading it`);
+    this.d.log.warn({ endpointID: ep.id, ifName: ep.spec.ifName, why }, 'endpoint program missing from its interface; reloading it');
   }
 
   private scheduleRecovery(ep: Endpoint, req: RegenerationRequest): void {

@@ -8,11 +8,14 @@
  * are dropped with a log line, as are those whose IPs cannot be re-claimed. A stored endpoint that
  * cannot be read stops the start (unreadableEndpointState) rather than lose its programs. Nothing is
  * restored before the stored policy is back (`policyRestored`): a restored endpoint regenerates
- * with the rules it had, never with an empty repository.
+ * with the rules it had, never with an empty repository. Before new endpoints may be created, the
+ * datapath removes what every other endpoint left (creations a crash interrupted, dropped
+ * endpoints); once the restored ones are regenerated, it prunes what nobody desires.
  */
 import type { Logger } from '../../hive/index.js';
 import { parseLabels } from '../../lib/labels.js';
 import type { LinkChecker } from '../datapath/select.js';
+import type { Datapath, LiveEndpoint } from '../datapath/types.js';
 import type { Identity, IdentityAllocator } from '../identity/types.js';
 import { Endpoint } from './endpoint.js';
 import { unreadableEndpointState } from './errors.js';
@@ -29,6 +32,13 @@ export interface RestoreSummary {
   readonly failed: { readonly id: number; readonly error: string }[];
   /** Interrupted regenerations cleaned up. */
   readonly removedNext: string[];
+  /** IDs of endpoints that were not restored whose programs and policy maps the datapath removed. */
+  readonly staleRemoved: number[];
+}
+
+/** What the datapath must keep of an endpoint: its ID and IPs. */
+function liveOf(ep: Endpoint): LiveEndpoint {
+  return { id: ep.id, ips: [ep.ipv4, ep.ipv6].filter((ip): ip is string => !!ip) };
 }
 
 /** Restores endpoints from the state directory. */
@@ -47,6 +57,7 @@ export class EndpointRestorer {
     private readonly identities: IdentityAllocator,
     /** Settles once the stored policy is in the repository (PolicyRestore.done). */
     private readonly policyRestored: Promise<void>,
+    private readonly datapath: Pick<Datapath, 'removeStale' | 'restoreDone'>,
     private readonly log: Logger,
   ) {}
 
@@ -76,7 +87,9 @@ export class EndpointRestorer {
       }
     }
     this.log.info({ restored: restored.length, dropped: dropped.length }, 'endpoints restored from the state directory');
-    void this.regenerate(restored, dropped, scan.removedNext);
+    // no other endpoint exists yet: whatever else the datapath holds was left by a crash (a throw fails the start)
+    const stale = (await this.datapath.removeStale?.(restored.map(liveOf))) ?? [];
+    void this.regenerate(restored, dropped, scan.removedNext, stale);
     return restored;
   }
 
@@ -121,10 +134,15 @@ export class EndpointRestorer {
     }
   }
 
-  private async regenerate(eps: readonly Endpoint[], dropped: RestoreSummary['dropped'], removedNext: string[]): Promise<void> {
+  private async regenerate(eps: readonly Endpoint[], dropped: RestoreSummary['dropped'], removedNext: string[], stale: number[]): Promise<void> {
     const results = await Promise.allSettled(eps.map((ep) => ep.regenerate('endpoint restored from the state directory')));
     const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [{ id: eps[i]!.id, error: (r.reason as Error).message }] : []));
     for (const f of failed) this.log.warn({ endpointID: f.id, err: f.error }, 'regeneration of a restored endpoint failed');
-    this.resolveDone({ restored: eps.map((e) => e.id), dropped, failed, removedNext });
+    try {
+      stale.push(...((await this.datapath.restoreDone?.(this.manager.list().map(liveOf))) ?? []));
+    } catch (err) {
+      this.log.error({ err: (err as Error).message }, 'restore: removing what endpoints that no longer exist left in the datapath failed');
+    }
+    this.resolveDone({ restored: eps.map((e) => e.id), dropped, failed, removedNext, staleRemoved: [...new Set(stale)].sort((a, b) => a - b) });
   }
 }

@@ -35,6 +35,18 @@ export interface EndpointSpec {
 }
 
 /**
+ * The endpoint property recording where its addresses came from: absent (or `cluster-pool`) for the
+ * node's IPAM pools, `delegated-plugin:<type>` for an IPAM plugin the CNI ran (--ipam=delegated-plugin).
+ */
+export const IPAM_SOURCE_PROPERTY = 'cellium.io/ipam-source';
+
+/** Whether the endpoint's addresses are the node pool's (so restore re-claims and removal releases them there). */
+export function addressesFromNodePool(spec: Pick<EndpointSpec, 'properties'>): boolean {
+  const source = spec.properties?.[IPAM_SOURCE_PROPERTY];
+  return source === undefined || source === 'cluster-pool';
+}
+
+/**
  * Endpoint options the API may change, with their allowed values (Cilium's endpoint mutable
  * options). Conntrack (on by default) and ConntrackAccounting are honored by bpf_lxc and the memory
  * datapath (Disabled: stateless, replies judged by the policy; no per-entry counters);

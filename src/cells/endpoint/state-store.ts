@@ -12,7 +12,7 @@ import type { EndpointDatapathConfig } from '../datapath/types.js';
 import { policyMapName } from '../datapath/map-names.js';
 import type { Endpoint, EndpointSnapshot } from './endpoint.js';
 import { renderEpConfigHeader } from './ep-config-header.js';
-import { stateIO, type StateIO } from './state-io.js';
+import { stateIO, type StateIO } from '../../lib/state-io.js';
 import type { EndpointModel } from './model.js';
 
 /** The endpoint file in each directory. */

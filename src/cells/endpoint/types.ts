@@ -22,6 +22,8 @@ export interface EndpointView {
   readonly namespace?: string;
   readonly identity?: number;
   readonly labels: readonly string[];
+  /** Where its addresses came from: `delegated-plugin:<type>`, or undefined for the node pool. */
+  readonly ipamSource?: string;
   /** The Cilium Endpoint model for the API. */
   toModel(): EndpointModel;
   /** Recent status log entries, newest last. */

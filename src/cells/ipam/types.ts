@@ -7,6 +7,11 @@ import { token } from '../../hive/token.js';
 /** Address family. */
 export type Family = 'ipv4' | 'ipv6';
 
+/** The IPAM modes of `--ipam` (Cilium's names): the node's own pools, or the netconf's IPAM plugin. */
+export const IPAM_MODES = ['cluster-pool', 'delegated-plugin'] as const;
+/** One of {@link IPAM_MODES}. */
+export type IPAMMode = (typeof IPAM_MODES)[number];
+
 /** One allocation. */
 export interface IPAllocation {
   readonly ip: string;

@@ -94,12 +94,13 @@ export class Reconciler<V> {
   }
 
   /**
-   * Compares the target with the desired state: deletes what is not desired, marks what is missing
-   * or different as pending (then writes it). Returns how many entries were pruned and repaired.
+   * Compares the target with the desired state: deletes what is not desired (unless `keep` spares
+   * it), marks what is missing or different as pending (then writes it). Returns how many entries
+   * were pruned and repaired.
    */
-  async prune(): Promise<{ pruned: number; repaired: number }> {
+  async prune(keep?: (key: string) => boolean): Promise<{ pruned: number; repaired: number }> {
     const actual = await this.ops.list();
-    const extra = [...actual.keys()].filter((k) => !this.table.get(k));
+    const extra = [...actual.keys()].filter((k) => !this.table.get(k) && !keep?.(k));
     let repaired = 0;
     for (const o of this.table.all()) {
       const have = actual.get(o.key);

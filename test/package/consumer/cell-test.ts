@@ -4,9 +4,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { testHive } from 'cellium/hive';
-import { identityCell, IdentityAllocatorToken, IdentityBackendToken, parseLabels, type IdentityBackend, type StoredIdentity } from 'cellium/cells/identity';
+import { invoke, testHive } from 'cellium/hive';
+import { identityCell, IdentityAllocatorToken, IdentityBackendToken, parseLabels, type IdentityAllocator, type IdentityBackend, type StoredIdentity } from 'cellium/cells/identity';
 import { statedirCell } from 'cellium/cells/statedir';
+
+/** The cells under test; the invoke makes the hive build the allocator before it starts (its restore hook runs at start). */
+const cells = [statedirCell, identityCell, invoke('test-uses-allocator', (_a: IdentityAllocator) => undefined, IdentityAllocatorToken)];
 
 /** A backend that keeps identities in a Map and records every claim. */
 class MockBackend implements IdentityBackend {
@@ -32,7 +35,7 @@ class MockBackend implements IdentityBackend {
 
 test('the identity cell records new identities in the backend it is given', async (t) => {
   const backend = new MockBackend();
-  const h = await testHive(t, [statedirCell, identityCell], { replace: [[IdentityBackendToken, backend]], config: { 'state-dir': '/nonexistent-cellium-consumer' } });
+  const h = await testHive(t, cells, { replace: [[IdentityBackendToken, backend]], config: { 'state-dir': '/nonexistent-cellium-consumer' } });
   const alloc = h.get(IdentityAllocatorToken);
   const { identity, isNew } = await alloc.allocate(parseLabels(['k8s:app=web', 'k8s:io.kubernetes.pod.namespace=shop']));
   assert.equal(isNew, true);
@@ -42,7 +45,7 @@ test('the identity cell records new identities in the backend it is given', asyn
 
 test('an identity the backend already holds keeps its number', async (t) => {
   const backend = new MockBackend([{ id: 4242, labels: ['k8s:app=db'] }]);
-  const h = await testHive(t, [statedirCell, identityCell], { replace: [[IdentityBackendToken, backend]], config: { 'state-dir': '/nonexistent-cellium-consumer' } });
+  const h = await testHive(t, cells, { replace: [[IdentityBackendToken, backend]], config: { 'state-dir': '/nonexistent-cellium-consumer' } });
   const { identity } = await h.get(IdentityAllocatorToken).allocate(parseLabels(['k8s:app=db']));
   assert.equal(identity.id, 4242);
 });

@@ -1,12 +1,12 @@
 /**
- * The file operations a regeneration makes in the state directory, chosen once for its file
- * system: on tmpfs (where a node keeps /var/run) a write is a memory copy, cheaper done at once
- * than a thread-pool round trip per call; on a disk a create may wait for the journal, so the
- * calls go to the thread pool and never stall the event loop.
+ * The file operations made in the state directory on a hot path (a regeneration, a CNI ADD), chosen
+ * once for its file system: on tmpfs (where a node keeps /var/run) a write is a memory copy, cheaper
+ * done at once than a thread-pool round trip per call; on a disk a create may wait for the journal,
+ * so the calls go to the thread pool and never stall the event loop.
  */
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
-import { onTmpfs } from '../../lib/tmpfs.js';
+import { onTmpfs } from './tmpfs.js';
 
 /** The calls, all promise-returning whichever way they run. */
 export interface StateIO {

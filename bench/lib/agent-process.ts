@@ -1,0 +1,73 @@
+/** The `cellium-agent` process as the CNI benches run it: its own process, paths and pool of the run's own. */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CelliumClient } from '../../src/api/client.js';
+import { onTmpfs } from '../../src/lib/tmpfs.js';
+
+/** The repository root (bench/ or dist/bench/ below it). */
+export function root(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'cni-shim')) && dirname(dir) !== dir) dir = dirname(dir);
+  return dir;
+}
+
+/**
+ * Where the run keeps its files (the agent's state directory and socket, host-local's data
+ * directory, the CNI files): on tmpfs when /dev/shm is one, as a node keeps /var/run, so both
+ * sides are measured without this machine's disk (its ext4 allocator costs each new inode dearly
+ * after many deletions); else the temporary directory.
+ */
+export function scratchBase(): string {
+  return existsSync('/dev/shm') && onTmpfs('/dev/shm') ? '/dev/shm' : tmpdir();
+}
+
+/** The agent process and a client of its API. */
+export interface AgentProcess {
+  readonly client: CelliumClient;
+  stop(): Promise<void>;
+}
+
+/** Where an agent keeps its files, its pool, and any further flags (`{ 'enable-ipv4-big-tcp': true }`). */
+export interface AgentRun {
+  readonly dir: string;
+  readonly bpfRoot: string;
+  readonly socketPath: string;
+  readonly pool: string;
+  readonly flags?: Readonly<Record<string, string | number | boolean>>;
+}
+
+/** Starts bin/cellium-agent.js with this run's paths; resolves once its CNI server answers. */
+export async function startAgent(run: AgentRun): Promise<AgentProcess> {
+  const { dir, socketPath } = run;
+  const flags = {
+    'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': join(dir, 'queue'), 'bpf-root': run.bpfRoot,
+    'ipv4-range': run.pool, 'endpoint-gc-interval': '1h', ...run.flags,
+  };
+  // CELLIUM_* variables tune the agent under test, e.g. CELLIUM_DATAPATH_MODE=memory or CELLIUM_BPF_ATTACH_MODE=tcx
+  const child: ChildProcess = spawn(process.execPath, [join(root(), 'bin', 'cellium-agent.js'), ...Object.entries(flags).map(([k, v]) => `--${k}=${v}`)], {
+    env: process.env, stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let tail = '';
+  child.stderr!.on('data', (c: Buffer) => (tail = (tail + c.toString()).slice(-4000)));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const client = new CelliumClient({ socketPath });
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await exited;
+  };
+  // ready once the shim's STATUS succeeds (the CNI server serves after its DEL queue replay)
+  const status = JSON.stringify({ cniVersion: '1.1.0', name: 'cellium', type: 'cellium-cni', 'socket-path': socketPath });
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`cellium-agent exited with ${child.exitCode}: ${tail}`);
+    const r = spawnSync(join(root(), 'bin', 'cellium-cni'), { env: { CNI_COMMAND: 'STATUS' }, input: status, encoding: 'utf8' });
+    if (r.status === 0) return { client, stop };
+    if (i > 600) {
+      await stop();
+      throw new Error(`cellium-agent did not become ready within 60 s: ${tail}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

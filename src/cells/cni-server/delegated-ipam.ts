@@ -1,0 +1,154 @@
+/**
+ * Delegated IPAM (`--ipam=delegated-plugin`, as cilium-cni's allocateIPsWithDelegatedPlugin): the
+ * addresses come from the IPAM plugin the netconf's `ipam` section names (host-local, whereabouts,
+ * a cloud's), run the CNI way: the executable `ipam.type` found in CNI_PATH, the call's own CNI_*
+ * variables with the command, the netconf on stdin, a bounded time, stdout parsed as a CNI result
+ * (or a CNI error, whose code and message are carried through). Without delegated-plugin, an
+ * `ipam` section is ignored with one warning per network name.
+ */
+import { execFile } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { CniErrorCode } from '../../cni/protocol.js';
+import type { CniDeps } from './deps.js';
+import { attachmentKey } from './ledger.js';
+import { CniFailure, invalidConfig, quoteValue } from './errors.js';
+import type { ParsedCall } from './netconf.js';
+import { parseResult, type CniResultModel } from './result.js';
+
+/** How long one IPAM plugin call may take. */
+export const IPAM_PLUGIN_TIMEOUT_MS = 30_000;
+/** The most a plugin may print (a result is a few hundred bytes). */
+const MAX_OUTPUT = 1 << 20;
+/** A plugin type is a plain file name: no path, no `..`, no hidden file. */
+const PLUGIN_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/;
+
+/** The `ipam` section of a netconf: its plugin type (checked), or undefined when there is none. */
+export function ipamPluginType(stdin: string): string | undefined {
+  const ipam = (JSON.parse(stdin) as Record<string, unknown>).ipam;
+  if (ipam === undefined) return undefined;
+  if (ipam === null || typeof ipam !== 'object' || Array.isArray(ipam)) throw invalidConfig('ipam', 'must be an object naming the IPAM plugin in "type"');
+  const type = (ipam as Record<string, unknown>).type;
+  if (typeof type !== 'string' || type === '') throw invalidConfig('ipam.type', 'is required: the IPAM plugin to run (e.g. "host-local")');
+  if (!PLUGIN_NAME.test(type) || type.includes('..')) {
+    throw invalidConfig('ipam.type', `${quoteValue(type)} is not a plugin name: give the file name of a plugin in CNI_PATH, never a path`);
+  }
+  return type;
+}
+
+/** The plugin's executable: the first regular, executable `type` in the CNI_PATH directories. */
+function findPlugin(type: string, cniPath: string): string {
+  const dirs = cniPath.split(delimiter).filter(Boolean);
+  for (const dir of dirs) {
+    const file = join(dir, type);
+    try {
+      if (statSync(file).isFile()) {
+        accessSync(file, constants.X_OK);
+        return file;
+      }
+    } catch {
+      // not in this directory
+    }
+  }
+  throw invalidConfig('ipam.type', `${quoteValue(type)}: no such plugin in CNI_PATH ${quoteValue(cniPath)} (install it there, or fix the name)`);
+}
+
+/** Turns a plugin's failure into the CNI error it reported (code and message), else an I/O failure. */
+function pluginFailure(type: string, command: string, stdout: string, stderr: string, err: Error & { killed?: boolean; code?: unknown }): CniFailure {
+  if (err.killed) return new CniFailure(CniErrorCode.IoFailure, `IPAM plugin ${type} ${command} did not finish within ${IPAM_PLUGIN_TIMEOUT_MS} ms`);
+  try {
+    const e = JSON.parse(stdout) as { code?: unknown; msg?: unknown; details?: unknown };
+    if (typeof e.code === 'number' && typeof e.msg === 'string') {
+      return new CniFailure(e.code, `IPAM plugin ${type} ${command}: ${e.msg}`, typeof e.details === 'string' ? e.details : '');
+    }
+  } catch {
+    // not a CNI error result
+  }
+  const why = stderr.trim() || stdout.trim() || err.message;
+  return new CniFailure(CniErrorCode.IoFailure, `IPAM plugin ${type} ${command} failed: ${why.slice(0, 500)}`);
+}
+
+/** Runs the IPAM plugin for `command`; resolves with its stdout. */
+function run(type: string, command: 'ADD' | 'DEL' | 'CHECK', call: ParsedCall, stdin: string): Promise<string> {
+  const { req } = call;
+  const file = findPlugin(type, req.path);
+  const env = {
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: req.containerId,
+    CNI_NETNS: req.netns,
+    CNI_IFNAME: req.ifName,
+    CNI_ARGS: req.args,
+    CNI_PATH: req.path,
+    PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin',
+  };
+  return new Promise((resolve, reject) => {
+    const child = execFile(file, [], { env, timeout: IPAM_PLUGIN_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: MAX_OUTPUT, encoding: 'utf8' }, (err, stdout, stderr) => {
+      if (err) reject(pluginFailure(type, command, stdout, stderr, err));
+      else resolve(stdout);
+    });
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(stdin);
+  });
+}
+
+/** IPAM ADD: the plugin's addresses, routes and DNS. */
+export async function delegatedAdd(type: string, call: ParsedCall): Promise<CniResultModel> {
+  const out = await run(type, 'ADD', call, call.req.stdin);
+  try {
+    const result = parseResult(JSON.parse(out));
+    if (result.ips.length === 0) throw new Error('it has no IP');
+    return result;
+  } catch (err) {
+    throw new CniFailure(CniErrorCode.IoFailure, `IPAM plugin ${type} ADD printed an unusable result: ${(err as Error).message}`, out.slice(0, 500));
+  }
+}
+
+/** IPAM DEL (idempotent in every plugin the spec describes). */
+export async function delegatedDel(type: string, call: ParsedCall): Promise<void> {
+  await run(type, 'DEL', call, call.req.stdin);
+}
+
+/** IPAM CHECK (CNI 0.4.0 and later; an earlier version has no CHECK). */
+export async function delegatedCheck(type: string, call: ParsedCall): Promise<void> {
+  if (call.conf.cniVersion === '0.3.1') return;
+  await run(type, 'CHECK', call, call.req.stdin);
+}
+
+/**
+ * The plugin a DEL runs: the netconf's `ipam.type` when the agent delegates or the attachment's
+ * endpoint says its addresses came from a plugin (an agent switched back to cluster-pool still
+ * releases them); a DEL without an `ipam` section removes the attachment and logs why nothing was
+ * released, so a pod can always be deleted.
+ */
+export function delegatedDelType(d: CniDeps, call: ParsedCall): string | undefined {
+  const ep = d.manager.lookup(`cni-attachment-id:${attachmentKey(call.req.containerId, call.req.ifName)}`);
+  const source = ep?.ipamSource;
+  const fromPlugin = source?.startsWith('delegated-plugin:') === true;
+  if (d.cfg.ipamMode !== 'delegated-plugin' && !fromPlugin) return undefined;
+  const type = ipamPluginType(call.req.stdin);
+  if (!type) d.log.warn({ containerID: call.req.containerId, ifName: call.req.ifName, source }, 'CNI DEL without an ipam section: no IPAM plugin to release the addresses with');
+  return type;
+}
+
+const warned = new WeakMap<object, Set<string>>();
+
+/**
+ * The plugin type when the agent delegates IPAM, else undefined; with cluster-pool an `ipam`
+ * section is logged once per network name, as it is ignored.
+ */
+export function delegatedType(d: CniDeps, call: ParsedCall): string | undefined {
+  if (d.cfg.ipamMode === 'delegated-plugin') {
+    const type = ipamPluginType(call.req.stdin);
+    if (!type) throw invalidConfig('ipam', 'is required: the agent runs with --ipam=delegated-plugin, so the network configuration must name its IPAM plugin ("ipam": {"type": "host-local", ...})');
+    return type;
+  }
+  if ((JSON.parse(call.req.stdin) as Record<string, unknown>).ipam !== undefined) {
+    const seen = warned.get(d.log) ?? new Set<string>();
+    warned.set(d.log, seen);
+    if (!seen.has(call.conf.name)) {
+      seen.add(call.conf.name);
+      d.log.warn({ network: call.conf.name }, `network ${quoteValue(call.conf.name)} has an "ipam" section, which is ignored: addresses come from the agent's pool (--ipam=cluster-pool); start the agent with --ipam=delegated-plugin to use the plugin`);
+    }
+  }
+  return undefined;
+}
