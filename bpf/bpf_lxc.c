@@ -6,9 +6,13 @@
  *   to_container (tc egress of the host veth): packets towards the endpoint, its ingress policy
  *     against the source's identity.
  * Per-endpoint constants live in .rodata and are set by the loader before load (no recompile).
+ * Every IP packet goes through conntrack first (lib/conntrack.h): replies and related ICMP errors
+ * of tracked connections pass without policy; new, established and reopened connections are judged
+ * by the policy, and a new connection the policy allows gets its conntrack entry (a failed write
+ * drops the packet: DROP_CT_INSERT_FAILED).
  * Drops are counted per reason in cellium_metrics and reported on cellium_events.
- * decide() and drop() are global functions: the verifier checks each once per program instead of
- * once per path that reaches it, which makes an endpoint's load ~8% cheaper.
+ * decide(), drop(), parse_l4(), ct_lookup() and ct_create() are global functions: the verifier
+ * checks each once per program instead of once per path that reaches it.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -17,6 +21,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "lib/common.h"
+#include "lib/conntrack.h"
 #include "lib/maps.h"
 #include "lib/parse.h"
 #include "lib/policy.h"
@@ -77,20 +82,30 @@ __attribute__((noinline)) int drop(struct __sk_buff *skb, __u32 reason, __u32 eg
 }
 
 /*
- * The decision for a parsed IP packet: the peer's identity, the policy verdict, the drop. A global
- * function, so the verifier checks it once rather than once per parsing path (family and L4 kind).
+ * The decision for a parsed IP packet: conntrack, then (unless it is a reply or related) the
+ * peer's identity and the policy verdict, the drop, and the conntrack entry of a new connection. A
+ * global function, so the verifier checks it once rather than once per parsing path. `ct` holds
+ * what conntrack found when the verdict is reached (for trace and policy-verdict events).
  */
 __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct pkt *p)
 {
+	struct ct_result ct = {};
 	enum drop_reason reason;
 	__u32 identity;
 
 	if (!skb || !p)
 		return TC_ACT_SHOT;
+	if (is_neighbour_discovery(p))
+		return TC_ACT_OK;
+	ct_lookup(skb, p, egress, &ct);
+	if (ct.status == CT_REPLY || ct.status == CT_RELATED)
+		return TC_ACT_OK;
 	identity = resolve_identity(p->family, egress ? p->dst : p->src);
 	reason = policy_verdict(egress, identity, p);
 	if (reason != DROP_NONE)
 		return drop(skb, reason, egress, p, identity);
+	if (ct.track && ct_create(skb, p, egress, egress ? endpoint_identity : identity) < 0)
+		return drop(skb, DROP_CT_INSERT_FAILED, egress, p, identity);
 	return TC_ACT_OK;
 }
 

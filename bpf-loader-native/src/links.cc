@@ -204,9 +204,25 @@ Napi::Value ProgInfo(const Napi::CallbackInfo &info) {
   o.Set("type", pi.type);
   o.Set("name", std::string(pi.name, strnlen(pi.name, sizeof pi.name)));
   o.Set("tag", std::string(tag));
+  o.Set("verifiedInsns", pi.verified_insns);
   Napi::Array ids = Napi::Array::New(env, nmaps);
   for (__u32 i = 0; i < nmaps; i++) ids.Set(i, mapIds[i]);
   o.Set("mapIds", ids);
+  return o;
+}
+
+// progTestRun(fd, data, repeat) -> {retval, durationNs}: BPF_PROG_TEST_RUN of a loaded program on
+// one packet (for sched_cls: an Ethernet frame), `repeat` times (duration is the mean per run).
+Napi::Value ProgTestRun(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  int fd = argInt(info, 0, "fd");
+  Bytes data = argBytes(info, 1, "data");
+  uint32_t repeat = info.Length() > 2 ? argU32(info, 2, "repeat") : 1;
+  LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = data.data, .data_size_in = (__u32)data.len, .repeat = (int)repeat);
+  if (bpf_prog_test_run_opts(fd, &opts) < 0) throwSys(env, errno, "bpf_prog_test_run");
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("retval", opts.retval);
+  o.Set("durationNs", opts.duration);
   return o;
 }
 
@@ -302,6 +318,7 @@ void registerLinks(Napi::Env env, Napi::Object exports) {
   exports.Set("linkDetach", Napi::Function::New(env, LinkDetach, "linkDetach"));
   exports.Set("linkInfo", Napi::Function::New(env, LinkInfo, "linkInfo"));
   exports.Set("progInfo", Napi::Function::New(env, ProgInfo, "progInfo"));
+  exports.Set("progTestRun", Napi::Function::New(env, ProgTestRun, "progTestRun"));
   exports.Set("progGetFdById", Napi::Function::New(env, ProgGetFdById, "progGetFdById"));
   exports.Set("mapGetFdById", Napi::Function::New(env, MapGetFdById, "mapGetFdById"));
   exports.Set("tcAttach", Napi::Function::New(env, TcAttach, "tcAttach"));

@@ -158,6 +158,32 @@ Napi::Value MapDeleteBatch(const Napi::CallbackInfo &info) {
   return Napi::Number::New(info.Env(), count);
 }
 
+// deleteKeys(fd, keys, count) -> count deleted: every key of the list, absent ones skipped (a
+// BPF_MAP_DELETE_BATCH stops at the first absent key; the batch resumes after it). For garbage
+// collection, where the datapath may have removed (LRU-evicted) an entry since it was read.
+Napi::Value MapDeleteKeys(const Napi::CallbackInfo &info) {
+  int fd = argInt(info, 0, "fd");
+  Bytes keys = argBytes(info, 1, "keys");
+  __u32 count = argU32(info, 2, "count");
+  struct bpf_map_info mi;
+  memset(&mi, 0, sizeof mi);
+  __u32 len = sizeof mi;
+  if (bpf_obj_get_info_by_fd(fd, &mi, &len) < 0) throwSys(info.Env(), errno, "bpf_obj_get_info_by_fd");
+  if ((size_t)mi.key_size * count > keys.len) throwArg(info.Env(), "keys is shorter than count keys");
+  __u32 done = 0, deleted = 0;
+  while (done < count) {
+    __u32 n = count - done;
+    LIBBPF_OPTS(bpf_map_batch_opts, opts);
+    int rc = bpf_map_delete_batch(fd, keys.data + (size_t)done * mi.key_size, &n, &opts);
+    deleted += n;
+    done += n;
+    if (rc == 0) break;
+    if (errno != ENOENT) throwSys(info.Env(), errno, "bpf_map_delete_batch", "", std::to_string(deleted) + " deleted before the failure");
+    done++;  // the absent key
+  }
+  return Napi::Number::New(info.Env(), deleted);
+}
+
 Napi::Value NumPossibleCpus(const Napi::CallbackInfo &info) {
   int n = libbpf_num_possible_cpus();
   if (n < 0) throwSys(info.Env(), -n, "libbpf_num_possible_cpus");
@@ -179,6 +205,7 @@ void registerMaps(Napi::Env env, Napi::Object exports) {
   exports.Set("mapLookupBatch", Napi::Function::New(env, MapLookupBatch, "mapLookupBatch"));
   exports.Set("mapUpdateBatch", Napi::Function::New(env, MapUpdateBatch, "mapUpdateBatch"));
   exports.Set("mapDeleteBatch", Napi::Function::New(env, MapDeleteBatch, "mapDeleteBatch"));
+  exports.Set("mapDeleteKeys", Napi::Function::New(env, MapDeleteKeys, "mapDeleteKeys"));
   exports.Set("numPossibleCpus", Napi::Function::New(env, NumPossibleCpus, "numPossibleCpus"));
 }
 

@@ -25,6 +25,7 @@ enum drop_reason {
 	DROP_POLICY_DENY = 2,	/* a deny entry matched */
 	DROP_INVALID = 3,	/* truncated or malformed packet */
 	DROP_UNSUPPORTED_L3 = 4, /* neither IPv4, IPv6 nor ARP */
+	DROP_CT_INSERT_FAILED = 5, /* a new connection's conntrack entry could not be written */
 	DROP_REASON_MAX = 8,
 };
 
@@ -88,6 +89,67 @@ struct lxc_value {
 struct metrics_value {
 	__u64 packets;
 	__u64 bytes;
+};
+
+/*
+ * Conntrack (Cilium's ipv4_ct_tuple / ipv6_ct_tuple and ct_entry). cellium_ct4_global and
+ * cellium_ct6_global (LRU hash) hold TCP connections, cellium_ct_any4_global and
+ * cellium_ct_any6_global everything else. A key is stored in reply orientation for the addresses
+ * (daddr/saddr name the reply's destination and source, i.e. the connection's source is daddr)
+ * and original orientation for the ports (dport is the connection's destination port); flags say
+ * which side opened it: TUPLE_F_OUT for a connection the endpoint opened (seen first at egress),
+ * TUPLE_F_IN for one opened towards the endpoint (seen first at ingress). ICMP echo uses the
+ * echo identifier as the port (request: sport, reply: dport, as the packet carries it).
+ */
+#define TUPLE_F_OUT 0
+#define TUPLE_F_IN 1
+#define TUPLE_F_RELATED 2
+#define TUPLE_F_SERVICE 4
+
+struct ipv4_ct_tuple {
+	__u8 daddr[4];
+	__u8 saddr[4];
+	__be16 dport;
+	__be16 sport;
+	__u8 nexthdr;
+	__u8 flags;
+} __attribute__((packed));
+
+struct ipv6_ct_tuple {
+	__u8 daddr[16];
+	__u8 saddr[16];
+	__be16 dport;
+	__be16 sport;
+	__u8 nexthdr;
+	__u8 flags;
+} __attribute__((packed));
+
+/* ct_entry.flags bits (Cilium's bit positions). */
+#define CT_F_RX_CLOSING 0x1
+#define CT_F_TX_CLOSING 0x2
+#define CT_F_SEEN_NON_SYN 0x10
+#define CT_F_CLOSING (CT_F_RX_CLOSING | CT_F_TX_CLOSING)
+
+/*
+ * A connection. rx is towards the endpoint (to_container), tx from it (from_container). lifetime
+ * is in seconds of CLOCK_MONOTONIC (bpf_ktime_get_ns() / 1e9): the entry is expired once lifetime
+ * < now. src_sec_id is the identity of the side that opened the connection. *_flags_seen are the
+ * TCP flags seen per direction, last_*_report when a monitor event last reported the direction.
+ */
+struct ct_entry {
+	__u64 rx_packets;
+	__u64 rx_bytes;
+	__u64 tx_packets;
+	__u64 tx_bytes;
+	__u32 lifetime;
+	__u16 flags;
+	__u16 rev_nat_index;	/* services (later); 0 */
+	__u16 reserved;
+	__u8 tx_flags_seen;
+	__u8 rx_flags_seen;
+	__u32 src_sec_id;
+	__u32 last_tx_report;
+	__u32 last_rx_report;
 };
 
 /* cellium_events (ring buffer) record types. */

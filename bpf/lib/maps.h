@@ -38,6 +38,43 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } cellium_lxc SEC(".maps");
 
+/*
+ * Conntrack, shared by every endpoint (Cilium's global CT maps). The agent creates them with the
+ * sizes of --bpf-ct-global-tcp-max / --bpf-ct-global-any-max and binds them at load; the sizes
+ * here are the defaults.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct ipv4_ct_tuple);
+	__type(value, struct ct_entry);
+	__uint(max_entries, 524288);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_ct4_global SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct ipv4_ct_tuple);
+	__type(value, struct ct_entry);
+	__uint(max_entries, 262144);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_ct_any4_global SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct ipv6_ct_tuple);
+	__type(value, struct ct_entry);
+	__uint(max_entries, 524288);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_ct6_global SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct ipv6_ct_tuple);
+	__type(value, struct ct_entry);
+	__uint(max_entries, 262144);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_ct_any6_global SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);

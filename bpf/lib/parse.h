@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Packet parsing for the policy decision: address family, addresses, IP protocol, destination
- * port (TCP/UDP/SCTP) and ICMP type. Reads with bpf_skb_load_bytes, so any skb layout works.
- * A non-first fragment carries no L4 header: its dport is 0.
+ * Packet parsing for conntrack and the policy decision: address family, addresses, IP protocol,
+ * ports (TCP/UDP/SCTP), TCP flags, ICMP type and echo identifier, and for an ICMP error the
+ * header of the packet it is about. Reads with bpf_skb_load_bytes, so any skb layout works. A
+ * non-first fragment carries no L4 header: its ports are 0 and it is marked `fragment`.
  */
 #ifndef CELLIUM_PARSE_H
 #define CELLIUM_PARSE_H
@@ -21,34 +22,155 @@
 #define IPPROTO_ICMPV6 58
 #endif
 
+/* TCP flags (byte 13 of the header). */
+#define TCP_FIN 0x01
+#define TCP_SYN 0x02
+#define TCP_RST 0x04
+#define TCP_ACK 0x10
+
 struct pkt {
 	__u8 family;
 	__u8 protocol;
 	__u8 icmp_type;
 	__u8 has_l4;
-	__be16 dport;
+	__be16 dport;		/* the policy's port: TCP/UDP/SCTP destination port, else 0 */
+	__be16 ct_sport;	/* conntrack ports: TCP/UDP/SCTP ports, the ICMP echo identifier */
+	__be16 ct_dport;	/*   (request: ct_sport, reply: ct_dport), else 0 */
+	__u8 tcp_flags;
+	__u8 fragment;		/* a non-first fragment: no L4 header */
+	__u8 icmp_error;	/* an ICMP(v6) error (destination unreachable, time exceeded, ...) */
+	__u8 inner_valid;	/* ... whose inner header parsed: */
+	__u8 inner_protocol;
+	__u8 pad;
+	__be16 inner_sport;	/* the inner packet's conntrack ports, as its sender sent it */
+	__be16 inner_dport;
 	__u8 src[16];
 	__u8 dst[16];
+	__u8 inner_src[16];
+	__u8 inner_dst[16];
 };
 
-/* Reads the L4 fields at off: dport for TCP/UDP/SCTP, the type for ICMP/ICMPv6. */
-static __always_inline int parse_l4(struct __sk_buff *skb, __u32 off, struct pkt *p)
+static __always_inline int is_icmp_error(__u8 protocol, __u8 type)
 {
-	__be16 ports[2];
+	if (protocol == IPPROTO_ICMP)
+		return type == 3 || type == 11 || type == 12;	/* unreachable, time exceeded, parameter problem */
+	return type >= 1 && type <= 4;	/* ICMPv6: unreachable, packet too big, time exceeded, parameter problem */
+}
 
-	p->has_l4 = 1;
-	switch (p->protocol) {
+/*
+ * The conntrack ports of the TCP/UDP/SCTP header or ICMP message at `off` into p->ct_sport and
+ * p->ct_dport, or with `inner` into p->inner_sport and p->inner_dport, of the protocol there:
+ * ports as sent, the echo identifier as the request's source or the reply's destination port, 0
+ * for other ICMP. Returns the ICMP type (0 when not ICMP) or -1 when truncated. A global function:
+ * checked once for the packet and the packet an ICMP error quotes.
+ */
+__attribute__((noinline)) int load_ports(struct __sk_buff *skb, __u32 off, struct pkt *p, __u32 inner)
+{
+	__u8 protocol, icmp[8];
+	__be16 ports[2] = {};
+
+	if (!skb || !p)
+		return -1;
+	protocol = inner ? p->inner_protocol : p->protocol;
+	switch (protocol) {
 	case IPPROTO_TCP:
 	case IPPROTO_UDP:
 	case IPPROTO_SCTP:
 		if (bpf_skb_load_bytes(skb, off, ports, sizeof(ports)) < 0)
 			return -1;
-		p->dport = ports[1];
+		break;
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		if (bpf_skb_load_bytes(skb, off, icmp, sizeof(icmp)) < 0)
+			return -1;
+		if ((protocol == IPPROTO_ICMP && icmp[0] == 8) || (protocol == IPPROTO_ICMPV6 && icmp[0] == 128))
+			ports[0] = *(__be16 *)&icmp[4];
+		else if ((protocol == IPPROTO_ICMP && icmp[0] == 0) || (protocol == IPPROTO_ICMPV6 && icmp[0] == 129))
+			ports[1] = *(__be16 *)&icmp[4];
+		break;
+	default:
+		return 0;
+	}
+	if (inner) {
+		p->inner_sport = ports[0];
+		p->inner_dport = ports[1];
+	} else {
+		p->ct_sport = ports[0];
+		p->ct_dport = ports[1];
+	}
+	return (protocol == IPPROTO_ICMP || protocol == IPPROTO_ICMPV6) ? icmp[0] : 0;
+}
+
+/*
+ * The packet an ICMP error at `off` is about: its addresses, protocol and conntrack ports. Leaves
+ * inner_valid 0 when the quoted header is truncated, fragmented or carries IPv6 extension headers.
+ */
+static __always_inline void parse_inner(struct __sk_buff *skb, __u32 off, struct pkt *p)
+{
+	off += 8;
+	if (p->family == FAMILY_IPV4) {
+		struct iphdr ip;
+
+		if (bpf_skb_load_bytes(skb, off, &ip, sizeof(ip)) < 0 || ip.ihl < 5 || (ip.frag_off & bpf_htons(0x1fff)))
+			return;
+		p->inner_protocol = ip.protocol;
+		__builtin_memcpy(p->inner_src, &ip.saddr, 4);
+		__builtin_memcpy(p->inner_dst, &ip.daddr, 4);
+		off += ip.ihl * 4;
+	} else {
+		struct ipv6hdr ip;
+
+		if (bpf_skb_load_bytes(skb, off, &ip, sizeof(ip)) < 0)
+			return;
+		p->inner_protocol = ip.nexthdr;
+		__builtin_memcpy(p->inner_src, &ip.saddr, 16);
+		__builtin_memcpy(p->inner_dst, &ip.daddr, 16);
+		off += sizeof(ip);
+	}
+	if (load_ports(skb, off, p, 1) < 0)
+		return;
+	p->inner_valid = 1;
+}
+
+/*
+ * Reads the L4 fields at off: ports (the policy's dport) and TCP flags for TCP/UDP/SCTP; type,
+ * echo identifier and an error's inner header for ICMP/ICMPv6. A global function: the verifier
+ * checks it once per program rather than once per address family.
+ */
+__attribute__((noinline)) int parse_l4(struct __sk_buff *skb, __u32 off, struct pkt *p)
+{
+	int type;
+
+	if (!skb || !p)
+		return -1;
+	p->has_l4 = 1;
+	if (p->protocol == IPPROTO_TCP) {
+		/* ports and flags in one read */
+		__u8 th[14];
+
+		if (bpf_skb_load_bytes(skb, off, th, sizeof(th)) < 0)
+			return -1;
+		p->ct_sport = *(__be16 *)&th[0];
+		p->ct_dport = *(__be16 *)&th[2];
+		p->tcp_flags = th[13];
+		p->dport = p->ct_dport;
+		return 0;
+	}
+	type = load_ports(skb, off, p, 0);
+	if (type < 0)
+		return -1;
+	switch (p->protocol) {
+	case IPPROTO_UDP:
+	case IPPROTO_SCTP:
+		p->dport = p->ct_dport;
 		return 0;
 	case IPPROTO_ICMP:
 	case IPPROTO_ICMPV6:
-		if (bpf_skb_load_bytes(skb, off, &p->icmp_type, 1) < 0)
-			return -1;
+		p->icmp_type = type;
+		if (is_icmp_error(p->protocol, type)) {
+			p->icmp_error = 1;
+			parse_inner(skb, off, p);
+		}
 		return 0;
 	default:
 		return 0;
@@ -65,8 +187,10 @@ static __always_inline int parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 	p->protocol = ip.protocol;
 	__builtin_memcpy(p->src, &ip.saddr, 4);
 	__builtin_memcpy(p->dst, &ip.daddr, 4);
-	if (ip.frag_off & bpf_htons(0x1fff))
+	if (ip.frag_off & bpf_htons(0x1fff)) {
+		p->fragment = 1;
 		return 0;
+	}
 	return parse_l4(skb, ETH_HLEN + ip.ihl * 4, p);
 }
 
@@ -97,6 +221,7 @@ static __always_inline int parse_ipv6(struct __sk_buff *skb, struct pkt *p)
 			/* Fragment header: a non-first fragment has no L4 header. */
 			if ((hdr[2] << 8 | hdr[3]) & 0xfff8) {
 				p->protocol = hdr[0];
+				p->fragment = 1;
 				return 0;
 			}
 			off += 8;

@@ -2,7 +2,7 @@
 /*
  * Identity resolution (ipcache longest-prefix match; unknown -> world) and the policy decision,
  * exactly as src/cells/datapath/verdict-model.ts computes it:
- *   1. ARP and IPv6 neighbour discovery (ICMPv6 133-137) pass;
+ *   1. ARP and IPv6 neighbour discovery (ICMPv6 133-137) pass (before conntrack, in bpf_lxc.c);
  *   2. ingress from the host identity passes (allow-localhost);
  *   3. egress ICMP/ICMPv6 echo request or reply to the host identity passes;
  *   4. two LPM lookups of the policy map: the peer identity and identity 0; a deny from either
@@ -73,8 +73,6 @@ static __always_inline enum drop_reason policy_lookup(__u8 egress, __u32 identit
 /* The verdict for an IP packet whose peer resolved to `identity`. */
 static __always_inline enum drop_reason policy_verdict(__u8 egress, __u32 identity, const struct pkt *p)
 {
-	if (is_neighbour_discovery(p))
-		return DROP_NONE;
 	if (!egress && identity == IDENTITY_HOST)
 		return DROP_NONE;
 	if (egress && identity == IDENTITY_HOST && is_echo(p))

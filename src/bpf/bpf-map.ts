@@ -10,7 +10,7 @@ import { loadAddon, type BpfAddon, type RawMapInfo } from './native.js';
 
 /** BPF map types used by Cellium (linux/bpf.h enum bpf_map_type). */
 export const MapType = {
-  HASH: 1, ARRAY: 2, PERCPU_HASH: 5, PERCPU_ARRAY: 6, LPM_TRIE: 11, RINGBUF: 27,
+  HASH: 1, ARRAY: 2, PERCPU_HASH: 5, PERCPU_ARRAY: 6, LRU_HASH: 9, LPM_TRIE: 11, RINGBUF: 27,
 } as const;
 
 /** Map creation flags. */
@@ -30,6 +30,12 @@ export interface MapSpec {
 }
 
 const PERCPU = new Set<number>([MapType.PERCPU_HASH, MapType.PERCPU_ARRAY]);
+
+/** Whether a batch command failed because the map (or kernel) has no batch support. */
+export function isBatchUnsupported(err: unknown): boolean {
+  const code = (err as { code?: string }).code;
+  return code === 'EINVAL' || code === 'ENOTSUPP' || code === 'EOPNOTSUPP';
+}
 
 /** A map open in this process. close() releases the fd (pinned maps live on). */
 export class BpfMap {
@@ -220,30 +226,42 @@ export class BpfMap {
    * concatenated. Maps without batch support fall back to keys() + lookup().
    */
   lookupAll(chunk = 4096): { count: number; keys: Buffer; values: Buffer } {
-    const ks = this.info.keySize;
-    const vs = this.valueBytes;
     const keyParts: Buffer[] = [];
     const valueParts: Buffer[] = [];
     let total = 0;
-    let inBatch: Buffer | null = null;
-    const outBatch = Buffer.alloc(Math.max(ks, 8));
     try {
-      for (;;) {
-        const keys = Buffer.alloc(ks * chunk);
-        const values = Buffer.alloc(vs * chunk);
-        const [n, more] = sys(() => this.addon.mapLookupBatch(this.fd, inBatch, outBatch, keys, values, chunk));
-        keyParts.push(keys.subarray(0, n * ks));
-        valueParts.push(values.subarray(0, n * vs));
-        total += n;
-        if (!more) break;
-        inBatch = Buffer.from(outBatch);
+      for (const b of this.batches(chunk)) {
+        keyParts.push(Buffer.from(b.keys.subarray(0, b.count * this.keySize)));
+        valueParts.push(Buffer.from(b.values.subarray(0, b.count * this.valueBytes)));
+        total += b.count;
       }
     } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (code !== 'EINVAL' && code !== 'ENOTSUPP' && code !== 'EOPNOTSUPP') throw err;
+      if (!isBatchUnsupported(err)) throw err;
       return this.lookupAllByKey();
     }
     return { count: total, keys: Buffer.concat(keyParts), values: Buffer.concat(valueParts) };
+  }
+
+  /**
+   * The entries in batches of up to `chunk` (BPF_MAP_LOOKUP_BATCH), for callers that work through a
+   * large map a piece at a time (garbage collection between event-loop turns). Each batch reuses
+   * the same two buffers: read them before asking for the next. A map changing meanwhile may
+   * yield an entry twice or miss one added behind the cursor (hash maps iterate by bucket).
+   * Throws EINVAL/ENOTSUPP on maps without batch support (see isBatchUnsupported).
+   */
+  *batches(chunk = 4096): Generator<{ count: number; keys: Buffer; values: Buffer }> {
+    const keys = Buffer.alloc(this.keySize * chunk);
+    const values = Buffer.alloc(this.valueBytes * chunk);
+    const outBatch = Buffer.alloc(Math.max(this.keySize, 8));
+    const inBatch = Buffer.alloc(outBatch.length);
+    let first = true;
+    for (;;) {
+      const [n, more] = sys(() => this.addon.mapLookupBatch(this.fd, first ? null : inBatch, outBatch, keys, values, chunk));
+      first = false;
+      if (n > 0) yield { count: n, keys, values };
+      if (!more) return;
+      outBatch.copy(inBatch);
+    }
   }
 
   private lookupAllByKey(): { count: number; keys: Buffer; values: Buffer } {
@@ -271,6 +289,16 @@ export class BpfMap {
     if (count === 0) return 0;
     this.checkBatch(keys, this.info.keySize, count, 'keys');
     return sys(() => this.addon.mapDeleteBatch(this.fd, keys, count));
+  }
+
+  /**
+   * Deletes the first `count` concatenated keys, skipping keys that are absent (gone since they
+   * were read); returns how many were deleted.
+   */
+  deleteKeys(keys: Buffer, count: number): number {
+    if (count === 0) return 0;
+    this.checkBatch(keys, this.info.keySize, count, 'keys');
+    return sys(() => this.addon.mapDeleteKeys(this.fd, keys, count));
   }
 
   private checkBatch(buf: Buffer, size: number, count: number, what: string): void {

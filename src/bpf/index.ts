@@ -4,7 +4,7 @@
  */
 export { bpfAvailable, addonPath, objectPath, type BpfAvailability } from './native.js';
 export { BpfError, errnoName, hintFor } from './errors.js';
-export { BpfMap, MapType, MapFlags, UpdateFlags, type MapSpec } from './bpf-map.js';
+export { BpfMap, MapType, MapFlags, UpdateFlags, isBatchUnsupported, type MapSpec } from './bpf-map.js';
 export { TypedMap, type Codec } from './typed-map.js';
 export * from './layout.js';
 export { BpfObject, type OpenOptions } from './object.js';
@@ -14,8 +14,13 @@ export {
   openIPCacheMap, openLxcMap, openPolicyMap, removePolicyMap, policyMapPath, syncPolicyMap, readDropCounters,
   type IPCacheMap, type LxcMap, type PolicyMap, type PolicySyncResult,
 } from './cellium-maps.js';
+export * from './ct-layout.js';
 export {
-  LXC_PROGRAMS, endpointIdConstant, lxcConstants, lxcLinkPath, loadEndpointProgram, unloadEndpointProgram, endpointPrograms, pinnedEndpoints,
+  CtMaps, flushCtMaps, layoutText, openExact, sweepAddresses, sweepExpired, sweepMap,
+  type CtMap, type MapReplacement, type SweepOptions, type SweepResult,
+} from './ct-maps.js';
+export {
+  LXC_PROGRAMS, endpointIdConstant, lxcConstants, lxcLinkPath, loadEndpointProgram, loadLxcObject, unloadEndpointProgram, endpointPrograms, pinnedEndpoints,
   type LxcLoadOptions, type LxcLoadResult, type LxcUnloadOptions,
 } from './lxc.js';
 export { DropEventReader, decodeDropEvent, DROP_EVENT_SIZE, type DropEvent } from './events.js';

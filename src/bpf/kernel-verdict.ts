@@ -1,16 +1,21 @@
 /**
  * The verdict of a packet computed from the kernel maps (BPF mode of Datapath.verdict): reads
- * cellium_ipcache and the endpoint's policy map and runs the shared model on their contents,
- * which is what bpf_lxc decides for that packet.
+ * cellium_ipcache, the endpoint's policy map and the conntrack entries the packet would match, and
+ * runs the shared model on them, which is what bpf_lxc decides for that packet (a reply of a
+ * tracked connection passes). Nothing is written: the packet only asks.
  */
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Conntrack, type CtTimeouts } from '../cells/datapath/conntrack.js';
 import { PolicyLpm } from '../cells/datapath/policy-lpm.js';
 import type { Direction, Verdict } from '../cells/datapath/types.js';
-import { IPCacheLpm, modelVerdict, type VerdictPacket } from '../cells/datapath/verdict-model.js';
+import { IPCacheLpm, decidePacket, peerAddress, type VerdictPacket } from '../cells/datapath/verdict-model.js';
 import { openIPCacheMap, openPolicyMap, policyMapPath } from './cellium-maps.js';
+import { CT_MAPS, monotonicSeconds } from './ct-layout.js';
+import { CtMaps } from './ct-maps.js';
 
-/** The kernel maps' verdict for `packet` of endpoint `endpointId` (no policy map pinned: empty policy). */
-export function kernelVerdict(bpfRoot: string, endpointId: number, direction: Direction, packet: VerdictPacket): Verdict {
+/** The kernel maps' verdict for `packet` of endpoint `endpointId` (no policy map pinned: empty policy; no conntrack maps: nothing tracked). */
+export function kernelVerdict(bpfRoot: string, endpointId: number, direction: Direction, packet: VerdictPacket, timeouts?: CtTimeouts): Verdict {
   const ipc = openIPCacheMap(bpfRoot);
   let cache: IPCacheLpm;
   try {
@@ -27,5 +32,11 @@ export function kernelVerdict(bpfRoot: string, endpointId: number, direction: Di
       pm.close();
     }
   }
-  return modelVerdict(cache, policy, direction, packet);
+  const ct = CT_MAPS.every((m) => existsSync(join(bpfRoot, m.name))) ? CtMaps.openPinned(bpfRoot) : undefined;
+  try {
+    const tracker = ct && new Conntrack(ct.store(), timeouts, monotonicSeconds);
+    return decidePacket(tracker, policy, direction, cache.resolve(peerAddress(direction, packet)), packet, 0, false).verdict;
+  } finally {
+    ct?.close();
+  }
 }

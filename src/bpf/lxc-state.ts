@@ -3,6 +3,7 @@
  * each hook and the .rodata constants they were loaded with, so "is this endpoint loaded with
  * exactly this configuration" (Loader.isLoaded) is answered by the kernel, across agent restarts.
  */
+import type { CtTimeouts } from '../cells/datapath/conntrack.js';
 import type { EndpointDatapathConfig } from '../cells/datapath/types.js';
 import { attachedPrograms } from './attach.js';
 import { BpfMap } from './bpf-map.js';
@@ -58,11 +59,12 @@ export function programConstants(progId: number): Record<string, Buffer> | undef
 
 /**
  * Whether bpf_lxc is attached to cfg.ifIndex exactly once at both hooks, loaded with the constants
- * of `cfg` (endpoint id, identity, addresses, ifindex, MACs) and, when `mapIds` is given, bound to
- * every one of those maps (e.g. the endpoint's pinned policy map and the shared maps).
+ * of `cfg` (endpoint id, identity, addresses, ifindex, MACs, conntrack switches) and conntrack
+ * lifetimes `timeouts` and, when `mapIds` is given, bound to every one of those maps (e.g. the
+ * endpoint's pinned policy map and the shared maps).
  */
-export function isEndpointLoaded(cfg: EndpointDatapathConfig, netns?: string, mapIds: readonly number[] = []): boolean {
-  const want = lxcConstants(cfg);
+export function isEndpointLoaded(cfg: EndpointDatapathConfig, netns?: string, mapIds: readonly number[] = [], timeouts?: CtTimeouts): boolean {
+  const want = lxcConstants(cfg, timeouts);
   for (const hook of Object.values(LXC_PROGRAMS)) {
     let progs: { tcx: number[]; legacy?: number };
     try {

@@ -7,6 +7,7 @@
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAddr } from '../cells/ipam/addr.js';
+import { DEFAULT_CT_TIMEOUTS, type CtTimeouts } from '../cells/datapath/conntrack.js';
 import type { EndpointDatapathConfig } from '../cells/datapath/types.js';
 import { attachTc, attachedPrograms, detachTc, type AttachMode, type TcAttachment, type TcHook } from './attach.js';
 import { policyMapPath, removePolicyMap } from './cellium-maps.js';
@@ -27,8 +28,12 @@ export function endpointIdConstant(id: number): Buffer {
   return u16;
 }
 
-/** The .rodata constants of bpf_lxc for an endpoint, by variable name. */
-export function lxcConstants(cfg: EndpointDatapathConfig): Record<string, Buffer> {
+/**
+ * The .rodata constants of bpf_lxc for an endpoint, by variable name: its identity, addresses and
+ * MACs, the conntrack lifetimes, and whether conntrack and its accounting are on (the endpoint's
+ * Conntrack and ConntrackAccounting options, on unless Disabled).
+ */
+export function lxcConstants(cfg: EndpointDatapathConfig, timeouts: CtTimeouts = DEFAULT_CT_TIMEOUTS): Record<string, Buffer> {
   const u16 = endpointIdConstant(cfg.id);
   const u32 = (v: number): Buffer => {
     const b = Buffer.alloc(4);
@@ -54,6 +59,12 @@ export function lxcConstants(cfg: EndpointDatapathConfig): Record<string, Buffer
     endpoint_ifindex: u32(cfg.ifIndex),
     endpoint_mac: macBytes(cfg.mac),
     host_mac: macBytes(cfg.hostMac),
+    ct_lifetime_tcp: u32(timeouts.tcp),
+    ct_lifetime_any: u32(timeouts.any),
+    ct_lifetime_syn: u32(timeouts.syn),
+    ct_lifetime_close: u32(timeouts.close),
+    ct_enabled: Buffer.from([cfg.options?.Conntrack === 'Disabled' ? 0 : 1]),
+    ct_accounting: Buffer.from([cfg.options?.ConntrackAccounting === 'Disabled' ? 0 : 1]),
   };
 }
 
@@ -77,6 +88,8 @@ export interface LxcLoadOptions {
    * agent's configuration (rather than the ELF's max_entries) are bound to the program.
    */
   readonly reuseMaps?: Readonly<Record<string, number>>;
+  /** Conntrack lifetimes (default: Cilium's). */
+  readonly ctTimeouts?: CtTimeouts;
 }
 
 /** What a load did. */
@@ -107,12 +120,27 @@ export async function loadEndpointProgram(cfg: EndpointDatapathConfig, o: LxcLoa
 type LxcProgram = keyof typeof LXC_PROGRAMS;
 const PROGRAM_NAMES = Object.keys(LXC_PROGRAMS) as LxcProgram[];
 
+/**
+ * bpf_lxc loaded with an endpoint's constants and maps but attached nowhere: for running it on
+ * crafted packets (BpfObject.testRun). The caller closes it.
+ */
+export async function loadLxcObject(cfg: EndpointDatapathConfig, o: LxcLoadOptions): Promise<BpfObject> {
+  const obj = openPrepared(cfg, o);
+  try {
+    await obj.loadAsync();
+    return obj;
+  } catch (err) {
+    obj.close();
+    throw err;
+  }
+}
+
 /** bpf_lxc opened with the endpoint's constants, its policy map's pin and the maps to reuse set. */
 function openPrepared(cfg: EndpointDatapathConfig, o: LxcLoadOptions): BpfObject {
   const source = o.object ?? objectPath('bpf_lxc');
   const obj = typeof source === 'string' ? BpfObject.openCached(source, { name: 'bpf_lxc', pinRoot: o.bpfRoot }) : BpfObject.open(source, { name: 'bpf_lxc', pinRoot: o.bpfRoot });
   try {
-    obj.setConstants(lxcConstants(cfg));
+    obj.setConstants(lxcConstants(cfg, o.ctTimeouts));
     obj.setMapPinPath(OBJECT_POLICY_MAP, policyMapPath(o.bpfRoot, cfg.id));
     for (const [name, fd] of Object.entries(o.reuseMaps ?? {})) obj.reuseMap(name, fd);
     return obj;

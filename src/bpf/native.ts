@@ -19,7 +19,7 @@ export interface RawMapInfo { type: number; id: number; keySize: number; valueSi
 /** Link info from the kernel (ifindex/attachType for tcx links). */
 export interface RawLinkInfo { id: number; type: number; progId: number; ifindex: number; attachType: number }
 /** Program info from the kernel. */
-export interface RawProgInfo { id: number; type: number; name: string; tag: string; mapIds: number[] }
+export interface RawProgInfo { id: number; type: number; name: string; tag: string; mapIds: number[]; verifiedInsns: number }
 
 /** The addon's BpfObject class. */
 export interface RawBpfObject {
@@ -59,6 +59,7 @@ export interface BpfAddon {
   mapLookupBatch(fd: number, inBatch: Buffer | null, outBatch: Buffer, keys: Buffer, values: Buffer, count: number): [number, boolean];
   mapUpdateBatch(fd: number, keys: Buffer, values: Buffer, count: number, flags: number): number;
   mapDeleteBatch(fd: number, keys: Buffer, count: number): number;
+  mapDeleteKeys(fd: number, keys: Buffer, count: number): number;
   numPossibleCpus(): number;
   tcxAttach(progFd: number, ifindex: number, ingress: boolean, netns?: string): Promise<number>;
   tcxQuery(ifindex: number, ingress: boolean, netns?: string): number[];
@@ -67,6 +68,7 @@ export interface BpfAddon {
   linkInfo(fd: number): RawLinkInfo;
   progInfo(fd: number): RawProgInfo;
   progGetFdById(id: number): number;
+  progTestRun(fd: number, data: Buffer, repeat?: number): { retval: number; durationNs: number };
   mapGetFdById(id: number): number;
   tcAttach(progFd: number, ifindex: number, ingress: boolean, handle: number, priority: number, replace: boolean, netns?: string): Promise<number>;
   tcQuery(ifindex: number, ingress: boolean, handle: number, priority: number, netns?: string): number;

@@ -105,6 +105,15 @@ export class BpfObject {
     return sys(() => this.raw.programFd(name));
   }
 
+  /**
+   * Runs a loaded program on one packet (BPF_PROG_TEST_RUN; for sched_cls an Ethernet frame)
+   * `repeat` times: its return value and the mean run time. The program's maps are the real ones.
+   */
+  testRun(name: string, data: Buffer, repeat = 1): { retval: number; durationNs: number } {
+    const fd = this.programFd(name);
+    return sys(() => loadAddon().progTestRun(fd, data, repeat));
+  }
+
   /** A loaded map's fd (owned by the object). */
   mapFd(name: string): number {
     return sys(() => this.raw.mapFd(name));

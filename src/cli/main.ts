@@ -9,6 +9,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { packageVersion } from '../api/repo-files.js';
 import { defaultSocketPath } from '../api/socket-path.js';
 import { CliRuntime, EXIT, describeError, type CliIO, type CommandGroup } from './context.js';
+import { bpfCommands } from './commands/bpf.js';
 import { configCommands } from './commands/config.js';
 import { endpointCommands } from './commands/endpoint.js';
 import { identityCommands } from './commands/identity.js';
@@ -26,6 +27,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   policyCommands,
   ipamCommands,
   mapCommands,
+  bpfCommands,
   configCommands,
   installCniCommands,
 ];

@@ -77,13 +77,13 @@ t.test('on the memory datapath (the real agent)', async (t) => {
     t.notOk('datapath-mode' in j || 'bpf-maps' in j, 'no device mode and no maps without the BPF datapath');
   });
 
-  t.test('config does not claim connection tracking, and it cannot be switched on', async (t) => {
+  t.test('config reports connection tracking on (the datapath has it); values outside Enabled/Disabled are refused', async (t) => {
     const r = await run('config');
-    t.match(r.stdout, /^Conntrack\s+Disabled$/m);
-    t.match(r.stdout, /^ConntrackAccounting\s+Disabled$/m);
-    const on = await run('config', 'Conntrack=Enabled');
-    t.equal(on.code, 1);
-    t.match(on.stderr, /invalid value "Enabled" for option Conntrack.*Disabled.*\[HTTP 400\]/);
+    t.match(r.stdout, /^Conntrack\s+Enabled$/m);
+    t.match(r.stdout, /^ConntrackAccounting\s+Enabled$/m);
+    const bad = await run('config', 'Conntrack=Sometimes');
+    t.equal(bad.code, 1);
+    t.match(bad.stderr, /invalid value "Sometimes" for option Conntrack.*Enabled, Disabled.*\[HTTP 400\]/);
   });
 
   t.test('policy get -o json prints the rules as JSON; trace hints at the missing namespace label', async (t) => {

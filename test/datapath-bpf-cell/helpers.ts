@@ -7,12 +7,12 @@ import { ip, ipJson, uniq } from '../netlink/netns.js';
 
 export { skipUnlessBpf };
 
-/** The cell's defaults with a fresh BPF root and the given overrides. */
+/** The cell's defaults with a fresh BPF root, small conntrack maps (the defaults preallocate ~200 MB) and the given overrides. */
 export function bpfConfig(t: TestLike, over: Partial<BpfDatapathConfig> = {}): BpfDatapathConfig {
   const { root, remove } = testBpfRoot();
   t.teardown(remove);
   const defaults = Object.fromEntries(Object.entries(bpfDatapathConfigSchema).map(([k, f]) => [k, f.default])) as unknown as BpfDatapathConfig;
-  return { ...defaults, bpfRoot: root, ...over };
+  return { ...defaults, bpfRoot: root, bpfCtGlobalTcpMax: 1024, bpfCtGlobalAnyMax: 1024, ...over };
 }
 
 /** A started BpfDatapath (stopped at the end), with fast retries. */

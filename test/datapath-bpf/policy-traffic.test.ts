@@ -43,8 +43,7 @@ t.test('policy imported with the CLI is enforced on real packets by the BPF data
   t.ok(await connects(client, server, 80), 'allow policy: client -> server:80 connects');
   t.notOk(await connects(client, server, 81), 'allow policy: client -> server:81 is dropped');
   t.notOk(await connects(other, server, 80), 'allow policy: unlabelled -> server:80 is dropped');
-  // No connection tracking (docs/datapath.md): the server's own connections out would have their
-  // replies judged by its ingress policy, so "not selected" is checked between the other two pods.
+  // "Not selected" is checked between the other two pods (ct-default-deny.test.ts covers replies).
   t.ok(await connects(other, client, 80), 'allow policy: unlabelled -> client:80 is not selected by the policy and connects');
   t.ok(await connects(client, other, 81), 'allow policy: client -> unlabelled:81 is not selected by the policy and connects');
 

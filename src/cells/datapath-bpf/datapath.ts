@@ -14,8 +14,10 @@ import { kernelVerdict, pinnedEndpoints, unloadEndpointProgram, type LxcValue } 
 import type { Logger } from '../../hive/logger.js';
 import { IPCACHE_MAP, LXC_MAP } from '../datapath/map-names.js';
 import { ReservedIdentity, type Datapath, type Direction, type LiveEndpoint, type LostProgram, type PacketSpec, type Verdict } from '../datapath/types.js';
+import type { CtTimeouts } from '../datapath/conntrack.js';
 import type { VerdictPacket } from '../datapath/verdict-model.js';
 import type { BpfDatapathConfig } from './config.js';
+import { CtGarbageCollector } from './ct-gc.js';
 import { wrapBpf } from './errors.js';
 import { KernelMaps } from './kernel-maps.js';
 import { BpfLoader } from './loader.js';
@@ -40,6 +42,8 @@ export class BpfDatapath implements Datapath {
   readonly kernel: KernelMaps;
   readonly maps: BpfMaps;
   readonly loader: BpfLoader;
+  /** Conntrack garbage collection and the scrub of deleted endpoints' addresses. */
+  readonly gc: CtGarbageCollector;
   private hostCidrs = new Set<string>();
   private restored = false;
   private readonly lost = new Subject<LostProgram>();
@@ -49,14 +53,17 @@ export class BpfDatapath implements Datapath {
   constructor(
     readonly cfg: BpfDatapathConfig,
     private readonly log: Logger,
-    opts: Omit<BpfMapsOptions, 'onError'> = {},
+    opts: Omit<BpfMapsOptions, 'onError' | 'onEndpointDeleted'> & { readonly ctTimeouts?: CtTimeouts; readonly gcSliceMs?: number } = {},
   ) {
-    this.kernel = new KernelMaps(cfg);
+    this.kernel = new KernelMaps(cfg, (r) => log.warn(r, 'a pinned BPF map has another layout than this agent\'s: removed and created anew (its entries are lost)'));
+    this.gc = new CtGarbageCollector(this.kernel, { intervalMs: cfg.conntrackGcInterval, maxIntervalMs: cfg.conntrackGcMaxInterval, sliceMs: opts.gcSliceMs });
     this.maps = new BpfMaps(this.kernel, {
       ...opts,
       onError: (table, key, err) => log.warn({ map: table, key, err: err.message }, 'BPF map write failed; retrying with backoff'),
+      onEndpointDeleted: (ips) => void this.gc.scrub(ips),
     });
-    this.loader = new BpfLoader(this.kernel, { mode: cfg.bpfAttachMode });
+    this.loader = new BpfLoader(this.kernel, { mode: cfg.bpfAttachMode, ctTimeouts: opts.ctTimeouts });
+    this.loader.setGate((c) => this.gc.settled([c.ipv4, c.ipv6]));
   }
 
   /** Opens the maps, starts the reconcilers and publishes the host's addresses. */
@@ -69,6 +76,7 @@ export class BpfDatapath implements Datapath {
 
   /** Stops the reconcilers and closes the fds; programs and pinned maps stay in the kernel. */
   async stop(): Promise<void> {
+    await this.gc.stop();
     await this.maps.stop();
     this.kernel.close();
     this.lost.complete();
@@ -96,6 +104,8 @@ export class BpfDatapath implements Datapath {
     const staleEntries = this.kernel.lxc.entries().filter(([, v]) => !keep.has(v.endpointId));
     const ids = this.removeStalePrograms(keep, staleEntries);
     const ips = staleEntries.map(([ip]) => ip).filter((ip) => !this.maps.lxcTable.get(ip));
+    // connections of endpoints deleted while the agent was down: their addresses may be reused
+    void this.gc.scrub(ips.filter((ip) => !liveIPs.has(ip)));
     const cidrs = ips.filter((ip) => !liveIPs.has(ip)).map(hostCidrKey).filter((c) => !this.maps.ipcacheTable.get(c));
     for (const ip of ips) this.kernel.lxc.delete(ip);
     for (const c of cidrs) this.kernel.ipcache.delete(c);

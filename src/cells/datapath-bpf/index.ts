@@ -12,9 +12,14 @@ import { HealthToken, type Health } from '../../hive/health.js';
 import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
+import type { Registry } from 'prom-client';
 import { bpfAvailable } from '../../bpf/index.js';
-import { DatapathProvidersToken, SelectedDatapathToken, sysfsLinkChecker, type DatapathProvider, type SelectedDatapath } from '../datapath/select.js';
+import { sleep } from '../../hive/timeout.js';
+import { MetricsRegistryToken } from '../api-metrics/types.js';
+import { ctTimeoutsOf } from '../datapath/ct-config.js';
+import { DatapathConfigToken, DatapathProvidersToken, SelectedDatapathToken, sysfsLinkChecker, type DatapathConfig, type DatapathProvider, type SelectedDatapath } from '../datapath/select.js';
 import { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from './config.js';
+import { registerCtGcMetrics } from './ct-metrics.js';
 import { BpfDatapath } from './datapath.js';
 import type { BpfTableReport } from './maps.js';
 
@@ -23,6 +28,8 @@ export { BpfMaps, METRICS_MAP_NAME, type BpfMapsOptions, type BpfTableReport } f
 export { BpfLoader, ifIndexOf } from './loader.js';
 export { KernelMaps } from './kernel-maps.js';
 export { BpfDatapathError } from './errors.js';
+export { CtGarbageCollector, nextGcInterval, GC_MAX_LRU_MS, GC_MIN_MS, GC_START_MS, type GcReport, type GcRun, type GcSettings } from './ct-gc.js';
+export { registerCtGcMetrics } from './ct-metrics.js';
 export { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from './config.js';
 export { policyObjectKey, parsePolicyObjectKey, type PolicyObject } from './tables.js';
 
@@ -38,6 +45,7 @@ export function describeTables(reports: readonly BpfTableReport[]): { ok: boolea
 
 interface ProviderDeps {
   readonly cfg: BpfDatapathConfig;
+  readonly dpCfg: DatapathConfig;
   readonly lc: Lifecycle;
   readonly jobs: Jobs;
   readonly health: Health;
@@ -54,7 +62,7 @@ export function bpfDatapathProvider(d: ProviderDeps): DatapathProvider {
       return a.ok ? undefined : a.reason;
     },
     create: () => {
-      const dp = new BpfDatapath(d.cfg, d.log);
+      const dp = new BpfDatapath(d.cfg, d.log, { ctTimeouts: ctTimeoutsOf(d.dpCfg) });
       d.lc.append({ name: 'bpf-datapath', onStart: () => dp.start(), onStop: () => dp.stop() });
       d.jobs.timer('bpf-map-status', async () => {
         const { ok, message } = describeTables(dp.maps.report());
@@ -62,6 +70,21 @@ export function bpfDatapathProvider(d: ProviderDeps): DatapathProvider {
         else d.health.degraded(message);
       }, STATUS_INTERVAL_MS);
       if (d.cfg.bpfMapPruneInterval > 0) d.jobs.timer('bpf-map-prune', async () => void (await dp.prune()), d.cfg.bpfMapPruneInterval);
+      const gcHealth = d.health.scope('conntrack-gc');
+      d.jobs.oneShot('conntrack-gc', async ({ signal }) => {
+        d.log.info({ intervalMs: dp.gc.intervalMs, pinned: d.cfg.conntrackGcInterval > 0 }, 'starting the conntrack garbage collector');
+        for (;;) {
+          const run = await dp.gc.collect();
+          if (run.errors.length) gcHealth.degraded(dp.gc.describe());
+          else gcHealth.ok(dp.gc.describe());
+          if (run.deleted) d.log.info({ deleted: run.deleted, scanned: run.scanned, ms: Math.round(run.ms), nextMs: dp.gc.intervalMs }, 'conntrack garbage collection');
+          try {
+            await sleep(dp.gc.intervalMs, signal);
+          } catch {
+            return;
+          }
+        }
+      });
       return dp;
     },
     linkExists: sysfsLinkChecker,
@@ -75,6 +98,14 @@ function reportNotInUse(selected: SelectedDatapath, health: Health): void {
   health.ok(`not in use: --datapath-mode=${selected.requested} runs the ${selected.datapath.mode} datapath${why ? ` (${why})` : ''}`);
 }
 
+/** The conntrack garbage collector's metrics on the agent's registry (BPF datapath only). */
+function conntrackMetrics(selected: SelectedDatapath, registry: Registry, lc: Lifecycle): void {
+  const dp = selected.datapath;
+  if (!(dp instanceof BpfDatapath)) return;
+  const sub = registerCtGcMetrics(registry, dp.gc);
+  lc.append({ name: 'conntrack-gc-metrics', onStop: () => sub.unsubscribe() });
+}
+
 /** The BPF datapath cell. */
 export const bpfDatapathCell = module(
   'datapath-bpf',
@@ -82,8 +113,9 @@ export const bpfDatapathCell = module(
   config(BpfDatapathConfigToken, bpfDatapathConfigSchema),
   provideInto(
     DatapathProvidersToken,
-    (cfg: BpfDatapathConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger) => bpfDatapathProvider({ cfg, lc, jobs, health, log }),
-    BpfDatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
+    (cfg: BpfDatapathConfig, dpCfg: DatapathConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger) => bpfDatapathProvider({ cfg, dpCfg, lc, jobs, health, log }),
+    BpfDatapathConfigToken, DatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
   ),
   invoke('bpf-datapath-health', reportNotInUse, SelectedDatapathToken, HealthToken),
+  invoke('conntrack-gc-metrics', conntrackMetrics, SelectedDatapathToken, MetricsRegistryToken, LifecycleToken),
 );

@@ -1,13 +1,15 @@
 /**
  * The datapath's kernel maps, open for the agent's lifetime: cellium_lxc and cellium_ipcache
- * (sized by the configuration), the endpoints' policy maps (opened or created on first use and
- * kept open, so the loader binds the program to the very map the reconciler writes), and the drop
- * counters. Everything is pinned under the BPF root, so it outlives the agent.
+ * (sized by the configuration), the four global conntrack maps (sized by the configuration; a
+ * pinned one of another layout is recreated and logged, its entries lost rather than misread), the
+ * endpoints' policy maps (opened or created on first use and kept open, so the loader binds the
+ * program to the very map the reconciler writes), and the drop counters. Everything is pinned
+ * under the BPF root, so it outlives the agent.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import {
-  ensureBpffs, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readDropCounters, removePolicyMap,
-  type IPCacheMap, type LxcMap, type PolicyMap,
+  CtMaps, ensureBpffs, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readDropCounters, removePolicyMap,
+  type IPCacheMap, type LxcMap, type MapReplacement, type PolicyMap,
 } from '../../bpf/index.js';
 import { endpointOfPolicyMap } from '../datapath/map-names.js';
 import type { BpfDatapathConfig } from './config.js';
@@ -17,9 +19,14 @@ import { BpfDatapathError, wrapBpf } from './errors.js';
 export class KernelMaps {
   private lxcMap?: LxcMap;
   private ipcacheMap?: IPCacheMap;
+  private ctMaps?: CtMaps;
   private readonly policyMaps = new Map<number, PolicyMap>();
 
-  constructor(private readonly cfg: Pick<BpfDatapathConfig, 'bpfRoot' | 'bpfPolicyMapMax' | 'bpfLxcMapMax' | 'bpfIpcacheMapMax'>) {}
+  constructor(
+    private readonly cfg: Pick<BpfDatapathConfig, 'bpfRoot' | 'bpfPolicyMapMax' | 'bpfLxcMapMax' | 'bpfIpcacheMapMax' | 'bpfCtGlobalTcpMax' | 'bpfCtGlobalAnyMax'>,
+    /** Told when a pinned map had another layout and was recreated (its entries are gone). */
+    private readonly onReplace: (r: MapReplacement) => void = () => undefined,
+  ) {}
 
   /** The BPF root. */
   get root(): string {
@@ -32,6 +39,7 @@ export class KernelMaps {
       ensureBpffs(this.cfg.bpfRoot);
       this.lxcMap = openLxcMap(this.cfg.bpfRoot, this.cfg.bpfLxcMapMax);
       this.ipcacheMap = openIPCacheMap(this.cfg.bpfRoot, this.cfg.bpfIpcacheMapMax);
+      this.ctMaps = CtMaps.open(this.cfg.bpfRoot, { tcp: this.cfg.bpfCtGlobalTcpMax, any: this.cfg.bpfCtGlobalAnyMax }, this.onReplace);
     } catch (err) {
       this.close();
       throw wrapBpf('map', `opening the datapath maps under ${this.cfg.bpfRoot}`, err);
@@ -42,7 +50,8 @@ export class KernelMaps {
   close(): void {
     this.lxcMap?.close();
     this.ipcacheMap?.close();
-    this.lxcMap = this.ipcacheMap = undefined;
+    this.ctMaps?.close();
+    this.lxcMap = this.ipcacheMap = this.ctMaps = undefined;
     for (const m of this.policyMaps.values()) m.close();
     this.policyMaps.clear();
   }
@@ -57,6 +66,12 @@ export class KernelMaps {
   get ipcache(): IPCacheMap {
     if (!this.ipcacheMap) throw new BpfDatapathError('not-started', 'the BPF datapath maps are not open (the datapath has not started)');
     return this.ipcacheMap;
+  }
+
+  /** The global conntrack maps. */
+  get ct(): CtMaps {
+    if (!this.ctMaps) throw new BpfDatapathError('not-started', 'the BPF datapath maps are not open (the datapath has not started)');
+    return this.ctMaps;
   }
 
   /** An endpoint's policy map, opened (or created with the configured size) and kept open. */

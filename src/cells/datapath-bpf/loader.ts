@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import {
   LXC_PROGRAMS, endpointPrograms, isEndpointLoaded, isEndpointProgram, loadEndpointProgram, unloadEndpointProgram, type AttachMode, type BpfMap,
 } from '../../bpf/index.js';
+import { DEFAULT_CT_TIMEOUTS, type CtTimeouts } from '../datapath/conntrack.js';
 import { IPCACHE_MAP, LXC_MAP } from '../datapath/map-names.js';
 import type { EndpointDatapathConfig, Loader } from '../datapath/types.js';
 import { wrapBpf } from './errors.js';
@@ -64,8 +65,19 @@ export class BpfLoader implements Loader {
 
   constructor(
     private readonly kernel: KernelMaps,
-    private readonly opts: { readonly object?: string; readonly mode?: AttachMode } = {},
+    private readonly opts: { readonly object?: string; readonly mode?: AttachMode; readonly ctTimeouts?: CtTimeouts } = {},
   ) {}
+
+  /** Resolves once nothing stands in the way of loading `cfg` (see setGate). */
+  private gate: (cfg: EndpointDatapathConfig) => Promise<void> = async () => undefined;
+
+  /**
+   * Sets what a load waits for first: the conntrack scrub of an address a deleted endpoint held,
+   * so a new endpoint with that address never inherits its connections.
+   */
+  setGate(gate: (cfg: EndpointDatapathConfig) => Promise<void>): void {
+    this.gate = gate;
+  }
 
   /** See Loader. */
   async reloadEndpoint(cfg: EndpointDatapathConfig, signal?: AbortSignal): Promise<void> {
@@ -73,7 +85,12 @@ export class BpfLoader implements Loader {
     const what = `loading bpf_lxc for endpoint ${cfg.id} on ${cfg.ifName} (ifindex ${cfg.ifIndex})`;
     this.enter(cfg.id);
     try {
-      const r = await loadEndpointProgram(cfg, { bpfRoot: this.kernel.root, object: this.opts.object, mode: this.opts.mode, reuseMaps: Object.fromEntries(Object.entries(this.boundMaps(cfg.id)).map(([n, m]) => [n, m.fd])) });
+      await this.gate(cfg);
+      signal?.throwIfAborted();
+      const r = await loadEndpointProgram(cfg, {
+        bpfRoot: this.kernel.root, object: this.opts.object, mode: this.opts.mode, ctTimeouts: this.timeouts,
+        reuseMaps: { ...Object.fromEntries(Object.entries(this.boundMaps(cfg.id)).map(([n, m]) => [n, m.fd])), ...this.kernel.ct.fds() },
+      });
       this.attached.set(cfg.id, { ifName: cfg.ifName, ifIndex: cfg.ifIndex, progs: { from_container: r.attachments.from_container.progId, to_container: r.attachments.to_container.progId } });
       this.loads++;
     } catch (err) {
@@ -100,6 +117,11 @@ export class BpfLoader implements Loader {
     } finally {
       this.leave(id);
     }
+  }
+
+  /** The conntrack lifetimes programs are loaded with. */
+  get timeouts(): CtTimeouts {
+    return this.opts.ctTimeouts ?? DEFAULT_CT_TIMEOUTS;
   }
 
   /** Whether the loaded program `progId` is this agent's bpf_lxc of endpoint `id` (its constants, this agent's ipcache). */
@@ -151,14 +173,15 @@ export class BpfLoader implements Loader {
   }
 
   /**
-   * See Loader: attached once at both hooks, with these constants, and looking up the very policy
-   * map and ipcache this agent writes (cellium_lxc is bound too, but the program does not read it,
-   * so the kernel does not list it among the program's maps).
+   * See Loader: attached once at both hooks, with these constants (conntrack lifetimes included),
+   * and looking up the very policy map, ipcache and conntrack maps this agent writes (cellium_lxc
+   * is bound too, but the program does not read it, so the kernel does not list it among the
+   * program's maps). A program bound to conntrack maps that were recreated is not loaded.
    */
   async isLoaded(cfg: EndpointDatapathConfig): Promise<boolean> {
     try {
       const maps = this.boundMaps(cfg.id);
-      if (!isEndpointLoaded(cfg, undefined, [maps[OBJECT_POLICY_MAP]!.info.id, maps[IPCACHE_MAP]!.info.id])) return false;
+      if (!isEndpointLoaded(cfg, undefined, [maps[OBJECT_POLICY_MAP]!.info.id, maps[IPCACHE_MAP]!.info.id, ...this.kernel.ct.ids()], this.timeouts)) return false;
       // what restore found in place is what checkAttached watches from now on
       const progs = singlePrograms(cfg.ifIndex);
       if (progs && !this.busy.has(cfg.id)) this.attached.set(cfg.id, { ifName: cfg.ifName, ifIndex: cfg.ifIndex, progs });

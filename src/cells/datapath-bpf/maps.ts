@@ -27,6 +27,8 @@ export interface BpfMapsOptions {
   readonly retryMaxMs?: number;
   /** Called for every failed write (logging). */
   readonly onError?: (table: string, key: string, err: Error) => void;
+  /** Called with an endpoint's addresses when its entries are deleted (conntrack scrub). */
+  readonly onEndpointDeleted?: (ips: readonly string[]) => void;
 }
 
 /** What BpfMaps does with a reconciler, whatever its table's value type. */
@@ -105,10 +107,12 @@ export class BpfMaps implements DatapathMaps {
 
   /** See DatapathMaps. */
   deleteEndpoint(endpointId: number): void {
-    for (const key of this.lxcKeys.get(endpointId) ?? []) {
+    const ips = this.lxcKeys.get(endpointId) ?? [];
+    for (const key of ips) {
       if (this.lxcTable.get(key)?.value.endpointId === endpointId) this.lxcTable.delete(key);
     }
     this.lxcKeys.delete(endpointId);
+    if (ips.length) this.opts.onEndpointDeleted?.(ips);
   }
 
   /** See DatapathMaps. */

@@ -8,19 +8,22 @@
 import { config, module, provide, provideInto } from '../../hive/cell.js';
 import { LoggerToken } from '../../hive/logger.js';
 import { memoryDatapathProvider } from '../datapath-memory/index.js';
-import { DatapathConfigToken, DatapathProvidersToken, LinkCheckerToken, SelectedDatapathToken, datapathConfigSchema, selectDatapath, type SelectedDatapath } from './select.js';
+import { ctTimeoutsOf } from './ct-config.js';
+import { DatapathConfigToken, DatapathProvidersToken, LinkCheckerToken, SelectedDatapathToken, datapathConfigSchema, selectDatapath, type DatapathConfig, type SelectedDatapath } from './select.js';
 import { DatapathToken } from './types.js';
 
 export * from './types.js';
 export * from './select.js';
 export * from './map-names.js';
+export { ctTimeoutsOf, conntrackConfigSchema } from './ct-config.js';
+export { DEFAULT_CT_TIMEOUTS, type CtTimeouts, type CtStatus } from './conntrack.js';
 
 /** The datapath cell. */
 export const datapathCell = module(
   'datapath',
   'Datapath selection (memory or BPF)',
   config(DatapathConfigToken, datapathConfigSchema),
-  provideInto(DatapathProvidersToken, memoryDatapathProvider),
+  provideInto(DatapathProvidersToken, (cfg: DatapathConfig) => memoryDatapathProvider(ctTimeoutsOf(cfg)), DatapathConfigToken),
   provide(SelectedDatapathToken, selectDatapath, DatapathConfigToken, DatapathProvidersToken, LoggerToken),
   provide(DatapathToken, (s: SelectedDatapath) => s.datapath, SelectedDatapathToken),
   provide(LinkCheckerToken, (s: SelectedDatapath) => s.provider.linkExists, SelectedDatapathToken),

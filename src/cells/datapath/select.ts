@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { oneOf, type ValuesOf } from '../../hive/config/fields.js';
 import type { Logger } from '../../hive/logger.js';
 import { groupToken, token } from '../../hive/token.js';
+import { conntrackConfigSchema } from './ct-config.js';
 import type { Datapath } from './types.js';
 
 /** Datapath modes. */
@@ -20,6 +21,7 @@ export type DatapathMode = (typeof DATAPATH_MODES)[number];
 /** Schema of the datapath configuration. */
 export const datapathConfigSchema = {
   datapathMode: oneOf(DATAPATH_MODES, 'auto', 'Datapath: bpf (programs and maps in the kernel), memory (in-process, unprivileged) or auto'),
+  ...conntrackConfigSchema,
 };
 
 /** The resolved datapath configuration. */

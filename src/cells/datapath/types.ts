@@ -93,8 +93,8 @@ export interface MapSummary {
 /** Verdict for one packet. */
 export interface Verdict {
   readonly allowed: boolean;
-  /** Drop reason when not allowed: 'policy' (no match) or 'policy-deny' (a deny entry). */
-  readonly reason?: 'policy' | 'policy-deny';
+  /** Drop reason when not allowed: 'policy' (no match), 'policy-deny' (a deny entry), 'ct-insert-failed' (a new connection's conntrack entry could not be written). */
+  readonly reason?: 'policy' | 'policy-deny' | 'ct-insert-failed';
   /** Identity the peer address resolved to. */
   readonly peerIdentity: number;
 }

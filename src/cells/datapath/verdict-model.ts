@@ -12,19 +12,22 @@
  *   5. the policy map is looked up twice (longest prefix): with the peer identity and with identity
  *      0. A deny from either drops ('policy-deny'); else a match from either passes; else drop
  *      ('policy').
- * There is no connection tracking: a reply is judged like any other packet in its direction.
+ * decidePacket() puts conntrack (conntrack.ts) in front, as bpf_lxc does: replies and related ICMP
+ * errors of tracked connections pass without steps 3-5; a new connection the policy allows gets
+ * its entry.
  */
 import { parseAddr, parseCidr, prefixMask, type Cidr } from '../ipam/addr.js';
+import type { Conntrack, CtPacketFields, CtStatus } from './conntrack.js';
 import { PolicyLpm } from './policy-lpm.js';
 import { Proto, ReservedIdentity, type Direction, type IPCacheEntry, type PacketSpec, type PolicyEntry, type Verdict } from './types.js';
 
 /**
  * A packet for the model: PacketSpec plus what the program also looks at. `icmpType` matters for
  * ICMP/ICMPv6 only (default: echo request, 8 or 128); `arp` marks an ARP packet (src/dst are the
- * sender and target protocol addresses).
+ * sender and target protocol addresses); the conntrack fields (source port, TCP flags, echo
+ * identifier, an ICMP error's quoted packet) matter to decidePacket only.
  */
-export interface VerdictPacket extends PacketSpec {
-  readonly icmpType?: number;
+export interface VerdictPacket extends PacketSpec, CtPacketFields {
   readonly arp?: boolean;
 }
 
@@ -69,7 +72,8 @@ export function peerAddress(direction: Direction, packet: PacketSpec): string {
 
 /**
  * Steps 2-5 for a peer whose identity is already resolved: the verdict of `packet` under the
- * endpoint's policy table. ICMP packets carry no port (dport is taken as 0, like the program).
+ * endpoint's policy table. ICMP packets and non-first fragments carry no port (dport is taken as 0,
+ * like the program).
  */
 export function decideVerdict(policy: PolicyLpm, direction: Direction, peerIdentity: number, packet: VerdictPacket): Verdict {
   const allow: Verdict = { allowed: true, peerIdentity };
@@ -78,7 +82,7 @@ export function decideVerdict(policy: PolicyLpm, direction: Direction, peerIdent
   if (host && direction === 'ingress') return allow;
   if (host && direction === 'egress' && isEcho(packet)) return allow;
   const egress = direction === 'egress';
-  const hasPorts = packet.protocol === Proto.TCP || packet.protocol === Proto.UDP || packet.protocol === Proto.SCTP;
+  const hasPorts = !packet.fragment && (packet.protocol === Proto.TCP || packet.protocol === Proto.UDP || packet.protocol === Proto.SCTP);
   const dport = hasPorts ? packet.dport : 0;
   const peer = policy.lookup(egress, peerIdentity, packet.protocol, dport);
   const any = policy.lookup(egress, 0, packet.protocol, dport);
@@ -97,4 +101,38 @@ export function modelVerdict(
   const cache = ipcache instanceof IPCacheLpm ? ipcache : new IPCacheLpm(ipcache);
   const table = policy instanceof PolicyLpm ? policy : PolicyLpm.fromPolicy(policy);
   return decideVerdict(table, direction, cache.resolve(peerAddress(direction, packet)), packet);
+}
+
+/** What bpf_lxc did with a packet: the verdict and what conntrack found. */
+export interface PacketOutcome {
+  readonly verdict: Verdict;
+  readonly ct: CtStatus;
+}
+
+/**
+ * bpf_lxc's decide(): ARP and neighbour discovery pass untracked; a reply or related packet of a
+ * tracked connection passes; anything else gets the policy verdict (steps 3-5), and a new
+ * connection the policy allows gets its conntrack entry (`endpointIdentity` is the opener for
+ * egress, the peer for ingress); a failed write drops ('ct-insert-failed'). Without `ct`
+ * (conntrack disabled) every packet is new and untracked. With `commit` false the packet only
+ * asks: nothing is refreshed or created.
+ */
+export function decidePacket(
+  ct: Conntrack | undefined,
+  policy: PolicyLpm,
+  direction: Direction,
+  peerIdentity: number,
+  packet: VerdictPacket,
+  endpointIdentity: number,
+  commit = true,
+): PacketOutcome {
+  if (packet.arp || isNeighbourDiscovery(packet)) return { verdict: { allowed: true, peerIdentity }, ct: 'new' };
+  const found = ct ? ct.lookup(direction, packet, commit) : { status: 'new' as const, track: false };
+  if (found.status === 'reply' || found.status === 'related') return { verdict: { allowed: true, peerIdentity }, ct: found.status };
+  const verdict = decideVerdict(policy, direction, peerIdentity, packet);
+  if (!verdict.allowed || !commit || !found.track || !ct) return { verdict, ct: found.status };
+  if (!ct.create(direction, packet, direction === 'egress' ? endpointIdentity : peerIdentity)) {
+    return { verdict: { allowed: false, reason: 'ct-insert-failed', peerIdentity }, ct: found.status };
+  }
+  return { verdict, ct: found.status };
 }

@@ -48,12 +48,13 @@ export function addressesFromNodePool(spec: Pick<EndpointSpec, 'properties'>): b
 
 /**
  * Endpoint options the API may change, with their allowed values (Cilium's endpoint mutable
- * options). There is no connection tracking in the datapath yet, so the Conntrack options can only
- * be Disabled: nothing claims a state table that does not exist.
+ * options). Conntrack (on by default) and ConntrackAccounting are honored by bpf_lxc and the memory
+ * datapath (Disabled: stateless, replies judged by the policy; no per-entry counters);
+ * ConntrackLocal is accepted but Cellium has only the global conntrack maps.
  */
 export const ENDPOINT_OPTIONS: Readonly<Record<string, readonly string[]>> = {
-  Conntrack: ['Disabled'],
-  ConntrackAccounting: ['Disabled'],
+  Conntrack: ['Enabled', 'Disabled'],
+  ConntrackAccounting: ['Enabled', 'Disabled'],
   ConntrackLocal: ['Enabled', 'Disabled'],
   Debug: ['Enabled', 'Disabled'],
   DebugLB: ['Enabled', 'Disabled'],
@@ -68,8 +69,8 @@ export const ENDPOINT_OPTIONS: Readonly<Record<string, readonly string[]>> = {
 
 /** Options every endpoint starts with. */
 export const DEFAULT_OPTIONS: Readonly<Record<string, string>> = {
-  Conntrack: 'Disabled',
-  ConntrackAccounting: 'Disabled',
+  Conntrack: 'Enabled',
+  ConntrackAccounting: 'Enabled',
   ConntrackLocal: 'Disabled',
   Debug: 'Disabled',
   DebugLB: 'Disabled',

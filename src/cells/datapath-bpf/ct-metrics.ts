@@ -1,0 +1,40 @@
+/**
+ * Prometheus metrics of the conntrack garbage collector, Cilium's names with the `cellium_`
+ * prefix: runs by map and outcome, entries alive and deleted by the last run, run durations, the
+ * current interval, and entries scrubbed for deleted endpoints.
+ */
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Subscription } from 'rxjs';
+import type { CtGarbageCollector } from './ct-gc.js';
+
+/** Registers the metrics on `registry` and feeds them from the collector's reports. */
+export function registerCtGcMetrics(registry: Registry, gc: CtGarbageCollector): Subscription {
+  const registers = [registry];
+  const labelNames = ['family', 'protocol', 'status'] as const;
+  const runs = new Counter({ name: 'cellium_datapath_conntrack_gc_runs_total', help: 'Conntrack garbage collection runs per map, by outcome (completed, uncompleted)', labelNames, registers });
+  const entries = new Gauge({ name: 'cellium_datapath_conntrack_gc_entries', help: 'Conntrack entries the last garbage collection run found alive and deleted, per map', labelNames, registers });
+  const duration = new Histogram({
+    name: 'cellium_datapath_conntrack_gc_duration_seconds', help: 'Duration of a conntrack garbage collection run over one map', labelNames, registers,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  });
+  const scrubbed = new Counter({ name: 'cellium_datapath_conntrack_scrub_deleted_total', help: 'Conntrack entries deleted because their endpoint was deleted', labelNames: ['family', 'protocol'] as const, registers });
+  new Gauge({
+    name: 'cellium_datapath_conntrack_gc_interval_seconds', help: 'Interval until the next conntrack garbage collection run', labelNames: ['global'] as const, registers,
+    collect() {
+      this.set({ global: 'global' }, gc.intervalMs / 1000);
+    },
+  });
+  return gc.reports$.subscribe((r) => {
+    const family = r.family;
+    const protocol = r.protocol;
+    if (r.kind === 'scrub') {
+      scrubbed.inc({ family, protocol }, r.deleted);
+      return;
+    }
+    const status = r.completed ? 'completed' : 'uncompleted';
+    runs.inc({ family, protocol, status });
+    duration.observe({ family, protocol, status }, r.seconds);
+    entries.set({ family, protocol, status: 'alive' }, r.scanned - r.deleted);
+    entries.set({ family, protocol, status: 'deleted' }, r.deleted);
+  });
+}
