@@ -4,7 +4,7 @@
 // idempotent; bad ipam sections are clear code-7 errors naming the field; cluster-pool warns once
 // per network about an ignored ipam section.
 import t from 'tap';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { CniServer } from '../../src/cells/cni-server/index.js';
@@ -128,4 +128,88 @@ t.test('DEL without an ipam section still removes the pod; a node-pool holder of
   t.same(held(dataDir), ['10.200.0.2'], 'host-local still holds it (the next DEL with the section releases it)');
   t.equal((await server.handle(cniReq('DEL', pod(1), { ipam: overlap }))).exitCode, 0);
   t.same(held(dataDir), []);
+});
+
+const gcReq = (valid: Array<{ containerID: string; ifname: string }>, conf: Record<string, unknown>, path = '/usr/lib/cni') =>
+  cniReq('GC', { containerId: '', netns: '', ifName: '', path }, { ...conf, 'cni.dev/valid-attachments': valid }, '1.1.0');
+
+t.test('GC: a plugin without CNI 1.1 (host-local 1.1) gets an IPAM DEL for each removed attachment', { skip }, async (t) => {
+  const { r, server, dataDir, ipam } = await delegatedRig(t);
+  for (const n of [1, 2]) t.equal((await server.handle(cniReq('ADD', pod(n), { ipam }))).exitCode, 0);
+  t.equal(held(dataDir).length, 2);
+  const gc = await server.handle(gcReq([{ containerID: 'c1', ifname: 'eth0' }], { ipam }));
+  t.equal(gc.exitCode, 0, gc.body);
+  t.ok(r.deps.manager.lookup('cni-attachment-id:c1:eth0'), 'the valid attachment stays');
+  t.equal(r.deps.manager.lookup('cni-attachment-id:c2:eth0'), undefined, 'the other is removed');
+  t.same(held(dataDir), ['10.98.0.2'], "host-local released the removed attachment's address only");
+  const again = await server.handle(gcReq([{ containerID: 'c1', ifname: 'eth0' }], { ipam }));
+  t.equal(again.exitCode, 0, 'a second GC has nothing to do');
+  t.same(held(dataDir), ['10.98.0.2']);
+});
+
+/** A CNI 1.1 IPAM plugin written for the test: it answers VERSION with 1.1.0 and records each call's command and stdin. */
+function recordingPlugin(t: Parameters<typeof rig>[0], failDel = false): { dir: string; calls: () => Array<{ command: string; stdin: Record<string, unknown> }> } {
+  const dir = tempDir(t, 'plugins');
+  const log = join(dir, 'calls');
+  writeFileSync(join(dir, 'rec-ipam'), `#!/bin/sh
+in=$(cat)
+printf '%s\\t%s\\n' "$CNI_COMMAND" "$(printf '%s' "$in" | tr -d '\\n')" >> ${log}
+case "$CNI_COMMAND" in
+  VERSION) echo '{"cniVersion":"1.1.0","supportedVersions":["0.4.0","1.0.0","1.1.0"]}' ;;
+  ADD) echo '{"cniVersion":"1.1.0","ips":[{"address":"10.97.0.'"$(printf '%s' "$CNI_CONTAINERID" | tr -dc 0-9)"'/32","gateway":"10.97.0.1"}]}' ;;
+  DEL) ${failDel ? `echo '{"code":11,"msg":"store is locked"}'; exit 1` : 'exit 0'} ;;
+esac
+`, { mode: 0o755 });
+  return {
+    dir,
+    calls: () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').map((l) => {
+      const [command, stdin] = l.split('\t');
+      return { command: command!, stdin: JSON.parse(stdin!) as Record<string, unknown> };
+    }) : []),
+  };
+}
+
+t.test('GC: a CNI 1.1 plugin gets the GC itself, with the valid attachments', { skip }, async (t) => {
+  const { r, server } = await delegatedRig(t);
+  const plugin = recordingPlugin(t);
+  const ipam = { type: 'rec-ipam' };
+  for (const n of [1, 2]) t.equal((await server.handle(cniReq('ADD', { ...pod(n), path: plugin.dir }, { ipam }))).exitCode, 0);
+  const valid = [{ containerID: 'c1', ifname: 'eth0' }];
+  const gc = await server.handle(gcReq(valid, { ipam }, plugin.dir));
+  t.equal(gc.exitCode, 0, gc.body);
+  t.equal(r.deps.manager.lookup('cni-attachment-id:c2:eth0'), undefined, 'the stale endpoint is removed');
+  const gcs = plugin.calls().filter((c) => c.command === 'GC');
+  t.equal(gcs.length, 1, 'the plugin got one GC');
+  t.same(gcs[0]!.stdin['cni.dev/valid-attachments'], valid, 'with the runtime valid attachments');
+  t.equal(plugin.calls().filter((c) => c.command === 'DEL').length, 0, 'and no DEL');
+});
+
+t.test('GC: IPAM DEL failures are reported after every attachment was tried; the next GC retries', { skip }, async (t) => {
+  const { r, server } = await delegatedRig(t);
+  const good = recordingPlugin(t);
+  const ipam = { type: 'rec-ipam' };
+  for (const n of [1, 2]) t.equal((await server.handle(cniReq('ADD', { ...pod(n), path: good.dir }, { ipam }))).exitCode, 0);
+  // the same plugin name in another directory: a pre-1.1 plugin whose DEL fails
+  const bad = recordingPlugin(t, true);
+  writeFileSync(join(bad.dir, 'rec-ipam'), readFileSync(join(bad.dir, 'rec-ipam'), 'utf8').replace('"supportedVersions":["0.4.0","1.0.0","1.1.0"]', '"supportedVersions":["0.4.0","1.0.0"]'));
+  const gc = await server.handle(gcReq([], { ipam }, bad.dir));
+  const b = body(gc) as { code: number; msg: string; details: string };
+  t.equal(b.code, 5, gc.body);
+  t.match(b.msg, /IPAM plugin rec-ipam DEL failed during GC for 2 attachments \(the next GC retries them\)/);
+  t.match(b.details, /c1:eth0: .*store is locked/);
+  t.equal(r.deps.manager.getEndpoints().length, 0, 'both endpoints were removed all the same');
+  const dels = bad.calls().filter((c) => c.command === 'DEL');
+  t.equal(dels.length, 2, 'each removed attachment was tried');
+  t.equal(dels[0]!.stdin.cniVersion, '1.0.0', "the DEL's netconf is at the plugin's newest version");
+  t.notOk('cni.dev/valid-attachments' in dels[0]!.stdin, 'without the GC-only key');
+});
+
+t.test('GC without an ipam section removes stale delegated endpoints and says nothing was released', { skip }, async (t) => {
+  const { r, server, warnings, dataDir, ipam } = await delegatedRig(t);
+  t.equal((await server.handle(cniReq('ADD', pod(1), { ipam }))).exitCode, 0);
+  const gc = await server.handle(gcReq([], {}));
+  t.equal(gc.exitCode, 0, gc.body);
+  t.equal(r.deps.manager.getEndpoints().length, 0);
+  t.match(warnings.join('\n'), /CNI GC without an ipam section: no IPAM plugin to release/);
+  t.same(held(dataDir), ['10.98.0.2'], 'host-local keeps it: nothing named the plugin');
 });

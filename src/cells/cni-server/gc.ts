@@ -2,12 +2,14 @@
  * GC (CNI 1.1): removes every attachment the runtime no longer lists in `cni.dev/valid-attachments`:
  * endpoints made by CNI ADD (they carry a CNI attachment), host interfaces an ADD created that no
  * endpoint holds (an ADD a crash interrupted), and IPs an ADD allocated that no endpoint holds.
- * Attachments with a command in progress are left alone.
+ * Attachments with a command in progress are left alone. The IPAM plugin of delegated IPAM gets the
+ * GC too (see delegatedGc), once the endpoints are gone.
  */
 import type { CniDeps } from './deps.js';
+import { delegatedGc, type DelegatedAttachment } from './delegated-ipam.js';
 import { invalidConfig } from './errors.js';
 import { attachmentKey } from './ledger.js';
-import type { Attachment } from './netconf.js';
+import type { ParsedCall } from './netconf.js';
 import { removeAttachment } from './del.js';
 import { removeOrphans } from './orphans.js';
 import { ipHolder } from './owners.js';
@@ -21,8 +23,10 @@ export interface GcOutcome {
 }
 
 /** Runs GC; each stale attachment is removed under its lock. */
-export async function runGc(d: CniDeps, valid: readonly Attachment[] | undefined): Promise<GcOutcome> {
+export async function runGc(d: CniDeps, call: ParsedCall): Promise<GcOutcome> {
+  const valid = call.conf.validAttachments;
   if (!valid) throw invalidConfig('cni.dev/valid-attachments', 'is required for GC');
+  const delegated: DelegatedAttachment[] = [];
   const keep = new Set(valid.map((a) => attachmentKey(a.containerID, a.ifname)));
   const out: GcOutcome = { endpoints: [], interfaces: [], ips: [] };
   for (const ep of d.manager.getEndpoints()) {
@@ -30,6 +34,7 @@ export async function runGc(d: CniDeps, valid: readonly Attachment[] | undefined
     const key = attachmentKey(ep.containerId, ep.containerIfName);
     if (keep.has(key) || d.ledger.busy(key)) continue;
     const { containerId, containerIfName } = ep;
+    if (ep.ipamSource?.startsWith('delegated-plugin:')) delegated.push({ containerId, ifName: containerIfName });
     await d.ledger.withLock(key, () => removeAttachment(d, containerId, containerIfName, 'CNI GC: not a valid attachment'));
     out.endpoints.push(key);
   }
@@ -43,5 +48,6 @@ export async function runGc(d: CniDeps, valid: readonly Attachment[] | undefined
     d.ledger.forget(e.ip);
   }
   if (out.endpoints.length || out.interfaces.length || out.ips.length) d.log.info({ ...out }, 'CNI GC removed stale attachments');
+  await delegatedGc(d, call, delegated);
   return out;
 }

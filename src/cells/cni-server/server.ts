@@ -97,7 +97,7 @@ export class CniServer {
         if (!this.ready) throw new CniFailure(CniErrorCode.PluginNotAvailable, 'the cellium agent is not ready');
         return cniEmptySuccess();
       case 'GC':
-        await runGc(d, call.conf.validAttachments);
+        await runGc(d, call);
         return cniEmptySuccess();
     }
   }
