@@ -4,13 +4,22 @@
  * policy repository `<state-dir>/policies.json`.
  * One small config cell so the flag is declared once and injected wherever it is needed.
  */
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
 import { config, module } from '../../hive/cell.js';
 import { string, type ValuesOf } from '../../hive/config/fields.js';
 import { token } from '../../hive/token.js';
 
-/** The default state directory: `/var/run/cellium/state` as root, `./.cellium/state` otherwise. */
-export function defaultStateDir(uid: number | undefined = process.getuid?.()): string {
-  return uid === 0 ? '/var/run/cellium/state' : './.cellium/state';
+/**
+ * The default state directory, never relative to the working directory (an agent restarted from
+ * another directory must find its state): `/var/run/cellium/state` as root; otherwise
+ * `$XDG_STATE_HOME/cellium/state`, else `~/.local/state/cellium/state`.
+ */
+export function defaultStateDir(uid: number | undefined = process.getuid?.(), env: NodeJS.ProcessEnv = process.env, home: string = homedir()): string {
+  if (uid === 0) return '/var/run/cellium/state';
+  const xdg = env.XDG_STATE_HOME;
+  if (xdg && isAbsolute(xdg)) return join(xdg, 'cellium', 'state');
+  return join(home, '.local', 'state', 'cellium', 'state');
 }
 
 /** Schema of the state-dir configuration. */
@@ -21,7 +30,9 @@ export const stateDirConfigSchema = {
       if (typeof raw !== 'string' || raw.trim() === '') {
         throw new Error(`expected a directory path (e.g. /var/run/cellium/state), got ${JSON.stringify(raw)}`);
       }
-      return raw.trim();
+      // a relative path is taken from the directory the agent starts in, once: logs and the
+      // status name the absolute path, and a later chdir changes nothing
+      return resolve(raw.trim());
     },
   },
 };
