@@ -64,7 +64,15 @@ t.test('MACs', async (t) => {
 
 t.test('bpf_lxc constants of an endpoint', async (t) => {
   const c = lxcConstants({ id: 42, identity: 70000, ipv4: '10.0.0.2', ipv6: 'fd00::2', ifName: 'lxc1', ifIndex: 9, mac: '02:00:00:00:00:01', hostMac: '02:00:00:00:00:02' });
-  t.strictSame(Object.keys(c).sort(), ['endpoint_id', 'endpoint_identity', 'endpoint_ifindex', 'endpoint_ipv4', 'endpoint_ipv6', 'endpoint_mac', 'host_mac']);
+  t.strictSame(Object.keys(c).sort(), [
+    'ct_accounting', 'ct_enabled', 'ct_lifetime_any', 'ct_lifetime_close', 'ct_lifetime_syn', 'ct_lifetime_tcp',
+    'endpoint_id', 'endpoint_identity', 'endpoint_ifindex', 'endpoint_ipv4', 'endpoint_ipv6', 'endpoint_mac', 'host_mac',
+  ]);
+  t.strictSame([c.ct_lifetime_tcp, c.ct_lifetime_any, c.ct_lifetime_syn, c.ct_lifetime_close].map((b) => b!.readUInt32LE(0)), [8000, 60, 60, 10], "Cilium's default lifetimes");
+  t.strictSame([...c.ct_enabled!, ...c.ct_accounting!], [1, 1], 'conntrack and its accounting on by default');
+  const off = lxcConstants({ id: 1, identity: 1, ipv4: '10.0.0.3', ifName: 'x', ifIndex: 1, mac: '', hostMac: '', options: { Conntrack: 'Disabled', ConntrackAccounting: 'Disabled' } }, { tcp: 100, any: 5, syn: 7, close: 3 });
+  t.strictSame([...off.ct_enabled!, ...off.ct_accounting!], [0, 0], 'the endpoint options turn them off');
+  t.equal(off.ct_lifetime_syn!.readUInt32LE(0), 7, 'lifetimes from the flags');
   t.strictSame([...c.endpoint_id!], [42, 0]);
   t.equal(c.endpoint_identity!.readUInt32LE(0), 70000);
   t.strictSame([...c.endpoint_ipv4!], [10, 0, 0, 2]);
