@@ -102,8 +102,14 @@ t.test('endpoints deleted while the agent was down are scrubbed at restore', { s
   const ct = dp.kernel.ct;
   const k = tcp4('10.9.1.5', '10.9.1.6', 1);
   ct.mapOf(k).set(k, entry(monotonicSeconds() + 1000));
+  const live = tcp4('10.9.1.7', '10.9.1.6', 2);
+  ct.mapOf(live).set(live, entry(monotonicSeconds() + 1000));
   dp.kernel.lxc.set('10.9.1.5', { ifIndex: 0, identity: 5000, endpointId: 77, mac: '' });
-  await dp.restoreDone([]);
+  dp.kernel.lxc.set('10.9.1.7', { ifIndex: 0, identity: 5001, endpointId: 78, mac: '' });
+  // restore, step 1: what endpoints that were not restored left goes, their connections too
+  await dp.removeStale([{ id: 78, ips: ['10.9.1.7'] }]);
   await dp.gc.settled(['10.9.1.5']);
-  t.same(keys(ct), [], "the stale endpoint's connection is gone");
+  t.same(keys(ct), ['10.9.1.7>10.9.1.6:2'], "the stale endpoint's connection is gone, the restored one's stays");
+  await dp.restoreDone([{ id: 78, ips: ['10.9.1.7'] }]);
+  t.same(keys(ct), ['10.9.1.7>10.9.1.6:2']);
 });
