@@ -3,12 +3,13 @@ import { get } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Counter } from 'prom-client';
 import { Subject } from 'rxjs';
 import { module, provideInto, testHive } from '../../src/hive/index.js';
 import { Transport } from '../../src/api/transport.js';
 import { apiServerCell } from '../../src/cells/api-server/index.js';
 import { endpointHandlersCell, policyHandlersCell } from '../../src/cells/api-handlers/index.js';
-import { metricsCell, MetricsServerToken, RegenerationEventsToken, identityType, type RegenerationEvent } from '../../src/cells/api-metrics/index.js';
+import { metricsCell, MetricsCollectorsToken, MetricsServerToken, RegenerationEventsToken, identityType, type MetricsCollector, type RegenerationEvent } from '../../src/cells/api-metrics/index.js';
 import { EndpointAPIManagerToken, EndpointManagerToken } from '../../src/cells/endpoint/types.js';
 import { IdentityAllocatorToken } from '../../src/cells/identity/types.js';
 import { PolicyRepositoryToken } from '../../src/cells/policy/types.js';
@@ -84,4 +85,24 @@ t.test('no metrics listener without --prometheus-serve-addr; a bad address is a 
   t.equal(h.get(MetricsServerToken).address(), undefined);
   t.match(await h.get(MetricsServerToken).scrape(), /cellium_endpoint 0/, 'still scrapeable in-process');
   await t.rejects(testHive(t, [apiServerCell, metricsCell], { config: { 'prometheus-serve-addr': 'nowhere' }, replace, start: false }), /prometheus-serve-addr/);
+});
+
+t.test("cells' metrics collectors are registered on the agent's registry at start and stopped at stop", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cellium-metrics-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const eps = new MockEndpoints();
+  let stopped = 0;
+  const collector: MetricsCollector = (registry) => {
+    const c = new Counter({ name: 'cellium_test_collected_total', help: 'a cell of the test', registers: [registry] });
+    c.inc(3);
+    return { unsubscribe: () => void stopped++ };
+  };
+  const feed = module('collector-feed', 'A cell with metrics of its own', provideInto(MetricsCollectorsToken, () => collector));
+  const h = await testHive(t, [apiServerCell, endpointHandlersCell, policyHandlersCell, metricsCell, feed], {
+    config: { 'socket-path': join(dir, 'cellium.sock') },
+    replace: [[EndpointManagerToken, eps], [EndpointAPIManagerToken, eps], [IdentityAllocatorToken, mockIdentities()], [PolicyRepositoryToken, new MockPolicy()]],
+  });
+  t.match(await h.get(MetricsServerToken).scrape(), /^cellium_test_collected_total 3$/m, 'the collector feeds the scrape');
+  await h.hive.stop();
+  t.equal(stopped, 1, 'unsubscribed once when the agent stops');
 });

@@ -17,7 +17,7 @@ import { IdentityAllocatorToken, type IdentityAllocator } from '../identity/type
 import { PolicyRepositoryToken, type PolicyRepository } from '../policy/types.js';
 import { registerAgentMetrics } from './metrics.js';
 import { PrometheusServer } from './server.js';
-import { MetricsRegistryToken, MetricsServerToken, RegenerationEventsToken, type MetricsServer, type RegenerationEvent } from './types.js';
+import { MetricsCollectorsToken, MetricsRegistryToken, MetricsServerToken, RegenerationEventsToken, type MetricsCollector, type MetricsServer, type RegenerationEvent } from './types.js';
 
 export * from './types.js';
 export { registerAgentMetrics, identityType, type MetricSources } from './metrics.js';
@@ -52,6 +52,7 @@ interface Deps {
   readonly limiters: ApiLimiterSet;
   readonly api: ApiRouter;
   readonly regenerations: readonly Observable<RegenerationEvent>[];
+  readonly collectors: readonly MetricsCollector[];
   readonly lc: Lifecycle;
   readonly log: Logger;
 }
@@ -65,12 +66,14 @@ function newMetricsServer(d: Deps): MetricsServer {
     requests: d.api.requests$,
     regenerations: d.regenerations,
   });
+  const cellMetrics = d.collectors.map((collect) => collect(d.registry));
   const server = new PrometheusServer(d.registry, d.cfg.prometheusServeAddr, d.log);
   d.lc.append({
     name: 'prometheus-server',
     onStart: () => server.start(),
     onStop: async () => {
       subs.unsubscribe();
+      for (const m of cellMetrics) m.unsubscribe();
       await server.stop();
     },
   });
@@ -92,9 +95,9 @@ export const metricsCell = module(
   provide(MetricsRegistryToken, newRegistry),
   provide(
     MetricsServerToken,
-    (registry: Registry, cfg: MetricsConfig, endpoints: EndpointManager, identities: IdentityAllocator, policy: PolicyRepository, limiters: ApiLimiterSet, api: ApiRouter, regenerations: readonly Observable<RegenerationEvent>[], lc: Lifecycle, log: Logger) =>
-      newMetricsServer({ registry, cfg, endpoints, identities, policy, limiters, api, regenerations, lc, log }),
-    MetricsRegistryToken, MetricsConfigToken, EndpointManagerToken, IdentityAllocatorToken, PolicyRepositoryToken, ApiLimiterSetToken, ApiRouterToken, RegenerationEventsToken, LifecycleToken, LoggerToken,
+    (registry: Registry, cfg: MetricsConfig, endpoints: EndpointManager, identities: IdentityAllocator, policy: PolicyRepository, limiters: ApiLimiterSet, api: ApiRouter, regenerations: readonly Observable<RegenerationEvent>[], collectors: readonly MetricsCollector[], lc: Lifecycle, log: Logger) =>
+      newMetricsServer({ registry, cfg, endpoints, identities, policy, limiters, api, regenerations, collectors, lc, log }),
+    MetricsRegistryToken, MetricsConfigToken, EndpointManagerToken, IdentityAllocatorToken, PolicyRepositoryToken, ApiLimiterSetToken, ApiRouterToken, RegenerationEventsToken, MetricsCollectorsToken, LifecycleToken, LoggerToken,
   ),
   invoke('serve-metrics', (_m: MetricsServer) => undefined, MetricsServerToken),
 );

@@ -6,6 +6,16 @@ import { groupToken, token } from '../../hive/token.js';
 /** The agent's Prometheus registry; cells may register metrics of their own (prefix `cellium_`). */
 export const MetricsRegistryToken = token<Registry>('MetricsRegistry');
 
+/**
+ * A cell's own metrics: called once with the agent's registry by the metrics cell when it starts;
+ * returns what stops feeding them. Cells contribute with `provideInto(MetricsCollectorsToken, ...)`,
+ * so a cell embedded without the metrics cell still starts (its collector is simply not called).
+ */
+export type MetricsCollector = (registry: Registry) => { unsubscribe(): void };
+
+/** Value group of the cells' metrics collectors. Empty is fine. */
+export const MetricsCollectorsToken = groupToken<MetricsCollector>('MetricsCollectors');
+
 /** One finished endpoint regeneration. */
 export interface RegenerationEvent {
   readonly endpointId: number;

@@ -12,10 +12,9 @@ import { HealthToken, type Health } from '../../hive/health.js';
 import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
-import type { Registry } from 'prom-client';
 import { bpfAvailable } from '../../bpf/index.js';
 import { sleep } from '../../hive/timeout.js';
-import { MetricsRegistryToken } from '../api-metrics/types.js';
+import { MetricsCollectorsToken, type MetricsCollector } from '../api-metrics/types.js';
 import { ctTimeoutsOf } from '../datapath/ct-config.js';
 import { DatapathConfigToken, DatapathProvidersToken, SelectedDatapathToken, sysfsLinkChecker, type DatapathConfig, type DatapathProvider, type SelectedDatapath } from '../datapath/select.js';
 import { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from './config.js';
@@ -98,12 +97,12 @@ function reportNotInUse(selected: SelectedDatapath, health: Health): void {
   health.ok(`not in use: --datapath-mode=${selected.requested} runs the ${selected.datapath.mode} datapath${why ? ` (${why})` : ''}`);
 }
 
-/** The conntrack garbage collector's metrics on the agent's registry (BPF datapath only). */
-function conntrackMetrics(selected: SelectedDatapath, registry: Registry, lc: Lifecycle): void {
-  const dp = selected.datapath;
-  if (!(dp instanceof BpfDatapath)) return;
-  const sub = registerCtGcMetrics(registry, dp.gc);
-  lc.append({ name: 'conntrack-gc-metrics', onStop: () => sub.unsubscribe() });
+/** The conntrack garbage collector's metrics, for the metrics cell (BPF datapath only). */
+function conntrackMetrics(selected: SelectedDatapath): MetricsCollector {
+  return (registry) => {
+    const dp = selected.datapath;
+    return dp instanceof BpfDatapath ? registerCtGcMetrics(registry, dp.gc) : { unsubscribe: () => undefined };
+  };
 }
 
 /** The BPF datapath cell. */
@@ -117,5 +116,5 @@ export const bpfDatapathCell = module(
     BpfDatapathConfigToken, DatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
   ),
   invoke('bpf-datapath-health', reportNotInUse, SelectedDatapathToken, HealthToken),
-  invoke('conntrack-gc-metrics', conntrackMetrics, SelectedDatapathToken, MetricsRegistryToken, LifecycleToken),
+  provideInto(MetricsCollectorsToken, conntrackMetrics, SelectedDatapathToken),
 );
