@@ -81,7 +81,8 @@ function pod(n: number, net: number): EndpointChangeRequest {
   return {
     'container-id': `bench${net}-${n}`, 'container-interface-name': 'eth0', 'interface-name': `lxc${net}x${n}`, 'interface-index': 1000 + n,
     mac: `02:00:00:${hex(net)}:${hex(n >> 8)}:${hex(n)}`, 'host-mac': `02:01:00:${hex(net)}:${hex(n >> 8)}:${hex(n)}`,
-    addressing: { ipv4: `10.220.${net * 16 + (n >> 8)}.${n & 255}` }, 'k8s-pod-name': `bench-${net}-${n}`, 'k8s-namespace': 'default',
+    // +2: the pool's network address (and the first host, a router's by convention) are never given
+    addressing: { ipv4: `10.220.${net * 16 + ((n + 2) >> 8)}.${(n + 2) & 255}` }, 'k8s-pod-name': `bench-${net}-${n}`, 'k8s-namespace': 'default',
     labels: [`k8s:app=bench${n % 10}`], state: 'waiting-for-identity', 'sync-build-endpoint': true,
   };
 }
