@@ -10,9 +10,12 @@
  * of tracked connections pass without policy; new, established and reopened connections are judged
  * by the policy, and a new connection the policy allows gets its conntrack entry (a failed write
  * drops the packet: DROP_CT_INSERT_FAILED).
- * Drops are counted per reason in cellium_metrics and reported on cellium_events.
- * decide(), drop(), parse_l4(), ct_lookup() and ct_create() are global functions: the verifier
- * checks each once per program instead of once per path that reaches it.
+ * Drops are counted per reason and direction in cellium_metrics, forwarded packets per direction;
+ * cellium_events carries drops, policy verdicts of new connections and traces of forwarded packets
+ * (only for new flows, new TCP flags, or once per ct_report_interval per flow direction: Cilium's
+ * monitor aggregation), read by the agent's monitor.
+ * decide(), drop(), emit_event(), parse_l4(), ct_lookup() and ct_create() are global functions:
+ * the verifier checks each once per program instead of once per path that reaches it.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -35,15 +38,69 @@ const volatile __u32 endpoint_ifindex = 0;
 const volatile __u8 endpoint_mac[6] = {};
 const volatile __u8 host_mac[6] = {};
 
-static __always_inline void count_drop(struct __sk_buff *skb, __u32 reason)
+/* Adds the packet to a cellium_metrics slot (direction * METRICS_DIR_STRIDE + reason). */
+static __always_inline void count(struct __sk_buff *skb, __u32 idx)
 {
-	__u32 idx = reason;
 	struct metrics_value *m = bpf_map_lookup_elem(&cellium_metrics, &idx);
 
 	if (m) {
 		m->packets++;
 		m->bytes += skb->len;
 	}
+}
+
+/* What an event says besides the packet. */
+struct event_meta {
+	__u8 type;		/* EVENT_* */
+	__u8 reason;
+	__u8 egress;
+	__u8 ct_status;
+	__u8 match;
+	__u8 action;
+	__u16 pad;
+	__u32 peer_identity;
+};
+
+/*
+ * Reports an event on cellium_events; a full ring buffer counts it in METRICS_EVENTS_LOST (the
+ * agent reports lost events from there). A global function: checked once by the verifier.
+ */
+__attribute__((noinline)) int emit_event(struct __sk_buff *skb, const struct pkt *p, const struct event_meta *m)
+{
+	struct monitor_event *ev;
+
+	if (!skb || !m)
+		return 0;
+	ev = bpf_ringbuf_reserve(&cellium_events, sizeof(*ev), 0);
+	if (!ev) {
+		count(skb, METRICS_EVENTS_LOST);
+		return 0;
+	}
+	__builtin_memset(ev, 0, sizeof(*ev));
+	ev->type = m->type;
+	ev->reason = m->reason;
+	ev->egress = m->egress;
+	ev->ct_status = m->ct_status;
+	ev->match = m->match;
+	ev->action = m->action;
+	ev->endpoint_id = endpoint_id;
+	ev->ifindex = endpoint_ifindex ? endpoint_ifindex : skb->ifindex;
+	ev->src_identity = m->egress ? endpoint_identity : m->peer_identity;
+	ev->dst_identity = m->egress ? m->peer_identity : endpoint_identity;
+	ev->len = skb->len;
+	if (p) {
+		ev->protocol = p->protocol;
+		ev->dport = p->dport;
+		ev->family = p->family;
+		ev->icmp_type = p->icmp_type;
+		ev->tcp_flags = p->tcp_flags;
+		if (p->dport || p->protocol == IPPROTO_TCP || p->protocol == IPPROTO_UDP)
+			ev->sport = p->ct_sport;
+		__builtin_memcpy(ev->src, p->src, 16);
+		__builtin_memcpy(ev->dst, p->dst, 16);
+	}
+	bpf_ringbuf_submit(ev, 0);
+	return 0;
 }
 
 /*
@@ -53,45 +110,49 @@ static __always_inline void count_drop(struct __sk_buff *skb, __u32 reason)
 __attribute__((noinline)) int drop(struct __sk_buff *skb, __u32 reason, __u32 egress, const struct pkt *p,
 				   __u32 peer_identity)
 {
-	struct drop_event *ev;
+	struct event_meta m = {};
 
 	if (!skb)
 		return TC_ACT_SHOT;
-	count_drop(skb, reason);
-	ev = bpf_ringbuf_reserve(&cellium_events, sizeof(*ev), 0);
-	if (!ev)
-		return TC_ACT_SHOT;
-	__builtin_memset(ev, 0, sizeof(*ev));
-	ev->type = EVENT_DROP;
-	ev->reason = reason;
-	ev->egress = egress;
-	ev->endpoint_id = endpoint_id;
-	ev->ifindex = endpoint_ifindex ? endpoint_ifindex : skb->ifindex;
-	ev->src_identity = egress ? endpoint_identity : peer_identity;
-	ev->dst_identity = egress ? peer_identity : endpoint_identity;
-	if (p) {
-		ev->protocol = p->protocol;
-		ev->dport = p->dport;
-		ev->family = p->family;
-		ev->icmp_type = p->icmp_type;
-		__builtin_memcpy(ev->src, p->src, 16);
-		__builtin_memcpy(ev->dst, p->dst, 16);
-	}
-	bpf_ringbuf_submit(ev, 0);
+	count(skb, (egress ? METRICS_DIR_STRIDE : 0) + (reason < DROP_REASON_MAX ? reason : DROP_REASON_MAX - 1));
+	m.type = EVENT_DROP;
+	m.reason = reason;
+	m.egress = egress;
+	m.peer_identity = peer_identity;
+	emit_event(skb, p, &m);
 	return TC_ACT_SHOT;
+}
+
+/* Counts a forwarded packet and, when conntrack says a monitor should see it, traces it. */
+static __always_inline int forward(struct __sk_buff *skb, const struct pkt *p, __u32 egress, const struct ct_result *ct,
+				   __u32 peer_identity)
+{
+	struct event_meta m = {};
+
+	count(skb, egress ? METRICS_DIR_STRIDE : 0);
+	if (!ct->report)
+		return TC_ACT_OK;
+	m.type = EVENT_TRACE;
+	m.egress = egress;
+	m.ct_status = ct->status;
+	m.peer_identity = peer_identity;
+	emit_event(skb, p, &m);
+	return TC_ACT_OK;
 }
 
 /*
  * The decision for a parsed IP packet: conntrack, then (unless it is a reply or related) the
- * peer's identity and the policy verdict, the drop, and the conntrack entry of a new connection. A
- * global function, so the verifier checks it once rather than once per parsing path. `ct` holds
- * what conntrack found when the verdict is reached (for trace and policy-verdict events).
+ * peer's identity and the policy verdict (reported for new connections), the drop, and the
+ * conntrack entry of a new connection; forwarded packets are counted and traced. A global
+ * function, so the verifier checks it once rather than once per parsing path.
  */
 __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct pkt *p)
 {
 	struct ct_result ct = {};
+	struct event_meta m = {};
 	enum drop_reason reason;
 	__u32 identity;
+	int verdict_event;
 
 	if (!skb || !p)
 		return TC_ACT_SHOT;
@@ -99,14 +160,24 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 		return TC_ACT_OK;
 	ct_lookup(skb, p, egress, &ct);
 	if (ct.status == CT_REPLY || ct.status == CT_RELATED)
-		return TC_ACT_OK;
+		return forward(skb, p, egress, &ct, ct.report ? resolve_identity(p->family, egress ? p->dst : p->src) : 0);
 	identity = resolve_identity(p->family, egress ? p->dst : p->src);
-	reason = policy_verdict(egress, identity, p);
+	verdict_event = ct.status == CT_NEW || ct.status == CT_REOPENED;
+	reason = policy_verdict(egress, identity, p, verdict_event ? &m.match : 0);
+	if (verdict_event) {
+		m.type = EVENT_POLICY_VERDICT;
+		m.reason = reason;
+		m.egress = egress;
+		m.ct_status = ct.status;
+		m.action = reason == DROP_NONE;
+		m.peer_identity = identity;
+		emit_event(skb, p, &m);
+	}
 	if (reason != DROP_NONE)
 		return drop(skb, reason, egress, p, identity);
 	if (ct.track && ct_create(skb, p, egress, egress ? endpoint_identity : identity) < 0)
 		return drop(skb, DROP_CT_INSERT_FAILED, egress, p, identity);
-	return TC_ACT_OK;
+	return forward(skb, p, egress, &ct, identity);
 }
 
 static __always_inline int handle(struct __sk_buff *skb, __u8 egress)

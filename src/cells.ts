@@ -13,6 +13,7 @@ import { bpfDatapathCell } from './cells/datapath-bpf/index.js';
 import { endpointCell, EndpointManagerToken, type EndpointManager } from './cells/endpoint/index.js';
 import { identityCell, IdentityAllocatorToken, type IdentityAllocator } from './cells/identity/index.js';
 import { ipamCell, IPAMToken, type IPAM } from './cells/ipam/index.js';
+import { monitorCell } from './cells/monitor/index.js';
 import { cidrIPCacheCell, policyCell, PolicyRepositoryToken, type PolicyRepository } from './cells/policy/index.js';
 import { statedirCell } from './cells/statedir/index.js';
 
@@ -26,8 +27,11 @@ export const infrastructure: readonly Cell[] = [statedirCell, apiServerCell, met
  */
 export const controlPlane: readonly Cell[] = [identityCell, policyCell, cidrIPCacheCell, ipamCell, endpointCell, ...apiHandlerCells, cniServerCell];
 
-/** Datapath: the selection (memory or BPF), the BPF datapath (pinned maps and their reconcilers, the bpf_lxc loader). */
-export const datapath: readonly Cell[] = [datapathCell, bpfDatapathCell];
+/**
+ * Datapath: the selection (memory or BPF), the BPF datapath (pinned maps and their reconcilers, the
+ * bpf_lxc loader), the monitor (its events streamed to `cellium monitor`).
+ */
+export const datapath: readonly Cell[] = [datapathCell, bpfDatapathCell, monitorCell];
 
 /**
  * What the agent runs besides what the API server pulls in: invoking these constructs them (and

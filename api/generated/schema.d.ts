@@ -456,6 +456,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/cellium/monitor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Streams the datapath's monitor events (drops, traces, policy verdicts) live.
+         * @description Cellium's transport for `cellium monitor` (Cilium's monitor socket): the answer is a stream
+         *     of JSON lines (`application/x-ndjson`) that lasts until the client goes away. Each line is
+         *     one record: `{"kind":"event", "flow": {...}}` (the event as a Hubble-style Flow, its
+         *     `Summary` the `cilium-dbg monitor` line), `{"kind":"lost", "count": N, "why": "..."}`
+         *     (events the ring buffer or a slow reader lost), or `{"kind":"info", "message": "..."}`
+         *     (first line: what is monitored). Events come from the BPF datapath only; with the memory
+         *     datapath the stream says so and stays open.
+         */
+        get: operations["GetCelliumMonitor"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2015,6 +2041,39 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CelliumTraceResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+        };
+    };
+    GetCelliumMonitor: {
+        parameters: {
+            query?: {
+                /** @description Event types to stream (repeatable; default all). */
+                type?: ("drop" | "trace" | "policy-verdict")[];
+                /** @description Only events of these local endpoint IDs (repeatable; default all). */
+                "related-to"?: number[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream of records, one JSON object a line. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": {
+                        /** @enum {string} */
+                        kind: "event" | "lost" | "info";
+                        flow?: Record<string, never>;
+                        count?: number;
+                        why?: string;
+                        message?: string;
+                    };
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -18,7 +18,7 @@
 #define FAMILY_IPV4 4
 #define FAMILY_IPV6 6
 
-/* Drop reasons: the index into cellium_metrics and drop_event.reason. */
+/* Drop reasons: monitor_event.reason, and (with the direction) the index into cellium_metrics. */
 enum drop_reason {
 	DROP_NONE = 0,
 	DROP_POLICY = 1,	/* no policy entry matched */
@@ -85,7 +85,15 @@ struct lxc_value {
 	__u8 mac[6];
 };
 
-/* cellium_metrics (per-CPU array indexed by drop reason). */
+/*
+ * cellium_metrics (per-CPU array): index = direction * METRICS_DIR_STRIDE + drop reason, the
+ * direction 0 ingress (to the endpoint), 1 egress (from it); reason DROP_NONE counts the packets
+ * forwarded. METRICS_EVENTS_LOST counts monitor events the ring buffer had no room for.
+ */
+#define METRICS_DIR_STRIDE 16
+#define METRICS_EVENTS_LOST 15
+#define METRICS_MAX_ENTRIES (2 * METRICS_DIR_STRIDE)
+
 struct metrics_value {
 	__u64 packets;
 	__u64 bytes;
@@ -154,22 +162,43 @@ struct ct_entry {
 
 /* cellium_events (ring buffer) record types. */
 #define EVENT_DROP 1
+#define EVENT_TRACE 2
+#define EVENT_POLICY_VERDICT 3
 
-struct drop_event {
-	__u8 type;		/* EVENT_DROP */
-	__u8 reason;		/* enum drop_reason */
+/* Policy verdict match types (Cilium's numbers: which kind of rule decided). */
+#define POLICY_MATCH_NONE 0
+#define POLICY_MATCH_L3_ONLY 1
+#define POLICY_MATCH_L3_L4 2
+#define POLICY_MATCH_L4_ONLY 3
+#define POLICY_MATCH_ALL 4
+#define POLICY_MATCH_L3_PROTO 5
+#define POLICY_MATCH_PROTO_ONLY 6
+
+/*
+ * One monitor event (64 bytes): a drop (reason), a trace of a forwarded packet (its conntrack
+ * status; only for new flows, new TCP flags or once per ct_report_interval per direction) or a
+ * policy verdict of a new connection (action, match type). Addresses and ports as on the wire.
+ */
+struct monitor_event {
+	__u8 type;		/* EVENT_* */
+	__u8 reason;		/* enum drop_reason (drop; the verdict's reason of a policy verdict) */
 	__u8 egress;
 	__u8 protocol;
 	__u16 endpoint_id;
-	__be16 dport;
+	__be16 dport;		/* TCP/UDP/SCTP destination port, else 0 */
 	__u32 src_identity;
 	__u32 dst_identity;
 	__u32 ifindex;
 	__u8 family;
 	__u8 icmp_type;
-	__u8 pad[2];
+	__u8 ct_status;		/* CT_* (trace, policy verdict) */
+	__u8 match;		/* POLICY_MATCH_* (policy verdict) */
 	__u8 src[16];
 	__u8 dst[16];
+	__be16 sport;		/* TCP/UDP/SCTP source port, else 0 */
+	__u8 tcp_flags;
+	__u8 action;		/* policy verdict: 1 allow, 0 deny */
+	__u32 len;		/* the packet's length */
 };
 
 #endif

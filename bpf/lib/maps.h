@@ -79,7 +79,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, struct metrics_value);
-	__uint(max_entries, DROP_REASON_MAX);
+	__uint(max_entries, METRICS_MAX_ENTRIES);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } cellium_metrics SEC(".maps");
 

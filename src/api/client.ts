@@ -46,6 +46,15 @@ export interface IpamAllocateOptions {
 
 const enc = encodeURIComponent;
 
+/** One record of the monitor stream (see GET /cellium/monitor). */
+export interface MonitorStreamRecord {
+  readonly kind: 'event' | 'lost' | 'info';
+  readonly flow?: Record<string, unknown>;
+  readonly count?: number;
+  readonly why?: string;
+  readonly message?: string;
+}
+
 /** The typed client. */
 export class CelliumClient {
   readonly transport: Transport;
@@ -59,6 +68,15 @@ export class CelliumClient {
     const res = await this.transport.request<T>(method, path, opts);
     if (res.status >= 400 || res.status < 200) throw errorFromResponse(res, `${method.toUpperCase()} /v1${path}`);
     return res;
+  }
+
+  /**
+   * Streams the monitor (GET /cellium/monitor) until the agent ends it or `signal` aborts; each
+   * record goes to `onRecord`. Throws ApiError for a refused request (400, 429).
+   */
+  async monitor(query: { type?: readonly string[]; 'related-to'?: readonly number[] }, onRecord: (record: MonitorStreamRecord) => void, signal?: AbortSignal): Promise<void> {
+    const q = { type: query.type?.length ? [...query.type] : undefined, 'related-to': query['related-to']?.length ? [...query['related-to']] : undefined };
+    await this.call('GET', '/cellium/monitor', { query: q, headers: { accept: 'application/x-ndjson' }, timeoutMs: 0, ...(signal ? { signal } : {}), onLine: (line) => onRecord(JSON.parse(line) as MonitorStreamRecord) });
   }
 
   private async body<T>(method: string, path: string, opts?: RequestOptions): Promise<T> {

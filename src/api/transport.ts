@@ -22,8 +22,13 @@ export interface RequestOptions {
   readonly body?: unknown;
   readonly contentType?: string;
   readonly signal?: AbortSignal;
-  /** Gives up after this long (default: the transport's, 60 s). */
+  /** Gives up after this long (default: the transport's, 60 s); 0: never (streams). */
   readonly timeoutMs?: number;
+  /**
+   * A streamed answer (application/x-ndjson): each line of a 2xx body is handed over as it
+   * arrives, and the request resolves (body undefined) when the agent ends the stream.
+   */
+  readonly onLine?: (line: string) => void;
 }
 
 /** An answer: status, headers and the body (parsed JSON, text, or undefined when empty). */
@@ -82,6 +87,19 @@ export class Transport {
       const req = httpRequest(
         { ...where, method: method.toUpperCase(), path: url, headers, agent: this.agent, signal: opts.signal },
         (res) => {
+          const status = res.statusCode ?? 0;
+          if (opts.onLine && status >= 200 && status < 300) {
+            let rest = '';
+            res.setEncoding('utf8');
+            res.on('data', (text: string) => {
+              const lines = (rest + text).split('\n');
+              rest = lines.pop() ?? '';
+              for (const line of lines) if (line) opts.onLine!(line);
+            });
+            res.on('error', reject);
+            res.on('end', () => resolve({ status, headers: res.headers, body: undefined as T }));
+            return;
+          }
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('error', reject);
@@ -99,10 +117,12 @@ export class Transport {
       );
       const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
       let timedOut = false;
-      req.setTimeout(timeoutMs, () => {
-        timedOut = true;
-        req.destroy();
-      });
+      if (timeoutMs > 0) {
+        req.setTimeout(timeoutMs, () => {
+          timedOut = true;
+          req.destroy();
+        });
+      }
       req.on('error', (err: NodeJS.ErrnoException) => {
         if (err.name === 'AbortError') return reject(err);
         if (timedOut) return reject(new ProtocolError(`${method.toUpperCase()} ${url}: no answer from the agent at ${this.describe()} within ${timeoutMs} ms`));

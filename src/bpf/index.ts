@@ -11,7 +11,8 @@ export { BpfObject, type OpenOptions } from './object.js';
 export { attachTc, detachTc, attachedPrograms, closeFd, type TcHook, type AttachMode, type TcTarget, type TcAttachment } from './attach.js';
 export { ensureBpffs, isBpffs, DEFAULT_BPF_ROOT, BPFFS_MOUNT } from './bpffs.js';
 export {
-  openIPCacheMap, openLxcMap, openPolicyMap, removePolicyMap, policyMapPath, syncPolicyMap, readDropCounters,
+  openIPCacheMap, openLxcMap, openPolicyMap, removePolicyMap, policyMapPath, syncPolicyMap, readDropCounters, readTraffic,
+  type TrafficCounter, type TrafficCounters,
   type IPCacheMap, type LxcMap, type PolicyMap, type PolicySyncResult,
 } from './cellium-maps.js';
 export * from './ct-layout.js';
@@ -23,6 +24,5 @@ export {
   LXC_PROGRAMS, endpointIdConstant, lxcConstants, lxcLinkPath, loadEndpointProgram, loadLxcObject, unloadEndpointProgram, endpointPrograms, pinnedEndpoints,
   type LxcLoadOptions, type LxcLoadResult, type LxcUnloadOptions,
 } from './lxc.js';
-export { DropEventReader, decodeDropEvent, DROP_EVENT_SIZE, type DropEvent } from './events.js';
 export { kernelVerdict } from './kernel-verdict.js';
 export { isEndpointLoaded, isEndpointProgram, programConstants, programMapIds } from './lxc-state.js';

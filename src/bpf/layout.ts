@@ -164,5 +164,11 @@ export const POLICY_MAP_SPEC: MapSpec = { name: OBJECT_POLICY_MAP, type: MapType
 export const IPCACHE_MAP_SPEC: MapSpec = { name: IPCACHE_MAP, type: MapType.LPM_TRIE, keySize: 24, valueSize: 8, maxEntries: 65536, flags: MapFlags.NO_PREALLOC };
 /** cellium_lxc. */
 export const LXC_MAP_SPEC: MapSpec = { name: LXC_MAP, type: MapType.HASH, keySize: 20, valueSize: 16, maxEntries: 65536 };
-/** cellium_metrics (per-CPU {u64 packets; u64 bytes} by drop reason). */
-export const METRICS_MAP_SPEC: MapSpec = { name: METRICS_MAP, type: MapType.PERCPU_ARRAY, keySize: 4, valueSize: 16, maxEntries: 8 };
+/** cellium_metrics slots: direction * METRICS_DIR_STRIDE + drop reason (0: forwarded); METRICS_EVENTS_LOST. */
+export const METRICS_DIR_STRIDE = 16;
+/** The cellium_metrics slot counting monitor events the ring buffer had no room for. */
+export const METRICS_EVENTS_LOST = 15;
+/** cellium_metrics (per-CPU {u64 packets; u64 bytes} by direction and drop reason). */
+export const METRICS_MAP_SPEC: MapSpec = { name: METRICS_MAP, type: MapType.PERCPU_ARRAY, keySize: 4, valueSize: 16, maxEntries: 2 * METRICS_DIR_STRIDE };
+/** cellium_events (the monitor's ring buffer, 256 KiB). */
+export const EVENTS_MAP_SPEC: MapSpec = { name: EVENTS_MAP, type: MapType.RINGBUF, keySize: 0, valueSize: 0, maxEntries: 256 * 1024 };

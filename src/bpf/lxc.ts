@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAddr } from '../cells/ipam/addr.js';
-import { DEFAULT_CT_TIMEOUTS, type CtTimeouts } from '../cells/datapath/conntrack.js';
+import { DEFAULT_CT_TIMEOUTS, DEFAULT_MONITOR_AGGREGATION_S, type CtTimeouts } from '../cells/datapath/conntrack.js';
 import type { EndpointDatapathConfig } from '../cells/datapath/types.js';
 import { attachTc, attachedPrograms, detachTc, type AttachMode, type TcAttachment, type TcHook } from './attach.js';
 import { policyMapPath, removePolicyMap } from './cellium-maps.js';
@@ -63,6 +63,7 @@ export function lxcConstants(cfg: EndpointDatapathConfig, timeouts: CtTimeouts =
     ct_lifetime_any: u32(timeouts.any),
     ct_lifetime_syn: u32(timeouts.syn),
     ct_lifetime_close: u32(timeouts.close),
+    ct_report_interval: u32(timeouts.report ?? DEFAULT_MONITOR_AGGREGATION_S),
     ct_enabled: Buffer.from([cfg.options?.Conntrack === 'Disabled' ? 0 : 1]),
     ct_accounting: Buffer.from([cfg.options?.ConntrackAccounting === 'Disabled' ? 0 : 1]),
   };

@@ -16,6 +16,7 @@ import { identityCommands } from './commands/identity.js';
 import { installCniCommands } from './commands/install-cni.js';
 import { ipamCommands } from './commands/ipam.js';
 import { mapCommands } from './commands/map.js';
+import { monitorCommands } from './commands/monitor.js';
 import { policyCommands } from './commands/policy.js';
 import { statusCommands } from './commands/status.js';
 
@@ -28,6 +29,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   ipamCommands,
   mapCommands,
   bpfCommands,
+  monitorCommands,
   configCommands,
   installCniCommands,
 ];

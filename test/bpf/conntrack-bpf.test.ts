@@ -7,10 +7,11 @@
 // counters, remaining lifetime. Also: a failed insert drops with its own reason, lifetimes are
 // CLOCK_MONOTONIC seconds, and kernelVerdict reads conntrack.
 import t, { type Test } from 'tap';
+import { DropEventReader } from '../../src/monitor/index.js';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  BpfMap, CtMaps, DropEventReader, MapType, flushCtMaps, kernelVerdict, loadLxcObject, monotonicSeconds, openIPCacheMap, openPolicyMap,
+  BpfMap, CtMaps, MapType, flushCtMaps, kernelVerdict, loadLxcObject, monotonicSeconds, openIPCacheMap, openPolicyMap,
   readDropCounters, syncPolicyMap, type BpfObject, type IPCacheMap, type PolicyMap,
 } from '../../src/bpf/index.js';
 import { MemoryDatapath } from '../../src/cells/datapath-memory/index.js';

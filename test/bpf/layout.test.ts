@@ -2,7 +2,7 @@
 // side lays them out (bpf/lib/common.h), and round trips.
 import t from 'tap';
 import {
-  DROP_EVENT_SIZE, decodeDropEvent, IPCACHE_MAP_SPEC, LXC_MAP_SPEC, POLICY_MAP_SPEC, formatMac, ipcacheKeyCodec, ipcacheValueCodec, lxcConstants, lxcKeyCodec,
+  IPCACHE_MAP_SPEC, LXC_MAP_SPEC, POLICY_MAP_SPEC, formatMac, ipcacheKeyCodec, ipcacheValueCodec, lxcConstants, lxcKeyCodec,
   lxcValueCodec, macBytes, policyKeyCodec, policyValueCodec, type Codec,
 } from '../../src/bpf/index.js';
 
@@ -65,14 +65,15 @@ t.test('MACs', async (t) => {
 t.test('bpf_lxc constants of an endpoint', async (t) => {
   const c = lxcConstants({ id: 42, identity: 70000, ipv4: '10.0.0.2', ipv6: 'fd00::2', ifName: 'lxc1', ifIndex: 9, mac: '02:00:00:00:00:01', hostMac: '02:00:00:00:00:02' });
   t.strictSame(Object.keys(c).sort(), [
-    'ct_accounting', 'ct_enabled', 'ct_lifetime_any', 'ct_lifetime_close', 'ct_lifetime_syn', 'ct_lifetime_tcp',
+    'ct_accounting', 'ct_enabled', 'ct_lifetime_any', 'ct_lifetime_close', 'ct_lifetime_syn', 'ct_lifetime_tcp', 'ct_report_interval',
     'endpoint_id', 'endpoint_identity', 'endpoint_ifindex', 'endpoint_ipv4', 'endpoint_ipv6', 'endpoint_mac', 'host_mac',
   ]);
-  t.strictSame([c.ct_lifetime_tcp, c.ct_lifetime_any, c.ct_lifetime_syn, c.ct_lifetime_close].map((b) => b!.readUInt32LE(0)), [8000, 60, 60, 10], "Cilium's default lifetimes");
+  t.strictSame([c.ct_lifetime_tcp, c.ct_lifetime_any, c.ct_lifetime_syn, c.ct_lifetime_close, c.ct_report_interval].map((b) => b!.readUInt32LE(0)), [8000, 60, 60, 10, 5], "Cilium's default lifetimes and monitor aggregation interval");
   t.strictSame([...c.ct_enabled!, ...c.ct_accounting!], [1, 1], 'conntrack and its accounting on by default');
-  const off = lxcConstants({ id: 1, identity: 1, ipv4: '10.0.0.3', ifName: 'x', ifIndex: 1, mac: '', hostMac: '', options: { Conntrack: 'Disabled', ConntrackAccounting: 'Disabled' } }, { tcp: 100, any: 5, syn: 7, close: 3 });
+  const off = lxcConstants({ id: 1, identity: 1, ipv4: '10.0.0.3', ifName: 'x', ifIndex: 1, mac: '', hostMac: '', options: { Conntrack: 'Disabled', ConntrackAccounting: 'Disabled' } }, { tcp: 100, any: 5, syn: 7, close: 3, report: 9 });
   t.strictSame([...off.ct_enabled!, ...off.ct_accounting!], [0, 0], 'the endpoint options turn them off');
   t.equal(off.ct_lifetime_syn!.readUInt32LE(0), 7, 'lifetimes from the flags');
+  t.equal(off.ct_report_interval!.readUInt32LE(0), 9, 'the aggregation interval from its flag');
   t.strictSame([...c.endpoint_id!], [42, 0]);
   t.equal(c.endpoint_identity!.readUInt32LE(0), 70000);
   t.strictSame([...c.endpoint_ipv4!], [10, 0, 0, 2]);
@@ -83,34 +84,4 @@ t.test('bpf_lxc constants of an endpoint', async (t) => {
   const v4only = lxcConstants({ id: 1, identity: 1, ipv4: '10.0.0.3', ifName: 'x', ifIndex: 1, mac: '', hostMac: '' });
   t.ok(v4only.endpoint_ipv6!.every((b) => b === 0), 'no IPv6: zeros');
   t.throws(() => lxcConstants({ id: 1, identity: 1, ipv4: 'fd00::1', ifName: 'x', ifIndex: 1, mac: '', hostMac: '' }), /not an ipv4 address/);
-});
-
-t.test('drop events', async (t) => {
-  const b = Buffer.alloc(DROP_EVENT_SIZE);
-  b[0] = 1; // EVENT_DROP
-  b[1] = 2; // policy-deny
-  b[2] = 0; // ingress
-  b[3] = 6;
-  b.writeUInt16LE(42, 4);
-  b.writeUInt16BE(8080, 6);
-  b.writeUInt32LE(1000, 8);
-  b.writeUInt32LE(4242, 12);
-  b.writeUInt32LE(9, 16);
-  b[20] = 4;
-  Buffer.from([10, 0, 0, 10]).copy(b, 24);
-  Buffer.from([10, 0, 0, 2]).copy(b, 40);
-  t.strictSame(decodeDropEvent(b), {
-    reason: 'policy-deny', direction: 'ingress', endpointId: 42, protocol: 6, dport: 8080, srcIdentity: 1000, dstIdentity: 4242, ifIndex: 9,
-    src: '10.0.0.10', dst: '10.0.0.2', icmpType: 0,
-  });
-  b[20] = 6;
-  Buffer.from('fd000000000000000000000000000010', 'hex').copy(b, 24);
-  t.equal(decodeDropEvent(b)?.src, 'fd00::10');
-  b[20] = 0;
-  t.equal(decodeDropEvent(b)?.src, undefined, 'no addresses for an unparsed packet');
-  b[1] = 7;
-  t.equal(decodeDropEvent(b)?.reason, 'reason-7');
-  t.equal(decodeDropEvent(Buffer.alloc(10)), undefined, 'too short');
-  b[0] = 2;
-  t.equal(decodeDropEvent(b), undefined, 'not a drop event');
 });

@@ -6,8 +6,9 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
+import { DropEventReader } from '../../src/monitor/index.js';
 import {
-  BpfError, DropEventReader, endpointPrograms, isEndpointLoaded, loadEndpointProgram, lxcLinkPath, openIPCacheMap, openPolicyMap, pinnedEndpoints, readDropCounters,
+  BpfError, endpointPrograms, isEndpointLoaded, loadEndpointProgram, lxcLinkPath, openIPCacheMap, openPolicyMap, pinnedEndpoints, readDropCounters,
   syncPolicyMap, unloadEndpointProgram, type AttachMode, type LxcLoadResult, type PolicyMap,
 } from '../../src/bpf/index.js';
 import type { EndpointDatapathConfig, PolicyEntry } from '../../src/cells/datapath/types.js';

@@ -14,7 +14,7 @@ import { CelliumClient } from '../../src/api/client.js';
 import type { EndpointChangeRequest } from '../../src/api/models.js';
 import { runCli } from '../../src/cli/main.js';
 import { agentCells } from '../../src/cells.js';
-import { testHive, type TestLike } from '../../src/hive/index.js';
+import { testHive, type TestHive, type TestLike } from '../../src/hive/index.js';
 import { isolatedDirs } from '../api-integration/agent.js';
 import { AGENT_BIN } from '../e2e/agent-process.js';
 import { exchange, ip, skipUnlessBpf, testBpfRoot, TrafficAgent, uniq } from '../bpf/fixtures/topology.js';
@@ -58,15 +58,15 @@ export function bpfRoot(c: Cleanup): string {
 }
 
 /** The whole agent (src/cells.ts) in this process with --datapath-mode=bpf on `root` (plus `config`); a client on its temporary socket. */
-export async function startBpfAgent(c: Cleanup, root: string, pool: string, config: Record<string, unknown> = {}): Promise<{ dir: string; socketPath: string; client: CelliumClient }> {
+export async function startBpfAgent(c: Cleanup, root: string, pool: string, config: Record<string, unknown> = {}): Promise<{ dir: string; socketPath: string; client: CelliumClient; h: TestHive }> {
   const dir = tempDir(c, 'agent');
   const socketPath = join(dir, 'cellium.sock');
-  await testHive(c, agentCells, {
+  const h = await testHive(c, agentCells, {
     config: { ...isolatedDirs(dir), 'bpf-root': root, 'socket-path': socketPath, 'datapath-mode': 'bpf', 'ipv4-range': pool, ...config },
   });
   const client = new CelliumClient({ socketPath });
   c.teardown(() => client.close());
-  return { dir, socketPath, client };
+  return { dir, socketPath, client, h };
 }
 
 /** A pod as the CNI plugin leaves it, with a traffic agent inside. */

@@ -19,6 +19,7 @@ import { ctTimeoutsOf } from '../datapath/ct-config.js';
 import { DatapathConfigToken, DatapathProvidersToken, SelectedDatapathToken, sysfsLinkChecker, type DatapathConfig, type DatapathProvider, type SelectedDatapath } from '../datapath/select.js';
 import { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from './config.js';
 import { registerCtGcMetrics } from './ct-metrics.js';
+import { registerTrafficMetrics } from './traffic-metrics.js';
 import { BpfDatapath } from './datapath.js';
 import type { BpfTableReport } from './maps.js';
 
@@ -29,6 +30,7 @@ export { KernelMaps } from './kernel-maps.js';
 export { BpfDatapathError } from './errors.js';
 export { CtGarbageCollector, nextGcInterval, GC_MAX_LRU_MS, GC_MIN_MS, GC_START_MS, type GcReport, type GcRun, type GcSettings } from './ct-gc.js';
 export { registerCtGcMetrics } from './ct-metrics.js';
+export { registerTrafficMetrics } from './traffic-metrics.js';
 export { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from './config.js';
 export { policyObjectKey, parsePolicyObjectKey, type PolicyObject } from './tables.js';
 
@@ -97,11 +99,13 @@ function reportNotInUse(selected: SelectedDatapath, health: Health): void {
   health.ok(`not in use: --datapath-mode=${selected.requested} runs the ${selected.datapath.mode} datapath${why ? ` (${why})` : ''}`);
 }
 
-/** The conntrack garbage collector's metrics, for the metrics cell (BPF datapath only). */
-function conntrackMetrics(selected: SelectedDatapath): MetricsCollector {
+/** The conntrack garbage collector's and the traffic counters' metrics, for the metrics cell (BPF datapath only). */
+function datapathMetrics(selected: SelectedDatapath): MetricsCollector {
   return (registry) => {
     const dp = selected.datapath;
-    return dp instanceof BpfDatapath ? registerCtGcMetrics(registry, dp.gc) : { unsubscribe: () => undefined };
+    if (!(dp instanceof BpfDatapath)) return { unsubscribe: () => undefined };
+    const subs = [registerCtGcMetrics(registry, dp.gc), registerTrafficMetrics(registry, () => dp.kernel.traffic())];
+    return { unsubscribe: () => subs.forEach((s) => s.unsubscribe()) };
   };
 }
 
@@ -116,5 +120,5 @@ export const bpfDatapathCell = module(
     BpfDatapathConfigToken, DatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
   ),
   invoke('bpf-datapath-health', reportNotInUse, SelectedDatapathToken, HealthToken),
-  provideInto(MetricsCollectorsToken, conntrackMetrics, SelectedDatapathToken),
+  provideInto(MetricsCollectorsToken, datapathMetrics, SelectedDatapathToken),
 );

@@ -3,13 +3,16 @@
  * (sized by the configuration), the four global conntrack maps (sized by the configuration; a
  * pinned one of another layout is recreated and logged, its entries lost rather than misread), the
  * endpoints' policy maps (opened or created on first use and kept open, so the loader binds the
- * program to the very map the reconciler writes), and the drop counters. Everything is pinned
+ * program to the very map the reconciler writes), the traffic counters (cellium_metrics) and the
+ * monitor's ring buffer (cellium_events); the last two are opened or created here too, so a pinned
+ * one of an older layout is replaced before any program is loaded against it. Everything is pinned
  * under the BPF root, so it outlives the agent.
  */
+import { join } from 'node:path';
 import { existsSync, readdirSync } from 'node:fs';
 import {
-  CtMaps, ensureBpffs, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readDropCounters, removePolicyMap,
-  type IPCacheMap, type LxcMap, type MapReplacement, type PolicyMap,
+  BpfMap, CtMaps, EVENTS_MAP, EVENTS_MAP_SPEC, METRICS_MAP, METRICS_MAP_SPEC, ensureBpffs, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readTraffic, removePolicyMap,
+  type IPCacheMap, type LxcMap, type MapReplacement, type PolicyMap, type TrafficCounters,
 } from '../../bpf/index.js';
 import { endpointOfPolicyMap } from '../datapath/map-names.js';
 import type { BpfDatapathConfig } from './config.js';
@@ -20,6 +23,8 @@ export class KernelMaps {
   private lxcMap?: LxcMap;
   private ipcacheMap?: IPCacheMap;
   private ctMaps?: CtMaps;
+  private metricsMap?: BpfMap;
+  private eventsMap?: BpfMap;
   private readonly policyMaps = new Map<number, PolicyMap>();
 
   constructor(
@@ -40,6 +45,8 @@ export class KernelMaps {
       this.lxcMap = openLxcMap(this.cfg.bpfRoot, this.cfg.bpfLxcMapMax);
       this.ipcacheMap = openIPCacheMap(this.cfg.bpfRoot, this.cfg.bpfIpcacheMapMax);
       this.ctMaps = CtMaps.open(this.cfg.bpfRoot, { tcp: this.cfg.bpfCtGlobalTcpMax, any: this.cfg.bpfCtGlobalAnyMax }, this.onReplace);
+      this.metricsMap = BpfMap.openOrCreate(join(this.cfg.bpfRoot, METRICS_MAP), METRICS_MAP_SPEC);
+      this.eventsMap = BpfMap.openOrCreate(join(this.cfg.bpfRoot, EVENTS_MAP), EVENTS_MAP_SPEC);
     } catch (err) {
       this.close();
       throw wrapBpf('map', `opening the datapath maps under ${this.cfg.bpfRoot}`, err);
@@ -51,7 +58,9 @@ export class KernelMaps {
     this.lxcMap?.close();
     this.ipcacheMap?.close();
     this.ctMaps?.close();
-    this.lxcMap = this.ipcacheMap = this.ctMaps = undefined;
+    this.metricsMap?.close();
+    this.eventsMap?.close();
+    this.lxcMap = this.ipcacheMap = this.ctMaps = this.metricsMap = this.eventsMap = undefined;
     for (const m of this.policyMaps.values()) m.close();
     this.policyMaps.clear();
   }
@@ -115,9 +124,35 @@ export class KernelMaps {
     return readdirSync(this.cfg.bpfRoot).map(endpointOfPolicyMap).filter((id): id is number => id !== undefined).sort((a, b) => a - b);
   }
 
-  /** Drop counters by reason (cellium_metrics, summed over CPUs). */
+  /** Drop counters by reason (cellium_metrics, both directions, summed over CPUs). */
   dropCounters(): Record<string, { packets: number; bytes: number }> {
-    return readDropCounters(this.cfg.bpfRoot);
+    const out: Record<string, { packets: number; bytes: number }> = {};
+    for (const d of this.traffic().drops) {
+      const cur = out[d.reason!] ?? { packets: 0, bytes: 0 };
+      out[d.reason!] = { packets: cur.packets + d.packets, bytes: cur.bytes + d.bytes };
+    }
+    return out;
+  }
+
+  /** Every traffic counter of cellium_metrics: drops by reason and direction, forwards, events lost. */
+  traffic(): TrafficCounters {
+    return readTraffic(this.shared('metricsMap'));
+  }
+
+  /** The fds of cellium_metrics and cellium_events by name, for the loader to bind programs to. */
+  sharedFds(): Record<string, number> {
+    return { [METRICS_MAP]: this.shared('metricsMap').fd, [EVENTS_MAP]: this.shared('eventsMap').fd };
+  }
+
+  /** The ids of cellium_metrics and cellium_events (a program bound to others must be reloaded). */
+  sharedIds(): number[] {
+    return [this.shared('metricsMap').info.id, this.shared('eventsMap').info.id];
+  }
+
+  private shared(which: 'metricsMap' | 'eventsMap'): BpfMap {
+    const m = this[which];
+    if (!m) throw new BpfDatapathError('not-started', 'the BPF datapath maps are not open (the datapath has not started)');
+    return m;
   }
 
   private forgetPolicy(endpointId: number): void {

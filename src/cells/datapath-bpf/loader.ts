@@ -89,7 +89,7 @@ export class BpfLoader implements Loader {
       signal?.throwIfAborted();
       const r = await loadEndpointProgram(cfg, {
         bpfRoot: this.kernel.root, object: this.opts.object, mode: this.opts.mode, ctTimeouts: this.timeouts,
-        reuseMaps: { ...Object.fromEntries(Object.entries(this.boundMaps(cfg.id)).map(([n, m]) => [n, m.fd])), ...this.kernel.ct.fds() },
+        reuseMaps: { ...Object.fromEntries(Object.entries(this.boundMaps(cfg.id)).map(([n, m]) => [n, m.fd])), ...this.kernel.ct.fds(), ...this.kernel.sharedFds() },
       });
       this.attached.set(cfg.id, { ifName: cfg.ifName, ifIndex: cfg.ifIndex, progs: { from_container: r.attachments.from_container.progId, to_container: r.attachments.to_container.progId } });
       this.loads++;
@@ -181,7 +181,7 @@ export class BpfLoader implements Loader {
   async isLoaded(cfg: EndpointDatapathConfig): Promise<boolean> {
     try {
       const maps = this.boundMaps(cfg.id);
-      if (!isEndpointLoaded(cfg, undefined, [maps[OBJECT_POLICY_MAP]!.info.id, maps[IPCACHE_MAP]!.info.id, ...this.kernel.ct.ids()], this.timeouts)) return false;
+      if (!isEndpointLoaded(cfg, undefined, [maps[OBJECT_POLICY_MAP]!.info.id, maps[IPCACHE_MAP]!.info.id, ...this.kernel.ct.ids(), ...this.kernel.sharedIds()], this.timeouts)) return false;
       // what restore found in place is what checkAttached watches from now on
       const progs = singlePrograms(cfg.ifIndex);
       if (progs && !this.busy.has(cfg.id)) this.attached.set(cfg.id, { ifName: cfg.ifName, ifIndex: cfg.ifIndex, progs });

@@ -20,10 +20,18 @@ export interface CtTimeouts {
   readonly any: number;
   readonly syn: number;
   readonly close: number;
+  /**
+   * Monitor aggregation: a flow direction's forwarded packets are traced again only after this
+   * many seconds (or on new TCP flags); default {@link DEFAULT_MONITOR_AGGREGATION_S}.
+   */
+  readonly report?: number;
 }
 
+/** Cilium's default monitor aggregation interval (--monitor-aggregation-interval 5s). */
+export const DEFAULT_MONITOR_AGGREGATION_S = 5;
+
 /** Cilium's default lifetimes. */
-export const DEFAULT_CT_TIMEOUTS: CtTimeouts = { tcp: 8000, any: 60, syn: 60, close: 10 };
+export const DEFAULT_CT_TIMEOUTS: CtTimeouts = { tcp: 8000, any: 60, syn: 60, close: 10, report: DEFAULT_MONITOR_AGGREGATION_S };
 
 /** What a lookup found (Cilium's CT_NEW … CT_REOPENED). */
 export type CtStatus = 'new' | 'established' | 'reply' | 'related' | 'reopened';

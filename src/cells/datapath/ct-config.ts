@@ -3,7 +3,7 @@
  * of seconds, passed to bpf_lxc as load-time constants and used by the memory datapath's table.
  */
 import { duration, type Field } from '../../hive/config/fields.js';
-import type { CtTimeouts } from './conntrack.js';
+import { DEFAULT_MONITOR_AGGREGATION_S, type CtTimeouts } from './conntrack.js';
 
 /** A lifetime: a duration of whole seconds, at least 1 s (the datapath counts in seconds). */
 function lifetime(def: string, help: string): Field<number> {
@@ -25,14 +25,19 @@ export const conntrackConfigSchema = {
   bpfCtTimeoutRegularAny: lifetime('60s', 'Conntrack lifetime of a non-TCP flow (UDP, ICMP, ...), refreshed by every packet'),
   bpfCtTimeoutRegularTcpSyn: lifetime('60s', 'Conntrack lifetime of a TCP connection until a packet without SYN is seen'),
   bpfCtTimeoutRegularTcpFin: lifetime('10s', 'Conntrack lifetime of a TCP connection once both directions sent FIN, or one sent RST'),
+  monitorAggregationInterval: lifetime('5s', 'Monitor aggregation: a flow direction is traced again only after this long, or on new TCP flags (new flows always are)'),
 };
 
 /** The lifetimes in seconds from the configuration's values. */
-export function ctTimeoutsOf(cfg: { readonly bpfCtTimeoutRegularTcp: number; readonly bpfCtTimeoutRegularAny: number; readonly bpfCtTimeoutRegularTcpSyn: number; readonly bpfCtTimeoutRegularTcpFin: number }): CtTimeouts {
+export function ctTimeoutsOf(cfg: {
+  readonly bpfCtTimeoutRegularTcp: number; readonly bpfCtTimeoutRegularAny: number; readonly bpfCtTimeoutRegularTcpSyn: number; readonly bpfCtTimeoutRegularTcpFin: number;
+  readonly monitorAggregationInterval?: number;
+}): CtTimeouts {
   return {
     tcp: cfg.bpfCtTimeoutRegularTcp / 1000,
     any: cfg.bpfCtTimeoutRegularAny / 1000,
     syn: cfg.bpfCtTimeoutRegularTcpSyn / 1000,
     close: cfg.bpfCtTimeoutRegularTcpFin / 1000,
+    report: (cfg.monitorAggregationInterval ?? DEFAULT_MONITOR_AGGREGATION_S * 1000) / 1000,
   };
 }
