@@ -222,24 +222,48 @@ export class BpfMap {
   }
 
   /**
-   * Reads every entry with BPF_MAP_LOOKUP_BATCH, `chunk` entries per call: keys and values
-   * concatenated. Maps without batch support fall back to keys() + lookup().
+   * Every entry (BPF_MAP_LOOKUP_BATCH): the kernel writes straight into one pair of buffers, as a C
+   * caller would, starting with room for `initial` entries (capped at the map's size) and doubling
+   * when full, so a caller that knows the count gets it in one syscall and no copy. Maps without
+   * batch support are read key by key.
    */
-  lookupAll(chunk = 4096): { count: number; keys: Buffer; values: Buffer } {
-    const keyParts: Buffer[] = [];
-    const valueParts: Buffer[] = [];
+  lookupAll(initial = 4096): { count: number; keys: Buffer; values: Buffer } {
+    const ks = this.keySize;
+    const vs = this.valueBytes;
+    let cap = Math.max(1, Math.min(initial, this.info.maxEntries || initial));
+    let keys = Buffer.allocUnsafe(ks * cap);
+    let values = Buffer.allocUnsafe(vs * cap);
+    const outBatch = Buffer.alloc(Math.max(ks, 8));
+    const inBatch = Buffer.alloc(outBatch.length);
+    const grow = (): void => {
+      cap *= 2;
+      keys = Buffer.concat([keys], ks * cap);
+      values = Buffer.concat([values], vs * cap);
+    };
     let total = 0;
+    let first = true;
     try {
-      for (const b of this.batches(chunk)) {
-        keyParts.push(Buffer.from(b.keys.subarray(0, b.count * this.keySize)));
-        valueParts.push(Buffer.from(b.values.subarray(0, b.count * this.valueBytes)));
-        total += b.count;
+      for (;;) {
+        if (total === cap) grow();
+        let r: [number, boolean];
+        try {
+          r = sys(() => this.addon.mapLookupBatch(this.fd, first ? null : inBatch, outBatch, keys.subarray(total * ks), values.subarray(total * vs), cap - total));
+        } catch (err) {
+          // a bucket larger than the room left: nothing was read, the cursor did not move
+          if ((err as { code?: string }).code !== 'ENOSPC') throw err;
+          grow();
+          continue;
+        }
+        first = false;
+        total += r[0];
+        if (!r[1]) break;
+        outBatch.copy(inBatch);
       }
     } catch (err) {
       if (!isBatchUnsupported(err)) throw err;
       return this.lookupAllByKey();
     }
-    return { count: total, keys: Buffer.concat(keyParts), values: Buffer.concat(valueParts) };
+    return { count: total, keys: keys.subarray(0, total * ks), values: values.subarray(0, total * vs) };
   }
 
   /**
