@@ -13,7 +13,7 @@ import { rmSync } from 'node:fs';
 import {
   bpfAvailable, ensureBpffs, loadEndpointProgram, objectPath, unloadEndpointProgram, type LxcLoadOptions,
 } from '../src/bpf/index.js';
-import type { EndpointDatapathConfig } from '../src/cells/datapath/types.js';
+import type { EndpointDatapathConfig } from '../src/datapath/types.js';
 import { printTable, ratio, stats } from './lib/report.js';
 
 const RUNS = 20;

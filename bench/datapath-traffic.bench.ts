@@ -13,7 +13,7 @@ import { rmSync } from 'node:fs';
 import {
   CtMaps, bpfAvailable, ensureBpffs, loadEndpointProgram, openIPCacheMap, openPolicyMap, syncPolicyMap, unloadEndpointProgram,
 } from '../src/bpf/index.js';
-import type { PolicyEntry } from '../src/cells/datapath/types.js';
+import type { PolicyEntry } from '../src/datapath/types.js';
 import { printTable, ratio } from './lib/report.js';
 
 const ROUNDS = 3;

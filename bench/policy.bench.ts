@@ -9,7 +9,7 @@
 import { Subject } from 'rxjs';
 import { makeIdentity, reservedIdentities, type Identity, type IdentityAllocator, type IdentityChange } from '../src/cells/identity/index.js';
 import { Repository, SelectorCache, distill, resolveDenies } from '../src/cells/policy/index.js';
-import type { PolicyEntry } from '../src/cells/datapath/types.js';
+import type { PolicyEntry } from '../src/datapath/types.js';
 import type { CompiledRule } from '../src/cells/policy/rule.js';
 import type { Selector } from '../src/cells/policy/selector.js';
 import { labelsKey, parseLabels, type Label } from '../src/lib/labels.js';

@@ -5,9 +5,9 @@
  */
 import { endianness } from 'node:os';
 import { join } from 'node:path';
-import { IPCACHE_MAP, LXC_MAP, policyMapName } from '../cells/datapath/map-names.js';
-import { expandPolicy, policyKeyId, type PolicyKey } from '../cells/datapath/policy-lpm.js';
-import type { PolicyEntry } from '../cells/datapath/types.js';
+import { IPCACHE_MAP, LXC_MAP, policyMapName } from '../datapath/map-names.js';
+import { expandPolicy, policyKeyId, type PolicyKey } from '../datapath/policy-lpm.js';
+import type { PolicyEntry } from '../datapath/types.js';
 import { BpfMap, type MapSpec } from './bpf-map.js';
 import {
   DROP_REASONS, hostOrder, IPCACHE_MAP_SPEC, LXC_MAP_SPEC, METRICS_DIR_STRIDE, METRICS_EVENTS_LOST, METRICS_MAP, METRICS_MAP_SPEC, POLICY_MAP_SPEC, ipcacheKeyCodec, ipcacheValueCodec,

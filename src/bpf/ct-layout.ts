@@ -6,8 +6,8 @@
  * endpoint (first seen at ingress), none one the endpoint opened.
  */
 import { endianness } from 'node:os';
-import { formatAddr, parseAddr } from '../cells/ipam/addr.js';
-import { CtFlags, TupleFlags, type CtEntry, type CtKey } from '../cells/datapath/conntrack.js';
+import { formatAddr, parseAddr } from '../lib/addr.js';
+import { CtFlags, TupleFlags, type CtEntry, type CtKey } from '../datapath/conntrack.js';
 import { MapType, type MapSpec } from './bpf-map.js';
 import type { Codec } from './typed-map.js';
 

@@ -7,8 +7,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { parseAddr } from '../cells/ipam/addr.js';
-import type { CtEntry, CtKey, CtStore } from '../cells/datapath/conntrack.js';
+import { parseAddr } from '../lib/addr.js';
+import type { CtEntry, CtKey, CtStore } from '../datapath/conntrack.js';
 import { BpfMap, type MapSpec } from './bpf-map.js';
 import { bpfError } from './errors.js';
 import {

@@ -6,10 +6,10 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Conntrack, type CtTimeouts } from '../cells/datapath/conntrack.js';
-import { PolicyLpm } from '../cells/datapath/policy-lpm.js';
-import type { Direction, Verdict } from '../cells/datapath/types.js';
-import { IPCacheLpm, decidePacket, peerAddress, type VerdictPacket } from '../cells/datapath/verdict-model.js';
+import { Conntrack, type CtTimeouts } from '../datapath/conntrack.js';
+import { PolicyLpm } from '../datapath/policy-lpm.js';
+import type { Direction, Verdict } from '../datapath/types.js';
+import { IPCacheLpm, decidePacket, peerAddress, type VerdictPacket } from '../datapath/verdict-model.js';
 import { openIPCacheMap, openPolicyMap, policyMapPath } from './cellium-maps.js';
 import { CT_MAPS, monotonicSeconds } from './ct-layout.js';
 import { CtMaps } from './ct-maps.js';

@@ -4,11 +4,11 @@
  * reuse it). Host-order integers follow this machine's endianness, like the C structs.
  */
 import { endianness } from 'node:os';
-import { formatAddr, formatCidr, parseAddr, parseCidr, type Cidr } from '../cells/ipam/addr.js';
-import { IPCACHE_MAP, LXC_MAP } from '../cells/datapath/map-names.js';
+import { formatAddr, formatCidr, parseAddr, parseCidr, type Cidr } from '../lib/addr.js';
+import { IPCACHE_MAP, LXC_MAP } from '../datapath/map-names.js';
 import {
   POLICY_KEY_SIZE, POLICY_VALUE_SIZE, decodePolicyKey, decodePolicyValue, encodePolicyKey, encodePolicyValue, type PolicyKey,
-} from '../cells/datapath/policy-lpm.js';
+} from '../datapath/policy-lpm.js';
 import { MapFlags, MapType, type MapSpec } from './bpf-map.js';
 import type { Codec } from './typed-map.js';
 

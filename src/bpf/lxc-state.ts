@@ -3,8 +3,8 @@
  * each hook and the .rodata constants they were loaded with, so "is this endpoint loaded with
  * exactly this configuration" (Loader.isLoaded) is answered by the kernel, across agent restarts.
  */
-import type { CtTimeouts } from '../cells/datapath/conntrack.js';
-import type { EndpointDatapathConfig } from '../cells/datapath/types.js';
+import type { CtTimeouts } from '../datapath/conntrack.js';
+import type { EndpointDatapathConfig } from '../datapath/types.js';
 import { attachedPrograms } from './attach.js';
 import { BpfMap } from './bpf-map.js';
 import { sys } from './errors.js';

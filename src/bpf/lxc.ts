@@ -6,9 +6,9 @@
  */
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAddr } from '../cells/ipam/addr.js';
-import { DEFAULT_CT_TIMEOUTS, DEFAULT_MONITOR_AGGREGATION_S, type CtTimeouts } from '../cells/datapath/conntrack.js';
-import type { EndpointDatapathConfig } from '../cells/datapath/types.js';
+import { parseAddr } from '../lib/addr.js';
+import { DEFAULT_CT_TIMEOUTS, DEFAULT_MONITOR_AGGREGATION_S, type CtTimeouts } from '../datapath/conntrack.js';
+import type { EndpointDatapathConfig } from '../datapath/types.js';
 import { attachTc, attachedPrograms, detachTc, type AttachMode, type TcAttachment, type TcHook } from './attach.js';
 import { policyMapPath, removePolicyMap } from './cellium-maps.js';
 import { hostOrder, macBytes, OBJECT_POLICY_MAP, writeAddr } from './layout.js';

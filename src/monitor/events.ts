@@ -4,7 +4,7 @@
  * non-blocking reader of the pinned ring (Cilium's pkg/monitor: the layouts the agent decodes).
  */
 import { join } from 'node:path';
-import { formatAddr } from '../cells/ipam/addr.js';
+import { formatAddr } from '../lib/addr.js';
 import { BpfMap } from '../bpf/bpf-map.js';
 import { sys } from '../bpf/errors.js';
 import { DROP_REASONS, EVENTS_MAP, hostOrder } from '../bpf/layout.js';

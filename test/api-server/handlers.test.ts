@@ -12,7 +12,7 @@ import { ipamCell } from '../../src/cells/ipam/index.js';
 import { EndpointAPIManagerToken, EndpointManagerToken } from '../../src/cells/endpoint/types.js';
 import { IdentityAllocatorToken } from '../../src/cells/identity/types.js';
 import { PolicyRepositoryToken } from '../../src/cells/policy/types.js';
-import { DatapathToken } from '../../src/cells/datapath/types.js';
+import { DatapathToken } from '../../src/datapath/types.js';
 import { MockEndpoints, MockPolicy, mockDatapath, mockIdentities } from './mocks.js';
 
 const validator = createSpecValidator();

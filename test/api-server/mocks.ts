@@ -10,7 +10,7 @@ import type { EndpointAPIManager, EndpointManager, EndpointView } from '../../sr
 import type { Identity, IdentityAllocator, IdentityChange } from '../../src/cells/identity/types.js';
 import { PolicyError } from '../../src/cells/policy/errors.js';
 import type { ImportOptions, PolicyChange, PolicyRepository, PolicyRule } from '../../src/cells/policy/types.js';
-import type { Datapath, MapDump } from '../../src/cells/datapath/types.js';
+import type { Datapath, MapDump } from '../../src/datapath/types.js';
 import { parseLabels, formatLabels } from '../../src/lib/labels.js';
 
 /** A mock endpoint. */

@@ -15,9 +15,9 @@ import {
   readDropCounters, syncPolicyMap, type BpfObject, type IPCacheMap, type PolicyMap,
 } from '../../src/bpf/index.js';
 import { MemoryDatapath } from '../../src/cells/datapath-memory/index.js';
-import { ctKeyId, type CtEntry, type CtKey, type CtTimeouts } from '../../src/cells/datapath/conntrack.js';
-import type { EndpointDatapathConfig } from '../../src/cells/datapath/types.js';
-import type { VerdictPacket } from '../../src/cells/datapath/verdict-model.js';
+import { ctKeyId, type CtEntry, type CtKey, type CtTimeouts } from '../../src/datapath/conntrack.js';
+import type { EndpointDatapathConfig } from '../../src/datapath/types.js';
+import type { VerdictPacket } from '../../src/datapath/verdict-model.js';
 import { statefulCases, type StatefulCase } from '../fixtures/verdict-cases.js';
 import { frame } from './fixtures/packets.js';
 import { skipUnlessBpf, testBpfRoot } from './fixtures/topology.js';

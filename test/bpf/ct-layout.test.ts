@@ -6,7 +6,7 @@ import { endianness } from 'node:os';
 import {
   CT_ENTRY_SIZE, ctEntryCodec, ctEntryLine, ctFlagsText, ctKey4Codec, ctKey6Codec, ctKeyText, ctLifetimeAt, ctMapSpec, MapType,
 } from '../../src/bpf/index.js';
-import type { CtEntry, CtKey } from '../../src/cells/datapath/conntrack.js';
+import type { CtEntry, CtKey } from '../../src/datapath/conntrack.js';
 
 const LE = endianness() === 'LE';
 

@@ -11,7 +11,7 @@ import {
   BpfError, endpointPrograms, isEndpointLoaded, loadEndpointProgram, lxcLinkPath, openIPCacheMap, openPolicyMap, pinnedEndpoints, readDropCounters,
   syncPolicyMap, unloadEndpointProgram, type AttachMode, type LxcLoadResult, type PolicyMap,
 } from '../../src/bpf/index.js';
-import type { EndpointDatapathConfig, PolicyEntry } from '../../src/cells/datapath/types.js';
+import type { EndpointDatapathConfig, PolicyEntry } from '../../src/datapath/types.js';
 import { createTopology, exchange, ping, skipUnlessBpf, testBpfRoot, type Topology } from './fixtures/topology.js';
 
 const skip = skipUnlessBpf();

@@ -5,8 +5,8 @@ import { readdirSync } from 'node:fs';
 import {
   BpfError, BpfMap, MapType, UpdateFlags, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readDropCounters, syncPolicyMap,
 } from '../../src/bpf/index.js';
-import { expandPolicy, policyKeyId } from '../../src/cells/datapath/policy-lpm.js';
-import type { PolicyEntry } from '../../src/cells/datapath/types.js';
+import { expandPolicy, policyKeyId } from '../../src/datapath/policy-lpm.js';
+import type { PolicyEntry } from '../../src/datapath/types.js';
 import { skipUnlessBpf, testBpfRoot } from './fixtures/topology.js';
 
 const skip = skipUnlessBpf();

@@ -3,8 +3,8 @@ import t from 'tap';
 import {
   POLICY_KEY_SIZE, PolicyLpm, decodePolicyKey, decodePolicyValue, encodePolicyKey, encodePolicyValue, expandPolicy,
   policyKeyId, portRangeBlocks, type PolicyKey,
-} from '../../src/cells/datapath/policy-lpm.js';
-import type { PolicyEntry } from '../../src/cells/datapath/types.js';
+} from '../../src/datapath/policy-lpm.js';
+import type { PolicyEntry } from '../../src/datapath/types.js';
 
 const entry = (over: Partial<PolicyEntry>): PolicyEntry => ({ identity: 0, direction: 'egress', protocol: 0, port: 0, deny: false, ...over });
 

@@ -9,7 +9,7 @@ import t from 'tap';
 import {
   kernelVerdict, loadEndpointProgram, openIPCacheMap, openPolicyMap, readDropCounters, syncPolicyMap, unloadEndpointProgram, type IPCacheMap,
 } from '../../src/bpf/index.js';
-import type { PolicyEntry } from '../../src/cells/datapath/types.js';
+import type { PolicyEntry } from '../../src/datapath/types.js';
 import { TOPOLOGY, verdictCases, type VerdictCase } from '../fixtures/verdict-cases.js';
 import { createTopology, exchange, ping, skipUnlessBpf, testBpfRoot, type Topology } from './fixtures/topology.js';
 

@@ -3,7 +3,7 @@
 // and clear errors for a root without maps and for tables Cellium does not have.
 import t from 'tap';
 import { CtMaps, monotonicSeconds } from '../../src/bpf/index.js';
-import type { CtEntry, CtKey } from '../../src/cells/datapath/conntrack.js';
+import type { CtEntry, CtKey } from '../../src/datapath/conntrack.js';
 import { runCli } from '../../src/cli/main.js';
 import { skipUnlessBpf, testBpfRoot } from '../bpf/fixtures/topology.js';
 

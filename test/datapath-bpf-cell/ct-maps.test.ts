@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { BpfMap, MapType, monotonicSeconds } from '../../src/bpf/index.js';
-import type { CtKey } from '../../src/cells/datapath/conntrack.js';
+import type { CtKey } from '../../src/datapath/conntrack.js';
 import { BpfDatapath } from '../../src/cells/datapath-bpf/index.js';
 import { silentLogger, type Logger } from '../../src/hive/index.js';
 import { bpfConfig, hostVeth, skipUnlessBpf } from './helpers.js';

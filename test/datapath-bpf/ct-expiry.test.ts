@@ -5,7 +5,7 @@
 // an endpoint removes the entries of its address (and only those) without waiting for the next run.
 import t from 'tap';
 import { CtMaps, monotonicSeconds, type CtMapName } from '../../src/bpf/index.js';
-import type { CtEntry, CtKey } from '../../src/cells/datapath/conntrack.js';
+import type { CtEntry, CtKey } from '../../src/datapath/conntrack.js';
 import { SMALL_CT, ask, serve } from './ct-fixtures.js';
 import { Cleanup, allocatePod, bpfRoot, connects, endpointRequest, skipReason, startBpfAgent, until } from './fixtures.js';
 

@@ -7,7 +7,7 @@
 // endpoint keeps its program, pins and entries.
 import t from 'tap';
 import { openIPCacheMap } from '../../src/bpf/index.js';
-import { policyMapName } from '../../src/cells/datapath/map-names.js';
+import { policyMapName } from '../../src/datapath/map-names.js';
 import { Cleanup, allocatePod, attachedCount, bpfRoot, cli, connects, endpointPins, endpointRequest, lxcEntries, skipReason, startBpfAgent, until } from './fixtures.js';
 
 const POOLS = { legacy: '10.241.1.0/24', tcx: '10.241.2.0/24' } as const;

@@ -6,7 +6,7 @@ import { Subject } from 'rxjs';
 import type { Replacement, TestLike } from '../../src/hive/index.js';
 import { formatLabels, parseLabels, type Label } from '../../src/lib/labels.js';
 import { LinkCheckerToken } from '../../src/cells/datapath/select.js';
-import { DatapathToken, type Datapath, type LiveEndpoint, type LostProgram, type PolicyEntry } from '../../src/cells/datapath/types.js';
+import { DatapathToken, type Datapath, type LiveEndpoint, type LostProgram, type PolicyEntry } from '../../src/datapath/types.js';
 import { MemoryLoader } from '../../src/cells/datapath-memory/loader.js';
 import { MemoryMaps } from '../../src/cells/datapath-memory/maps.js';
 import { IdentityAllocatorToken, type Identity, type IdentityAllocator, type IdentityChange } from '../../src/cells/identity/types.js';

@@ -8,7 +8,7 @@ import {
   identityCell, IdentityAllocatorToken, IdentityBackendToken, LocalIdentityAllocator, type IdentityAllocator,
   type IdentityBackend, type IdentityChange, type StoredIdentity,
 } from '../../src/cells/identity/index.js';
-import { ReservedIdentity } from '../../src/cells/datapath/types.js';
+import { ReservedIdentity } from '../../src/datapath/types.js';
 import { parseLabels } from '../../src/lib/labels.js';
 
 const use = invoke('use-identity', (_a: IdentityAllocator) => undefined, IdentityAllocatorToken);

@@ -2,7 +2,7 @@ import t from 'tap';
 import { testHive } from '../../src/hive/index.js';
 import { cidrIPCacheCell } from '../../src/cells/policy/index.js';
 import { IdentityAllocatorToken } from '../../src/cells/identity/index.js';
-import { DatapathToken, type Datapath, type IPCacheEntry } from '../../src/cells/datapath/types.js';
+import { DatapathToken, type Datapath, type IPCacheEntry } from '../../src/datapath/types.js';
 import { MockAllocator } from './helpers.js';
 
 /** A datapath mock recording ipcache writes. */

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Proto, type PolicyEntry } from '../../src/cells/datapath/types.js';
+import { Proto, type PolicyEntry } from '../../src/datapath/types.js';
 import { resolveDenies } from '../../src/cells/policy/index.js';
 import { policyHive, rules, lpmVerdict, refVerdict } from './helpers.js';
 

@@ -7,8 +7,8 @@ import { statedirCell } from '../../src/cells/statedir/index.js';
 import { testHive, type TestLike } from '../../src/hive/index.js';
 import { policyCell, PolicyRepositoryToken, type Repository } from '../../src/cells/policy/index.js';
 import { IdentityAllocatorToken, makeIdentity, reservedIdentities, reservedFor, cidrLabel, type Identity, type IdentityAllocator, type IdentityChange } from '../../src/cells/identity/index.js';
-import type { Direction, PolicyEntry } from '../../src/cells/datapath/types.js';
-import { PolicyLpm } from '../../src/cells/datapath/policy-lpm.js';
+import type { Direction, PolicyEntry } from '../../src/datapath/types.js';
+import { PolicyLpm } from '../../src/datapath/policy-lpm.js';
 import { labelsKey, parseLabels, sortLabels, type Label } from '../../src/lib/labels.js';
 
 /** An in-memory allocator standing in for the identity cell. */

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Proto } from '../../src/cells/datapath/types.js';
+import { Proto } from '../../src/datapath/types.js';
 import type { PolicyChange } from '../../src/cells/policy/index.js';
 import { policyHive, rules, lpmVerdict } from './helpers.js';
 

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Proto, ReservedIdentity, type PolicyEntry } from '../../src/cells/datapath/types.js';
+import { Proto, ReservedIdentity, type PolicyEntry } from '../../src/datapath/types.js';
 import type { Identity } from '../../src/cells/identity/index.js';
 import { policyHive, rules, lpmVerdict, type MockAllocator } from './helpers.js';
 

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Proto, ReservedIdentity, type PolicyEntry } from '../../src/cells/datapath/types.js';
+import { Proto, ReservedIdentity, type PolicyEntry } from '../../src/datapath/types.js';
 import { policyHive, rules, lpmVerdict } from './helpers.js';
 
 const ns = (n: string) => `k8s:io.kubernetes.pod.namespace=${n}`;

@@ -12,7 +12,7 @@ import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { token } from '../../hive/token.js';
 import { packageVersion } from '../../api/repo-files.js';
 import type { StatusResponse } from '../../api/models.js';
-import { DatapathToken, type Datapath } from '../datapath/types.js';
+import { DatapathToken, type Datapath } from '../../datapath/types.js';
 import { IdentityAllocatorToken, type IdentityAllocator } from '../identity/types.js';
 import { IPAMToken, ipamSummary, type IPAM } from '../ipam/index.js';
 

@@ -4,8 +4,8 @@
  * for a policy map, of that endpoint's objects) that writes them.
  */
 import type { DesiredObject, DesiredTable, TableStatus } from '../../lib/reconciler/index.js';
-import { policyKeyId } from '../datapath/policy-lpm.js';
-import type { MapDump, ReconcileStatus } from '../datapath/types.js';
+import { policyKeyId } from '../../datapath/policy-lpm.js';
+import type { MapDump, ReconcileStatus } from '../../datapath/types.js';
 import type { KernelMaps } from './kernel-maps.js';
 import type { PolicyObject } from './tables.js';
 

@@ -14,7 +14,7 @@ import {
   BpfMap, CtMaps, EVENTS_MAP, EVENTS_MAP_SPEC, METRICS_MAP, METRICS_MAP_SPEC, ensureBpffs, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readTraffic, removePolicyMap,
   type IPCacheMap, type LxcMap, type MapReplacement, type PolicyMap, type TrafficCounters,
 } from '../../bpf/index.js';
-import { endpointOfPolicyMap } from '../datapath/map-names.js';
+import { endpointOfPolicyMap } from '../../datapath/map-names.js';
 import type { BpfDatapathConfig } from './config.js';
 import { BpfDatapathError, wrapBpf } from './errors.js';
 

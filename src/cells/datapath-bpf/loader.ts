@@ -9,9 +9,9 @@ import { readFileSync } from 'node:fs';
 import {
   LXC_PROGRAMS, endpointPrograms, isEndpointLoaded, isEndpointProgram, loadEndpointProgram, unloadEndpointProgram, type AttachMode, type BpfMap,
 } from '../../bpf/index.js';
-import { DEFAULT_CT_TIMEOUTS, type CtTimeouts } from '../datapath/conntrack.js';
-import { IPCACHE_MAP, LXC_MAP } from '../datapath/map-names.js';
-import type { EndpointDatapathConfig, Loader } from '../datapath/types.js';
+import { DEFAULT_CT_TIMEOUTS, type CtTimeouts } from '../../datapath/conntrack.js';
+import { IPCACHE_MAP, LXC_MAP } from '../../datapath/map-names.js';
+import type { EndpointDatapathConfig, Loader } from '../../datapath/types.js';
 import { wrapBpf } from './errors.js';
 import type { KernelMaps } from './kernel-maps.js';
 

@@ -8,10 +8,10 @@
  */
 import { DesiredTable, Reconciler, type ReconcilerStats, type TableStatus } from '../../lib/reconciler/index.js';
 import { DROP_REASONS, type IPCacheValue, type LxcValue } from '../../bpf/index.js';
-import { IPCACHE_MAP, LXC_MAP, endpointOfPolicyMap, policyMapName } from '../datapath/map-names.js';
-import { expandPolicyCached, type PolicyLpmEntry } from '../datapath/policy-lpm.js';
+import { IPCACHE_MAP, LXC_MAP, endpointOfPolicyMap, policyMapName } from '../../datapath/map-names.js';
+import { expandPolicyCached, type PolicyLpmEntry } from '../../datapath/policy-lpm.js';
 import { dumpIPCache, dumpLxc, dumpMetrics, dumpPolicy, policyStatus, tableStatus } from './dumps.js';
-import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, MapSummary, PolicyEntry } from '../datapath/types.js';
+import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, MapSummary, PolicyEntry } from '../../datapath/types.js';
 import type { KernelMaps } from './kernel-maps.js';
 import { hostCidrKey, ipcacheKey, ipcacheOps, lxcKey, lxcOps, lxcValue, policyKeyIds, policyObject, policyObjectKey, policyOps, type PolicyObject } from './tables.js';
 

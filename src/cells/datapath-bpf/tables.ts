@@ -6,7 +6,7 @@
  * kernel returns and the reconcilers' prune can tell drift from agreement.
  */
 import { ipcacheKeyCodec, lxcKeyCodec, lxcValueCodec, type Codec, type IPCacheValue, type LxcValue } from '../../bpf/index.js';
-import { policyKeyId, type PolicyKey, type PolicyLpmEntry } from '../datapath/policy-lpm.js';
+import { policyKeyId, type PolicyKey, type PolicyLpmEntry } from '../../datapath/policy-lpm.js';
 import type { ReconcileOps } from '../../lib/reconciler/index.js';
 import type { KernelMaps } from './kernel-maps.js';
 

@@ -8,9 +8,9 @@
  * simulated: every interface exists until removeLink() says it is gone (so endpoint GC can be
  * exercised unprivileged).
  */
-import { Conntrack, DEFAULT_CT_TIMEOUTS, MemoryCtStore, type CtTimeouts } from '../datapath/conntrack.js';
-import { ReservedIdentity, type Datapath, type Direction, type PacketSpec, type Verdict } from '../datapath/types.js';
-import { decidePacket, peerAddress, type PacketOutcome, type VerdictPacket } from '../datapath/verdict-model.js';
+import { Conntrack, DEFAULT_CT_TIMEOUTS, MemoryCtStore, type CtTimeouts } from '../../datapath/conntrack.js';
+import { ReservedIdentity, type Datapath, type Direction, type PacketSpec, type Verdict } from '../../datapath/types.js';
+import { decidePacket, peerAddress, type PacketOutcome, type VerdictPacket } from '../../datapath/verdict-model.js';
 import { MemoryLoader } from './loader.js';
 import { MemoryMaps } from './maps.js';
 

@@ -3,7 +3,7 @@
  * preferred): real maps in memory, a loader that records loaded configurations, and the verdict
  * function of the shared verdict model. The datapath cell registers memoryDatapathProvider.
  */
-import type { CtTimeouts } from '../datapath/conntrack.js';
+import type { CtTimeouts } from '../../datapath/conntrack.js';
 import type { DatapathProvider } from '../datapath/select.js';
 import { MemoryDatapath } from './datapath.js';
 

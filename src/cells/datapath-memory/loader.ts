@@ -2,7 +2,7 @@
  * The in-memory Loader: "loading" an endpoint's program records the configuration it was built
  * with, so isLoaded answers exactly as the BPF loader would for an attached program.
  */
-import type { EndpointDatapathConfig, Loader } from '../datapath/types.js';
+import type { EndpointDatapathConfig, Loader } from '../../datapath/types.js';
 
 /** One recorded load. */
 export interface LoadRecord {

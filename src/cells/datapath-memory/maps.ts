@@ -5,10 +5,10 @@
  * Writes apply at once; a policy the map cannot hold (policy-lpm refuses it) keeps the old one and
  * is reported by flush while it stands, as the BPF datapath reports a failed write.
  */
-import { canonicalAddr, formatCidr, parseAddr, parseCidr, prefixMask, type Addr, type Cidr } from '../ipam/addr.js';
-import { IPCACHE_MAP, LXC_MAP, endpointOfPolicyMap, policyMapName } from '../datapath/map-names.js';
-import { PolicyLpm, expandPolicyCached, policyKeyId, type PolicyLpmEntry } from '../datapath/policy-lpm.js';
-import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, MapSummary, PolicyEntry, ReconcileStatus } from '../datapath/types.js';
+import { canonicalAddr, formatCidr, parseAddr, parseCidr, prefixMask, type Addr, type Cidr } from '../../lib/addr.js';
+import { IPCACHE_MAP, LXC_MAP, endpointOfPolicyMap, policyMapName } from '../../datapath/map-names.js';
+import { PolicyLpm, expandPolicyCached, policyKeyId, type PolicyLpmEntry } from '../../datapath/policy-lpm.js';
+import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, MapSummary, PolicyEntry, ReconcileStatus } from '../../datapath/types.js';
 
 /** IPCache contents of one family, by prefix length then network. */
 class LpmTable {

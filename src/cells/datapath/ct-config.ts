@@ -3,7 +3,7 @@
  * of seconds, passed to bpf_lxc as load-time constants and used by the memory datapath's table.
  */
 import { duration, type Field } from '../../hive/config/fields.js';
-import { DEFAULT_MONITOR_AGGREGATION_S, type CtTimeouts } from './conntrack.js';
+import { DEFAULT_MONITOR_AGGREGATION_S, type CtTimeouts } from '../../datapath/conntrack.js';
 
 /** A lifetime: a duration of whole seconds, at least 1 s (the datapath counts in seconds). */
 function lifetime(def: string, help: string): Field<number> {

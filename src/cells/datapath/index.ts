@@ -10,13 +10,13 @@ import { LoggerToken } from '../../hive/logger.js';
 import { memoryDatapathProvider } from '../datapath-memory/index.js';
 import { ctTimeoutsOf } from './ct-config.js';
 import { DatapathConfigToken, DatapathProvidersToken, LinkCheckerToken, SelectedDatapathToken, datapathConfigSchema, selectDatapath, type DatapathConfig, type SelectedDatapath } from './select.js';
-import { DatapathToken } from './types.js';
+import { DatapathToken } from '../../datapath/types.js';
 
-export * from './types.js';
+export * from '../../datapath/types.js';
 export * from './select.js';
-export * from './map-names.js';
+export * from '../../datapath/map-names.js';
 export { ctTimeoutsOf, conntrackConfigSchema } from './ct-config.js';
-export { DEFAULT_CT_TIMEOUTS, type CtTimeouts, type CtStatus } from './conntrack.js';
+export { DEFAULT_CT_TIMEOUTS, type CtTimeouts, type CtStatus } from '../../datapath/conntrack.js';
 
 /** The datapath cell. */
 export const datapathCell = module(

@@ -10,7 +10,7 @@ import { oneOf, type ValuesOf } from '../../hive/config/fields.js';
 import type { Logger } from '../../hive/logger.js';
 import { groupToken, token } from '../../hive/token.js';
 import { conntrackConfigSchema } from './ct-config.js';
-import type { Datapath } from './types.js';
+import type { Datapath } from '../../datapath/types.js';
 
 /** Datapath modes. */
 export const DATAPATH_MODES = ['auto', 'bpf', 'memory'] as const;

@@ -7,7 +7,7 @@
  * error returned). Also delete, patch, patch labels and patch config.
  */
 import type { Logger } from '../../hive/index.js';
-import { canonicalAddr } from '../ipam/addr.js';
+import { canonicalAddr } from '../../lib/addr.js';
 import type { Endpoint } from './endpoint.js';
 import { labelsFromChangeRequest, specFromChangeRequest, type EndpointCreator } from './creator.js';
 import { EndpointError } from './errors.js';

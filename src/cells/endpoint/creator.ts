@@ -6,7 +6,7 @@
  */
 import { Ajv, type ErrorObject } from 'ajv';
 import { token } from '../../hive/token.js';
-import { canonicalAddr } from '../ipam/addr.js';
+import { canonicalAddr } from '../../lib/addr.js';
 import { parseLabel } from '../../lib/labels.js';
 import { Endpoint } from './endpoint.js';
 import { EndpointError } from './errors.js';

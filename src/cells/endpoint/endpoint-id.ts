@@ -3,7 +3,7 @@
  * `container-id:`, `container-name:`, `pod-name:ns/name`, `cni-attachment-id:<container-id>:<ifname>`,
  * `ipv4:`, `ipv6:` (pkg/endpoint/id).
  */
-import { canonicalAddr } from '../ipam/addr.js';
+import { canonicalAddr } from '../../lib/addr.js';
 import { EndpointError } from './errors.js';
 import { MAX_ENDPOINT_ID } from './id-allocator.js';
 

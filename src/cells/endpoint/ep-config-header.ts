@@ -2,8 +2,8 @@
  * Renders an endpoint's datapath constants as C defines (Cilium's `ep_config.h`): the values the
  * per-endpoint program is built with, kept in the endpoint's state directory.
  */
-import { parseAddr } from '../ipam/addr.js';
-import type { EndpointDatapathConfig } from '../datapath/types.js';
+import { parseAddr } from '../../lib/addr.js';
+import type { EndpointDatapathConfig } from '../../datapath/types.js';
 
 const hex = (n: number | bigint, width: number): string => `0x${n.toString(16).padStart(width, '0')}`;
 

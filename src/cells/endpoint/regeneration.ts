@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { Subject } from 'rxjs';
 import type { ControllerManager, ControllerStatus, Logger } from '../../hive/index.js';
 import { parseLabels } from '../../lib/labels.js';
-import type { Datapath, EndpointDatapathConfig, LxcEntry } from '../datapath/types.js';
+import type { Datapath, EndpointDatapathConfig, LxcEntry } from '../../datapath/types.js';
 import type { IdentityAllocator } from '../identity/types.js';
 import type { IPAM } from '../ipam/types.js';
 import type { PolicyRepository } from '../policy/types.js';

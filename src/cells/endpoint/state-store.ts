@@ -8,8 +8,8 @@
  */
 import { readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { EndpointDatapathConfig } from '../datapath/types.js';
-import { policyMapName } from '../datapath/map-names.js';
+import type { EndpointDatapathConfig } from '../../datapath/types.js';
+import { policyMapName } from '../../datapath/map-names.js';
 import type { Endpoint, EndpointSnapshot } from './endpoint.js';
 import { renderEpConfigHeader } from './ep-config-header.js';
 import { stateIO, type StateIO } from '../../lib/state-io.js';

@@ -8,7 +8,7 @@
 import { Subject } from 'rxjs';
 import type { Logger } from '../../hive/logger.js';
 import { formatLabels, labelsKey, parseLabel, sortLabels, type Label } from '../../lib/labels.js';
-import { formatCidr, parseCidr } from '../ipam/addr.js';
+import { formatCidr, parseCidr } from '../../lib/addr.js';
 import type { IdentityBackend } from './backend.js';
 import { cidrLabel } from './cidr.js';
 import { backendConflict, invalidLabels, rangeExhausted } from './errors.js';

@@ -2,7 +2,7 @@
  * CIDR identity labels, Cilium's way: `cidr:<prefix>` with `:` written as `-` for IPv6
  * (`cidr:fd00--/64`), plus `reserved:world`.
  */
-import { formatCidr, parseCidr, type Cidr } from '../ipam/addr.js';
+import { formatCidr, parseCidr, type Cidr } from '../../lib/addr.js';
 import type { Label } from '../../lib/labels.js';
 
 /** The `cidr:` label of a CIDR (canonical, host bits cleared). Throws a plain Error on bad input. */

@@ -2,7 +2,7 @@
  * Reserved identities with Cilium's numbers and labels (pkg/identity/numericidentity.go), and the
  * mapping of special label sets to them.
  */
-import { ReservedIdentity } from '../datapath/types.js';
+import { ReservedIdentity } from '../../datapath/types.js';
 import { formatLabels, parseLabel, type Label } from '../../lib/labels.js';
 import type { Identity } from './types.js';
 

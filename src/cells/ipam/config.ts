@@ -1,7 +1,7 @@
 /** Configuration of the IPAM cell: the node's pools and how often unconfirmed allocations expire. */
 import { duration, oneOf, string, type ValuesOf } from '../../hive/config/fields.js';
 import { token } from '../../hive/token.js';
-import { formatCidr, parseCidr } from './addr.js';
+import { formatCidr, parseCidr } from '../../lib/addr.js';
 import { badRange } from './errors.js';
 import { IPAM_MODES, type Family } from './types.js';
 

@@ -14,7 +14,7 @@ export { IPAMError, type IPAMErrorCode } from './errors.js';
 export { IPAMConfigToken, ipamConfigSchema, type IPAMConfig } from './config.js';
 export { NodeIPAM } from './ipam.js';
 export { ipamSummary, type IPAMSummary } from './summary.js';
-export { parseAddr, formatAddr, canonicalAddr, parseCidr, formatCidr, cidrContains, cidrContainsAddr, type Addr, type Cidr } from './addr.js';
+export { parseAddr, formatAddr, canonicalAddr, parseCidr, formatCidr, cidrContains, cidrContainsAddr, type Addr, type Cidr } from '../../lib/addr.js';
 
 /** Builds the cell's IPAM and its expiration timer job. */
 function newIPAM(cfg: IPAMConfig, jobs: Jobs, log: Logger): NodeIPAM {

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../hive/logger.js';
-import { formatAddr, parseAddr, parseCidr, type Addr } from './addr.js';
+import { formatAddr, parseAddr, parseCidr, type Addr } from '../../lib/addr.js';
 import type { IPAMConfig } from './config.js';
 import { IPAMError, inFlight, inUse, invalidIP, noPool, otherAllocation } from './errors.js';
 import { Pool, type PoolEntry } from './pool.js';

@@ -3,7 +3,7 @@
  * handed out, nor the IPv4 broadcast address. Allocation is round-robin from the last allocated
  * address, like Cilium's cluster-pool allocator, so a released address is not reused at once.
  */
-import { cidrContainsAddr, cidrSize, formatAddr, formatCidr, type Addr, type Cidr } from './addr.js';
+import { cidrContainsAddr, cidrSize, formatAddr, formatCidr, type Addr, type Cidr } from '../../lib/addr.js';
 import { exhausted, inUse, outsidePool, reservedAddr } from './errors.js';
 import type { Family } from './types.js';
 

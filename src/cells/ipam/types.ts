@@ -3,9 +3,10 @@
  * and an optional expiration (IPs a CNI ADD never confirmed), release, restore.
  */
 import { token } from '../../hive/token.js';
+import type { Family } from '../../lib/addr.js';
 
-/** Address family. */
-export type Family = 'ipv4' | 'ipv6';
+/** Address family (see src/lib/addr.ts). */
+export type { Family } from '../../lib/addr.js';
 
 /** The IPAM modes of `--ipam` (Cilium's names): the node's own pools, or the netconf's IPAM plugin. */
 export const IPAM_MODES = ['cluster-pool', 'delegated-plugin'] as const;

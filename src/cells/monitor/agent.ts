@@ -9,7 +9,7 @@ import { Observable, Subject } from 'rxjs';
 import type { Logger } from '../../hive/logger.js';
 import { MonitorEventReader, type EnrichedEvent } from '../../monitor/index.js';
 import { BpfDatapath } from '../datapath-bpf/index.js';
-import type { Datapath } from '../datapath/types.js';
+import type { Datapath } from '../../datapath/types.js';
 import type { Enricher } from './enrich.js';
 
 /** How often the ring buffer is read while there are subscribers. */

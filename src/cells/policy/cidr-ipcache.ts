@@ -8,11 +8,11 @@
 import { invoke, module } from '../../hive/cell.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
-import { DatapathToken, type Datapath } from '../datapath/types.js';
+import { DatapathToken, type Datapath } from '../../datapath/types.js';
 import { cidrOfLabel } from '../identity/cidr.js';
 import type { Identity, IdentityAllocator } from '../identity/types.js';
 import { IdentityAllocatorToken } from '../identity/types.js';
-import { formatCidr } from '../ipam/addr.js';
+import { formatCidr } from '../../lib/addr.js';
 
 /** The prefix of a CIDR identity, or undefined for any other identity. */
 export function cidrOfIdentity(id: Identity): string | undefined {

@@ -3,8 +3,8 @@
  * its endpointSelector and to peer selectors that name no namespace), Cilium's derived rule labels,
  * ports expanded to protocol/port keys, CIDRs checked. Errors name the field and the fix.
  */
-import type { Direction } from '../datapath/types.js';
-import { formatCidr, parseCidr } from '../ipam/addr.js';
+import type { Direction } from '../../datapath/types.js';
+import { formatCidr, parseCidr } from '../../lib/addr.js';
 import { formatLabel, parseLabel, sortLabels, type Label } from '../../lib/labels.js';
 import { ENTITIES } from './entities.js';
 import { invalidField } from './errors.js';

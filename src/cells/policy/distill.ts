@@ -12,7 +12,7 @@
  * cut: the overlapping ports leave the allow (which may split in two or vanish), unless the allow
  * is a single LPM prefix strictly wider than the deny (then the deny is the longer match anyway).
  */
-import type { Direction, PolicyEntry } from '../datapath/types.js';
+import type { Direction, PolicyEntry } from '../../datapath/types.js';
 import { contains, isPrefixBlock, rangeOf, subtract, type Range } from './ports.js';
 import type { CompiledRule, PortProto } from './rule.js';
 import type { Selector } from './selector.js';

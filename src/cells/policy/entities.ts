@@ -3,7 +3,7 @@
  * `cluster` (every identity that is not world, endpoints included), `host` (1), `all` (the
  * wildcard, policy key identity 0) and the other reserved identities by name.
  */
-import { ReservedIdentity } from '../datapath/types.js';
+import { ReservedIdentity } from '../../datapath/types.js';
 import type { Identity } from '../identity/types.js';
 import { WILDCARD, type Selector } from './selector.js';
 import { isWorldIdentity } from './world.js';

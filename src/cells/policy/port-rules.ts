@@ -1,5 +1,5 @@
 /** toPorts of a rule entry -> protocol/port keys: ports checked, ANY with a port expanded to TCP, UDP and SCTP. */
-import { Proto } from '../datapath/types.js';
+import { Proto } from '../../datapath/types.js';
 import { invalidField } from './errors.js';
 import type { PortProto } from './rule.js';
 

@@ -12,7 +12,7 @@ import type { Logger } from '../../hive/logger.js';
 import type { Identity, IdentityAllocator, IdentityChange } from '../identity/types.js';
 import { parseLabels, type Label } from '../../lib/labels.js';
 import { cidrLabel } from '../identity/index.js';
-import { parseCidr } from '../ipam/addr.js';
+import { parseCidr } from '../../lib/addr.js';
 import { compileRule } from './compile.js';
 import { distill } from './distill.js';
 import { invalidField } from './errors.js';

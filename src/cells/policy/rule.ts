@@ -1,5 +1,5 @@
 /** A rule as the repository keeps it: the stored document plus its compiled selectors and ports. */
-import type { Direction } from '../datapath/types.js';
+import type { Direction } from '../../datapath/types.js';
 import type { Selector } from './selector.js';
 import type { PolicyRule } from './types.js';
 

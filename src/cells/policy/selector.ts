@@ -3,7 +3,7 @@
  * In, NotIn, Exists, DoesNotExist), entities, CIDRs and the wildcard. Each has a canonical key
  * (equal selectors share a SelectorCache entry) and a match function over an identity's labels.
  */
-import { cidrContains, formatCidr, parseCidr, type Cidr } from '../ipam/addr.js';
+import { cidrContains, formatCidr, parseCidr, type Cidr } from '../../lib/addr.js';
 import { cidrOfLabel } from '../identity/cidr.js';
 import type { Identity } from '../identity/types.js';
 import { splitSelectorKey, type Label } from '../../lib/labels.js';

@@ -3,7 +3,7 @@
  * evaluated rule by rule with the same semantics as the map state, plus the rules that decided it
  * and a readable log (like `cilium policy trace`).
  */
-import { Proto, type Direction } from '../datapath/types.js';
+import { Proto, type Direction } from '../../datapath/types.js';
 import { makeIdentity, type Identity } from '../identity/index.js';
 import { POD_NAMESPACE_KEY } from './compile.js';
 import { invalidField } from './errors.js';

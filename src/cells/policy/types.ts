@@ -4,7 +4,7 @@
  */
 import type { Observable } from 'rxjs';
 import { token } from '../../hive/token.js';
-import type { PolicyEntry } from '../datapath/types.js';
+import type { PolicyEntry } from '../../datapath/types.js';
 import type { Identity } from '../identity/types.js';
 
 /** A rule as stored (CiliumNetworkPolicy `spec` shape, plus labels identifying it). */

@@ -1,5 +1,5 @@
 /** Which identities are "world" (outside the cluster): Cilium's world identities and CIDR identities. */
-import { ReservedIdentity } from '../datapath/types.js';
+import { ReservedIdentity } from '../../datapath/types.js';
 import type { Identity } from '../identity/types.js';
 
 const WORLD = new Set<number>([ReservedIdentity.world, ReservedIdentity.worldIPv4, ReservedIdentity.worldIPv6]);

@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import type { CtMaps } from '../../bpf/index.js';
-import type { CtEntry, CtKey } from '../../cells/datapath/conntrack.js';
+import type { CtEntry, CtKey } from '../../datapath/conntrack.js';
 import type { CliContext, CommandGroup } from '../context.js';
 import { CliFailure, UsageError } from '../errors.js';
 

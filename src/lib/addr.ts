@@ -3,7 +3,9 @@
  * for IPv6) and containment. Shared by IPAM (pools) and policy (fromCIDR/toCIDR, CIDR identities).
  */
 import { isIPv4, isIPv6 } from 'node:net';
-import type { Family } from './types.js';
+
+/** An address family. */
+export type Family = 'ipv4' | 'ipv6';
 
 /** A parsed address. */
 export interface Addr {

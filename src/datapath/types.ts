@@ -4,7 +4,7 @@
  * BPF datapath (real programs and maps in the kernel). `--datapath-mode=auto|bpf|memory` picks one.
  */
 import type { Observable } from 'rxjs';
-import { token } from '../../hive/token.js';
+import { token } from '../hive/token.js';
 
 /** Traffic direction, seen from the endpoint. */
 export type Direction = 'ingress' | 'egress';

@@ -11,7 +11,7 @@
  * Keys are Cilium's: addresses in reply orientation, ports in original orientation, TUPLE_F_IN for
  * a connection opened towards the endpoint.
  */
-import { parseAddr } from '../ipam/addr.js';
+import { parseAddr } from '../lib/addr.js';
 import { Proto, type Direction, type PacketSpec } from './types.js';
 
 /** Conntrack lifetimes in seconds (Cilium's --bpf-ct-timeout-regular-tcp, -any, -tcp-syn, -tcp-fin). */
