@@ -10,9 +10,8 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import {
-  bpfAvailable, ensureBpffs, loadEndpointProgram, objectPath, unloadEndpointProgram, type LxcLoadOptions,
-} from '../src/bpf/index.js';
+import { bpfAvailable, ensureBpffs, objectPath } from '../src/bpf/index.js';
+import { loadEndpointProgram, unloadEndpointProgram, type LxcLoadOptions } from '../src/cells/datapath-bpf/lxc/index.js';
 import type { EndpointDatapathConfig } from '../src/datapath/types.js';
 import { printTable, ratio, stats } from './lib/report.js';
 

@@ -10,7 +10,8 @@
 import { rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { bpfAvailable, ctEntryCodec, ctKey4Codec, monotonicSeconds } from '../src/bpf/index.js';
+import { bpfAvailable } from '../src/bpf/index.js';
+import { ctEntryCodec, ctKey4Codec, monotonicSeconds } from '../src/maps/index.js';
 import { bpfDatapathConfigSchema, CtGarbageCollector, KernelMaps, type BpfDatapathConfig } from '../src/cells/datapath-bpf/index.js';
 import { printTable, ratio } from './lib/report.js';
 

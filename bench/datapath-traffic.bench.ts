@@ -10,9 +10,9 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import {
-  CtMaps, bpfAvailable, ensureBpffs, loadEndpointProgram, openIPCacheMap, openPolicyMap, syncPolicyMap, unloadEndpointProgram,
-} from '../src/bpf/index.js';
+import { bpfAvailable, ensureBpffs } from '../src/bpf/index.js';
+import { CtMaps, openIPCacheMap, openPolicyMap, syncPolicyMap } from '../src/maps/index.js';
+import { loadEndpointProgram, unloadEndpointProgram } from '../src/cells/datapath-bpf/lxc/index.js';
 import type { PolicyEntry } from '../src/datapath/types.js';
 import { printTable, ratio } from './lib/report.js';
 

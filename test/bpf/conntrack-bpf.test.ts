@@ -10,10 +10,9 @@ import t, { type Test } from 'tap';
 import { DropEventReader } from '../../src/monitor/index.js';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  BpfMap, CtMaps, MapType, flushCtMaps, kernelVerdict, loadLxcObject, monotonicSeconds, openIPCacheMap, openPolicyMap,
-  readDropCounters, syncPolicyMap, type BpfObject, type IPCacheMap, type PolicyMap,
-} from '../../src/bpf/index.js';
+import { BpfMap, MapType, type BpfObject } from '../../src/bpf/index.js';
+import { CtMaps, flushCtMaps, monotonicSeconds, openIPCacheMap, openPolicyMap, readDropCounters, syncPolicyMap, type IPCacheMap, type PolicyMap } from '../../src/maps/index.js';
+import { kernelVerdict, loadLxcObject } from '../../src/cells/datapath-bpf/lxc/index.js';
 import { MemoryDatapath } from '../../src/cells/datapath-memory/index.js';
 import { ctKeyId, type CtEntry, type CtKey, type CtTimeouts } from '../../src/datapath/conntrack.js';
 import type { EndpointDatapathConfig } from '../../src/datapath/types.js';

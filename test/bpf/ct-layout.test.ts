@@ -3,9 +3,8 @@
 // `bpf ct list` line.
 import t from 'tap';
 import { endianness } from 'node:os';
-import {
-  CT_ENTRY_SIZE, ctEntryCodec, ctEntryLine, ctFlagsText, ctKey4Codec, ctKey6Codec, ctKeyText, ctLifetimeAt, ctMapSpec, MapType,
-} from '../../src/bpf/index.js';
+import { MapType } from '../../src/bpf/index.js';
+import { CT_ENTRY_SIZE, ctEntryCodec, ctEntryLine, ctFlagsText, ctKey4Codec, ctKey6Codec, ctKeyText, ctLifetimeAt, ctMapSpec } from '../../src/maps/index.js';
 import type { CtEntry, CtKey } from '../../src/datapath/conntrack.js';
 
 const LE = endianness() === 'LE';

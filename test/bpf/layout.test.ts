@@ -1,10 +1,9 @@
 // Codecs of the C structs and the per-endpoint constants (unprivileged): exact bytes as the C
 // side lays them out (bpf/lib/common.h), and round trips.
 import t from 'tap';
-import {
-  IPCACHE_MAP_SPEC, LXC_MAP_SPEC, POLICY_MAP_SPEC, formatMac, ipcacheKeyCodec, ipcacheValueCodec, lxcConstants, lxcKeyCodec,
-  lxcValueCodec, macBytes, policyKeyCodec, policyValueCodec, type Codec,
-} from '../../src/bpf/index.js';
+import { type Codec } from '../../src/bpf/index.js';
+import { IPCACHE_MAP_SPEC, LXC_MAP_SPEC, POLICY_MAP_SPEC, formatMac, ipcacheKeyCodec, ipcacheValueCodec, lxcKeyCodec, lxcValueCodec, macBytes, policyKeyCodec, policyValueCodec } from '../../src/maps/index.js';
+import { lxcConstants } from '../../src/cells/datapath-bpf/lxc/index.js';
 
 function enc<T>(c: Codec<T>, v: T): Buffer {
   const b = Buffer.alloc(c.size);

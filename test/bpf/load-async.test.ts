@@ -3,7 +3,9 @@
 // attach modes.
 import t from 'tap';
 import { existsSync, readFileSync } from 'node:fs';
-import { BpfObject, lxcConstants, loadEndpointProgram, objectPath, policyMapPath, programConstants, unloadEndpointProgram } from '../../src/bpf/index.js';
+import { BpfObject, objectPath } from '../../src/bpf/index.js';
+import { policyMapPath } from '../../src/maps/index.js';
+import { lxcConstants, loadEndpointProgram, programConstants, unloadEndpointProgram } from '../../src/cells/datapath-bpf/lxc/index.js';
 import { ip, ipJson, uniq } from '../netlink/netns.js';
 import { skipUnlessBpf, testBpfRoot } from './fixtures/topology.js';
 

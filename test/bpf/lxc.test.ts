@@ -7,10 +7,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { DropEventReader } from '../../src/monitor/index.js';
-import {
-  BpfError, endpointPrograms, isEndpointLoaded, loadEndpointProgram, lxcLinkPath, openIPCacheMap, openPolicyMap, pinnedEndpoints, readDropCounters,
-  syncPolicyMap, unloadEndpointProgram, type AttachMode, type LxcLoadResult, type PolicyMap,
-} from '../../src/bpf/index.js';
+import { BpfError, type AttachMode } from '../../src/bpf/index.js';
+import { openIPCacheMap, openPolicyMap, readDropCounters, syncPolicyMap, type PolicyMap } from '../../src/maps/index.js';
+import { endpointPrograms, isEndpointLoaded, loadEndpointProgram, lxcLinkPath, pinnedEndpoints, unloadEndpointProgram, type LxcLoadResult } from '../../src/cells/datapath-bpf/lxc/index.js';
 import type { EndpointDatapathConfig, PolicyEntry } from '../../src/datapath/types.js';
 import { createTopology, exchange, ping, skipUnlessBpf, testBpfRoot, type Topology } from './fixtures/topology.js';
 

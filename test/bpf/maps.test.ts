@@ -2,9 +2,8 @@
 // for every datapath struct, the policy sync, per-CPU reads and error mapping of real failures.
 import t from 'tap';
 import { readdirSync } from 'node:fs';
-import {
-  BpfError, BpfMap, MapType, UpdateFlags, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readDropCounters, syncPolicyMap,
-} from '../../src/bpf/index.js';
+import { BpfError, BpfMap, MapType, UpdateFlags } from '../../src/bpf/index.js';
+import { openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readDropCounters, syncPolicyMap } from '../../src/maps/index.js';
 import { expandPolicy, policyKeyId } from '../../src/datapath/policy-lpm.js';
 import type { PolicyEntry } from '../../src/datapath/types.js';
 import { skipUnlessBpf, testBpfRoot } from './fixtures/topology.js';

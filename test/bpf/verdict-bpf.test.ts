@@ -6,9 +6,8 @@
 // take part in the case's verdict). Cases that need packets these tools cannot send (ARP, neighbour
 // discovery, non-echo ICMP) are covered by the model test only.
 import t from 'tap';
-import {
-  kernelVerdict, loadEndpointProgram, openIPCacheMap, openPolicyMap, readDropCounters, syncPolicyMap, unloadEndpointProgram, type IPCacheMap,
-} from '../../src/bpf/index.js';
+import { openIPCacheMap, openPolicyMap, readDropCounters, syncPolicyMap, type IPCacheMap } from '../../src/maps/index.js';
+import { kernelVerdict, loadEndpointProgram, unloadEndpointProgram } from '../../src/cells/datapath-bpf/lxc/index.js';
 import type { PolicyEntry } from '../../src/datapath/types.js';
 import { TOPOLOGY, verdictCases, type VerdictCase } from '../fixtures/verdict-cases.js';
 import { createTopology, exchange, ping, skipUnlessBpf, testBpfRoot, type Topology } from './fixtures/topology.js';

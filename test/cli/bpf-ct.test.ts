@@ -2,7 +2,7 @@
 // on entries written to a test BPF root, -o json, flush counts per map and leaves the maps empty,
 // and clear errors for a root without maps and for tables Cellium does not have.
 import t from 'tap';
-import { CtMaps, monotonicSeconds } from '../../src/bpf/index.js';
+import { CtMaps, monotonicSeconds } from '../../src/maps/index.js';
 import type { CtEntry, CtKey } from '../../src/datapath/conntrack.js';
 import { runCli } from '../../src/cli/main.js';
 import { skipUnlessBpf, testBpfRoot } from '../bpf/fixtures/topology.js';

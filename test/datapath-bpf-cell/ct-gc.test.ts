@@ -5,7 +5,7 @@
 // for such an address waits for the scrub; stale endpoints found at restore are scrubbed too.
 import t from 'tap';
 import { Registry } from 'prom-client';
-import { monotonicSeconds, type CtMaps } from '../../src/bpf/index.js';
+import { monotonicSeconds, type CtMaps } from '../../src/maps/index.js';
 import type { CtEntry, CtKey } from '../../src/datapath/conntrack.js';
 import { GC_MAX_LRU_MS, GC_MIN_MS, GC_START_MS, nextGcInterval, registerCtGcMetrics, type GcReport } from '../../src/cells/datapath-bpf/index.js';
 import { skipUnlessBpf, startedDatapath } from './helpers.js';

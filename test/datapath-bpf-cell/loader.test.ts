@@ -5,7 +5,8 @@
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { BpfMap, endpointPrograms, lxcLinkPath, programMapIds } from '../../src/bpf/index.js';
+import { BpfMap } from '../../src/bpf/index.js';
+import { endpointPrograms, lxcLinkPath, programMapIds } from '../../src/cells/datapath-bpf/lxc/index.js';
 import { policyMapName, type EndpointDatapathConfig } from '../../src/cells/datapath/index.js';
 import { BpfDatapath } from '../../src/cells/datapath-bpf/index.js';
 import { silentLogger } from '../../src/hive/index.js';

@@ -4,7 +4,7 @@
 // policy map too small) is retried with backoff and reported in the map's status until the
 // desired state fits again; flush() reports the failure to the regeneration that caused it.
 import t from 'tap';
-import { openIPCacheMap, openLxcMap, openPolicyMap } from '../../src/bpf/index.js';
+import { openIPCacheMap, openLxcMap, openPolicyMap } from '../../src/maps/index.js';
 import { Proto, type PolicyEntry } from '../../src/cells/datapath/index.js';
 import { describeTables } from '../../src/cells/datapath-bpf/index.js';
 import { skipUnlessBpf, startedDatapath } from './helpers.js';

@@ -7,7 +7,7 @@
 // dropped, a UDP request to a closed port is refused by the ICMP error that comes back (related),
 // ping is dropped until ICMP is allowed, and deleting the policies lets everything through.
 import t from 'tap';
-import { CtMaps, ctKeyText } from '../../src/bpf/index.js';
+import { CtMaps, ctKeyText } from '../../src/maps/index.js';
 import { ping } from '../bpf/fixtures/topology.js';
 import { SMALL_CT, appPolicy, ask, peerPorts, serve } from './ct-fixtures.js';
 import { Cleanup, allocatePod, bpfRoot, cli, connects, endpointRequest, endpointsDiag, skipReason, startBpfAgent } from './fixtures.js';

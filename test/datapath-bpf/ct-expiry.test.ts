@@ -4,7 +4,7 @@
 // entries whose lifetime is the flag's; the garbage collector removes them once expired; deleting
 // an endpoint removes the entries of its address (and only those) without waiting for the next run.
 import t from 'tap';
-import { CtMaps, monotonicSeconds, type CtMapName } from '../../src/bpf/index.js';
+import { CtMaps, monotonicSeconds, type CtMapName } from '../../src/maps/index.js';
 import type { CtEntry, CtKey } from '../../src/datapath/conntrack.js';
 import { SMALL_CT, ask, serve } from './ct-fixtures.js';
 import { Cleanup, allocatePod, bpfRoot, connects, endpointRequest, skipReason, startBpfAgent, until } from './fixtures.js';

@@ -6,7 +6,8 @@
 // recreated), and the restarted agent re-attaches nothing.
 import t from 'tap';
 import { join } from 'node:path';
-import { CtMaps, endpointPrograms } from '../../src/bpf/index.js';
+import { CtMaps } from '../../src/maps/index.js';
+import { endpointPrograms } from '../../src/cells/datapath-bpf/lxc/index.js';
 import { CelliumClient } from '../../src/api/client.js';
 import { SMALL_CT, Stream, appPolicy, peerPorts, serve } from './ct-fixtures.js';
 import { Cleanup, agentProcessSkip, allocatePod, bpfRoot, cli, endpointRequest, endpointsDiag, spawnAgent, tempDir, until } from './fixtures.js';

@@ -6,7 +6,7 @@
 // left on the interface, the pins gone, the entries gone from the kernel maps) while the other
 // endpoint keeps its program, pins and entries.
 import t from 'tap';
-import { openIPCacheMap } from '../../src/bpf/index.js';
+import { openIPCacheMap } from '../../src/maps/index.js';
 import { policyMapName } from '../../src/datapath/map-names.js';
 import { Cleanup, allocatePod, attachedCount, bpfRoot, cli, connects, endpointPins, endpointRequest, lxcEntries, skipReason, startBpfAgent, until } from './fixtures.js';
 

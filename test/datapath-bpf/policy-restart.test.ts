@@ -9,7 +9,7 @@
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { readDropCounters } from '../../src/bpf/index.js';
+import { readDropCounters } from '../../src/maps/index.js';
 import {
   Cleanup, agentProcess, agentProcessSkip, allocatePod, cli, endpointRequest, endpointsDiag, startPing, until, type Ping,
 } from './fixtures.js';

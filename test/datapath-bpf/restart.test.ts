@@ -9,7 +9,7 @@
 // real traffic.
 import t from 'tap';
 import type { Endpoint } from '../../src/api/models.js';
-import { endpointPrograms } from '../../src/bpf/index.js';
+import { endpointPrograms } from '../../src/cells/datapath-bpf/lxc/index.js';
 import {
   Cleanup, agentProcess, agentProcessSkip, allocatePod, cli, connects, endpointRequest, endpointsDiag, policyFile, startPing, tcpFrom, until,
 } from './fixtures.js';

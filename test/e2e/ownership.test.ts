@@ -8,7 +8,7 @@ import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { endpointPrograms } from '../../src/bpf/index.js';
+import { endpointPrograms } from '../../src/cells/datapath-bpf/lxc/index.js';
 import { apiServerCell } from '../../src/cells/api-server/index.js';
 import { cniServerCell, JOURNAL_DIR } from '../../src/cells/cni-server/index.js';
 import { BpfDatapath, bpfDatapathCell } from '../../src/cells/datapath-bpf/index.js';

@@ -9,7 +9,7 @@
  * its connections. All work on the maps runs one piece at a time.
  */
 import { Subject } from 'rxjs';
-import { CT_MAPS, monotonicSeconds, sweepAddresses, sweepExpired, type CtMapName, type SweepResult } from '../../bpf/index.js';
+import { CT_MAPS, monotonicSeconds, sweepAddresses, sweepExpired, type CtMapName, type SweepResult } from '../../maps/index.js';
 import type { KernelMaps } from './kernel-maps.js';
 
 /** Cilium's defaults: the first interval, the floor, and the cap for LRU maps. */

@@ -10,7 +10,8 @@
  */
 import { networkInterfaces } from 'node:os';
 import { Subject, type Observable } from 'rxjs';
-import { kernelVerdict, pinnedEndpoints, unloadEndpointProgram, type LxcValue } from '../../bpf/index.js';
+import { type LxcValue } from '../../maps/index.js';
+import { kernelVerdict, pinnedEndpoints, unloadEndpointProgram } from './lxc/index.js';
 import type { Logger } from '../../hive/logger.js';
 import { IPCACHE_MAP, LXC_MAP } from '../../datapath/map-names.js';
 import { ReservedIdentity, type Datapath, type Direction, type LiveEndpoint, type LostProgram, type PacketSpec, type Verdict } from '../../datapath/types.js';

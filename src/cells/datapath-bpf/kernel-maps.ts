@@ -10,10 +10,8 @@
  */
 import { join } from 'node:path';
 import { existsSync, readdirSync } from 'node:fs';
-import {
-  BpfMap, CtMaps, EVENTS_MAP, EVENTS_MAP_SPEC, METRICS_MAP, METRICS_MAP_SPEC, ensureBpffs, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readTraffic, removePolicyMap,
-  type IPCacheMap, type LxcMap, type MapReplacement, type PolicyMap, type TrafficCounters,
-} from '../../bpf/index.js';
+import { BpfMap, ensureBpffs } from '../../bpf/index.js';
+import { CtMaps, EVENTS_MAP, EVENTS_MAP_SPEC, METRICS_MAP, METRICS_MAP_SPEC, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readTraffic, removePolicyMap, type IPCacheMap, type LxcMap, type MapReplacement, type PolicyMap, type TrafficCounters } from '../../maps/index.js';
 import { endpointOfPolicyMap } from '../../datapath/map-names.js';
 import type { BpfDatapathConfig } from './config.js';
 import { BpfDatapathError, wrapBpf } from './errors.js';

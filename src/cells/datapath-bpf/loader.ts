@@ -6,9 +6,8 @@
  * endpoint's policy map and the shared maps, with the sizes of the configuration.
  */
 import { readFileSync } from 'node:fs';
-import {
-  LXC_PROGRAMS, endpointPrograms, isEndpointLoaded, isEndpointProgram, loadEndpointProgram, unloadEndpointProgram, type AttachMode, type BpfMap,
-} from '../../bpf/index.js';
+import { type AttachMode, type BpfMap } from '../../bpf/index.js';
+import { LXC_PROGRAMS, endpointPrograms, isEndpointLoaded, isEndpointProgram, loadEndpointProgram, unloadEndpointProgram } from './lxc/index.js';
 import { DEFAULT_CT_TIMEOUTS, type CtTimeouts } from '../../datapath/conntrack.js';
 import { IPCACHE_MAP, LXC_MAP } from '../../datapath/map-names.js';
 import type { EndpointDatapathConfig, Loader } from '../../datapath/types.js';

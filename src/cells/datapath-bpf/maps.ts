@@ -7,7 +7,7 @@
  * of them); `list()`/`get()` read the kernel's contents with each table's status.
  */
 import { DesiredTable, Reconciler, type ReconcilerStats, type TableStatus } from '../../lib/reconciler/index.js';
-import { DROP_REASONS, type IPCacheValue, type LxcValue } from '../../bpf/index.js';
+import { DROP_REASONS, type IPCacheValue, type LxcValue } from '../../maps/index.js';
 import { IPCACHE_MAP, LXC_MAP, endpointOfPolicyMap, policyMapName } from '../../datapath/map-names.js';
 import { expandPolicyCached, type PolicyLpmEntry } from '../../datapath/policy-lpm.js';
 import { dumpIPCache, dumpLxc, dumpMetrics, dumpPolicy, policyStatus, tableStatus } from './dumps.js';

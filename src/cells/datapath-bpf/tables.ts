@@ -5,7 +5,8 @@
  * Desired values are normalized through the map codecs, so they compare equal to what the
  * kernel returns and the reconcilers' prune can tell drift from agreement.
  */
-import { ipcacheKeyCodec, lxcKeyCodec, lxcValueCodec, type Codec, type IPCacheValue, type LxcValue } from '../../bpf/index.js';
+import { type Codec } from '../../bpf/index.js';
+import { ipcacheKeyCodec, lxcKeyCodec, lxcValueCodec, type IPCacheValue, type LxcValue } from '../../maps/index.js';
 import { policyKeyId, type PolicyKey, type PolicyLpmEntry } from '../../datapath/policy-lpm.js';
 import type { ReconcileOps } from '../../lib/reconciler/index.js';
 import type { KernelMaps } from './kernel-maps.js';

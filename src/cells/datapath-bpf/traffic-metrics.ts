@@ -4,7 +4,7 @@
  * monitor events the ring buffer lost. Read from cellium_metrics at each scrape.
  */
 import { Counter, type Registry } from 'prom-client';
-import type { TrafficCounters } from '../../bpf/index.js';
+import type { TrafficCounters } from '../../maps/index.js';
 
 /** Registers the metrics on `registry`; `read` is called once per scrape. */
 export function registerTrafficMetrics(registry: Registry, read: () => TrafficCounters): { unsubscribe(): void } {

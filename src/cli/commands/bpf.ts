@@ -4,7 +4,7 @@
  * agent need not be running). Lines in Cilium's format; `-o json` gives one object per entry.
  */
 import type { Command } from 'commander';
-import type { CtMaps } from '../../bpf/index.js';
+import type { CtMaps } from '../../maps/index.js';
 import type { CtEntry, CtKey } from '../../datapath/conntrack.js';
 import type { CliContext, CommandGroup } from '../context.js';
 import { CliFailure, UsageError } from '../errors.js';
@@ -28,7 +28,7 @@ function scope(which: string): void {
 
 /** Opens the pinned maps, naming the root and what to do when that fails. */
 async function openMaps(root: string): Promise<CtMaps> {
-  const bpf = await import('../../bpf/index.js');
+  const bpf = await import('../../maps/index.js');
   try {
     return bpf.CtMaps.openPinned(root);
   } catch (err) {
@@ -41,7 +41,7 @@ async function openMaps(root: string): Promise<CtMaps> {
 
 /** The entries of every conntrack map under `root`, with the connection text and time left. */
 export async function listConntrack(root: string): Promise<CtRecord[]> {
-  const bpf = await import('../../bpf/index.js');
+  const bpf = await import('../../maps/index.js');
   const maps = await openMaps(root);
   try {
     const now = bpf.monotonicSeconds();
@@ -53,7 +53,7 @@ export async function listConntrack(root: string): Promise<CtRecord[]> {
 
 async function list(ctx: CliContext, which: string, root: string): Promise<void> {
   scope(which);
-  const bpf = await import('../../bpf/index.js');
+  const bpf = await import('../../maps/index.js');
   const records = await listConntrack(root);
   const now = bpf.monotonicSeconds();
   ctx.print(records, (rs) => (rs.length ? rs.map((r) => `${bpf.ctEntryLine(r.key, r.entry, now)}\n`).join('') : 'No entries found.\n'));
@@ -61,7 +61,7 @@ async function list(ctx: CliContext, which: string, root: string): Promise<void>
 
 async function flush(ctx: CliContext, which: string, root: string): Promise<void> {
   scope(which);
-  const bpf = await import('../../bpf/index.js');
+  const bpf = await import('../../maps/index.js');
   const maps = await openMaps(root);
   try {
     const flushed = await bpf.flushCtMaps(maps);

@@ -3,27 +3,19 @@
  * (creating a map from TypeScript with a spec gives exactly what libbpf would, so the program can
  * reuse it). Host-order integers follow this machine's endianness, like the C structs.
  */
-import { endianness } from 'node:os';
 import { formatAddr, formatCidr, parseAddr, parseCidr, type Cidr } from '../lib/addr.js';
 import { IPCACHE_MAP, LXC_MAP } from '../datapath/map-names.js';
 import {
   POLICY_KEY_SIZE, POLICY_VALUE_SIZE, decodePolicyKey, decodePolicyValue, encodePolicyKey, encodePolicyValue, type PolicyKey,
 } from '../datapath/policy-lpm.js';
-import { MapFlags, MapType, type MapSpec } from './bpf-map.js';
-import type { Codec } from './typed-map.js';
+import { MapFlags, MapType, type MapSpec } from '../bpf/bpf-map.js';
+import { hostOrder } from '../bpf/host-order.js';
 
-const LE = endianness() === 'LE';
-const u32 = {
-  write: (b: Buffer, v: number, o: number): number => (LE ? b.writeUInt32LE(v >>> 0, o) : b.writeUInt32BE(v >>> 0, o)),
-  read: (b: Buffer, o: number): number => (LE ? b.readUInt32LE(o) : b.readUInt32BE(o)),
-};
-const u16 = {
-  write: (b: Buffer, v: number, o: number): number => (LE ? b.writeUInt16LE(v, o) : b.writeUInt16BE(v, o)),
-  read: (b: Buffer, o: number): number => (LE ? b.readUInt16LE(o) : b.readUInt16BE(o)),
-};
+const { u16, u32 } = hostOrder;
+import type { Codec } from '../bpf/typed-map.js';
 
 /** Host-order u16/u32 writers (for .rodata constants and the codecs). */
-export const hostOrder = { u16, u32 };
+export { hostOrder };
 
 /** Address family codes in map keys (FAMILY_IPV4 / FAMILY_IPV6). */
 export const Family = { ipv4: 4, ipv6: 6 } as const;

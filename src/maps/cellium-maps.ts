@@ -8,12 +8,12 @@ import { join } from 'node:path';
 import { IPCACHE_MAP, LXC_MAP, policyMapName } from '../datapath/map-names.js';
 import { expandPolicy, policyKeyId, type PolicyKey } from '../datapath/policy-lpm.js';
 import type { PolicyEntry } from '../datapath/types.js';
-import { BpfMap, type MapSpec } from './bpf-map.js';
+import { BpfMap, type MapSpec } from '../bpf/bpf-map.js';
 import {
   DROP_REASONS, hostOrder, IPCACHE_MAP_SPEC, LXC_MAP_SPEC, METRICS_DIR_STRIDE, METRICS_EVENTS_LOST, METRICS_MAP, METRICS_MAP_SPEC, POLICY_MAP_SPEC, ipcacheKeyCodec, ipcacheValueCodec,
   lxcKeyCodec, lxcValueCodec, policyKeyCodec, policyValueCodec, type IPCacheValue, type LxcValue,
 } from './layout.js';
-import { TypedMap } from './typed-map.js';
+import { TypedMap } from '../bpf/typed-map.js';
 
 /** The ipcache: CIDR -> {identity, flags}. */
 export type IPCacheMap = TypedMap<string, IPCacheValue>;

@@ -7,14 +7,14 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { parseAddr } from '../lib/addr.js';
-import type { CtEntry, CtKey, CtStore } from '../datapath/conntrack.js';
-import { BpfMap, type MapSpec } from './bpf-map.js';
-import { bpfError } from './errors.js';
+import { parseAddr } from '../../lib/addr.js';
+import type { CtEntry, CtKey, CtStore } from '../../datapath/conntrack.js';
+import { BpfMap, type MapSpec } from '../../bpf/bpf-map.js';
+import { bpfError } from '../../bpf/errors.js';
 import {
   CT_MAPS, ctEntryCodec, ctKey4Codec, ctKey6Codec, ctLifetimeAt, ctMapSpec, DEFAULT_CT_MAP_SIZES, type CtMapName, type CtMapSizes,
-} from './ct-layout.js';
-import { TypedMap } from './typed-map.js';
+} from './layout.js';
+import { TypedMap } from '../../bpf/typed-map.js';
 
 /** One conntrack map, typed. */
 export type CtMap = TypedMap<CtKey, CtEntry>;

@@ -6,14 +6,14 @@
  */
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAddr } from '../lib/addr.js';
-import { DEFAULT_CT_TIMEOUTS, DEFAULT_MONITOR_AGGREGATION_S, type CtTimeouts } from '../datapath/conntrack.js';
-import type { EndpointDatapathConfig } from '../datapath/types.js';
-import { attachTc, attachedPrograms, detachTc, type AttachMode, type TcAttachment, type TcHook } from './attach.js';
-import { policyMapPath, removePolicyMap } from './cellium-maps.js';
-import { hostOrder, macBytes, OBJECT_POLICY_MAP, writeAddr } from './layout.js';
-import { objectPath } from './native.js';
-import { BpfObject } from './object.js';
+import { parseAddr } from '../../../lib/addr.js';
+import { DEFAULT_CT_TIMEOUTS, DEFAULT_MONITOR_AGGREGATION_S, type CtTimeouts } from '../../../datapath/conntrack.js';
+import type { EndpointDatapathConfig } from '../../../datapath/types.js';
+import { attachTc, attachedPrograms, detachTc, type AttachMode, type TcAttachment, type TcHook } from '../../../bpf/attach.js';
+import { policyMapPath, removePolicyMap } from '../../../maps/cellium-maps.js';
+import { hostOrder, macBytes, OBJECT_POLICY_MAP, writeAddr } from '../../../maps/layout.js';
+import { objectPath } from '../../../bpf/native.js';
+import { BpfObject } from '../../../bpf/object.js';
 
 /** The two programs of bpf_lxc and the tc hook of the host-side veth each goes to. */
 export const LXC_PROGRAMS: Readonly<Record<'from_container' | 'to_container', TcHook>> = {

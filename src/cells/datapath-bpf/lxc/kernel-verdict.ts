@@ -6,13 +6,13 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Conntrack, type CtTimeouts } from '../datapath/conntrack.js';
-import { PolicyLpm } from '../datapath/policy-lpm.js';
-import type { Direction, Verdict } from '../datapath/types.js';
-import { IPCacheLpm, decidePacket, peerAddress, type VerdictPacket } from '../datapath/verdict-model.js';
-import { openIPCacheMap, openPolicyMap, policyMapPath } from './cellium-maps.js';
-import { CT_MAPS, monotonicSeconds } from './ct-layout.js';
-import { CtMaps } from './ct-maps.js';
+import { Conntrack, type CtTimeouts } from '../../../datapath/conntrack.js';
+import { PolicyLpm } from '../../../datapath/policy-lpm.js';
+import type { Direction, Verdict } from '../../../datapath/types.js';
+import { IPCacheLpm, decidePacket, peerAddress, type VerdictPacket } from '../../../datapath/verdict-model.js';
+import { openIPCacheMap, openPolicyMap, policyMapPath } from '../../../maps/cellium-maps.js';
+import { CT_MAPS, monotonicSeconds } from '../../../maps/ct/layout.js';
+import { CtMaps } from '../../../maps/ct/maps.js';
 
 /** The kernel maps' verdict for `packet` of endpoint `endpointId` (no policy map pinned: empty policy; no conntrack maps: nothing tracked). */
 export function kernelVerdict(bpfRoot: string, endpointId: number, direction: Direction, packet: VerdictPacket, timeouts?: CtTimeouts): Verdict {

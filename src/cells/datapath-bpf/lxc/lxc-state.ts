@@ -3,14 +3,14 @@
  * each hook and the .rodata constants they were loaded with, so "is this endpoint loaded with
  * exactly this configuration" (Loader.isLoaded) is answered by the kernel, across agent restarts.
  */
-import type { CtTimeouts } from '../datapath/conntrack.js';
-import type { EndpointDatapathConfig } from '../datapath/types.js';
-import { attachedPrograms } from './attach.js';
-import { BpfMap } from './bpf-map.js';
-import { sys } from './errors.js';
+import type { CtTimeouts } from '../../../datapath/conntrack.js';
+import type { EndpointDatapathConfig } from '../../../datapath/types.js';
+import { attachedPrograms } from '../../../bpf/attach.js';
+import { BpfMap } from '../../../bpf/bpf-map.js';
+import { sys } from '../../../bpf/errors.js';
 import { LXC_PROGRAMS, endpointIdConstant, lxcConstants } from './lxc.js';
-import { loadAddon, objectPath, type RawVariable } from './native.js';
-import { BpfObject } from './object.js';
+import { loadAddon, objectPath, type RawVariable } from '../../../bpf/native.js';
+import { BpfObject } from '../../../bpf/object.js';
 
 let variables: RawVariable[] | undefined;
 

@@ -6,10 +6,10 @@
  * endpoint (first seen at ingress), none one the endpoint opened.
  */
 import { endianness } from 'node:os';
-import { formatAddr, parseAddr } from '../lib/addr.js';
-import { CtFlags, TupleFlags, type CtEntry, type CtKey } from '../datapath/conntrack.js';
-import { MapType, type MapSpec } from './bpf-map.js';
-import type { Codec } from './typed-map.js';
+import { formatAddr, parseAddr } from '../../lib/addr.js';
+import { CtFlags, TupleFlags, type CtEntry, type CtKey } from '../../datapath/conntrack.js';
+import { MapType, type MapSpec } from '../../bpf/bpf-map.js';
+import type { Codec } from '../../bpf/typed-map.js';
 
 /** The four global conntrack maps, by family and kind. */
 export const CT_MAPS = [
