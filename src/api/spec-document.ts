@@ -143,7 +143,9 @@ export function indexSpec(document: unknown, source = 'the API spec'): ApiSpec {
       for (const [status, rawResp] of Object.entries(isObj(op.responses) ? op.responses : {})) {
         const r = resolve(rawResp);
         const content = isObj(r.content) ? r.content : {};
-        const json = isObj(content['application/json']) ? content['application/json'] : undefined;
+        // a JSON body, or a stream of JSON lines whose schema is that of each line (the monitor)
+        const media = content['application/json'] ?? content['application/x-ndjson'];
+        const json = isObj(media) ? media : undefined;
         const headers = Object.entries(isObj(r.headers) ? r.headers : {}).map(([name, h]) =>
           param({ ...resolve(h), name, in: 'header' }),
         );

@@ -97,7 +97,10 @@ export class Transport {
               for (const line of lines) if (line) opts.onLine!(line);
             });
             res.on('error', reject);
-            res.on('end', () => resolve({ status, headers: res.headers, body: undefined as T }));
+            res.on('end', () => {
+              if (rest) opts.onLine!(rest);
+              resolve({ status, headers: res.headers, body: undefined as T });
+            });
             return;
           }
           const chunks: Buffer[] = [];

@@ -41,6 +41,9 @@ t.test('every operation through the client', async (t) => {
   t.same(await c.policyTrace({ src: ['k8s:a=b'], 'dst-identity': 1, dport: 80, proto: 'TCP' }), fx.traceAllowed);
   t.same(await c.listMaps(), fx.mapList);
   t.same(await c.getMap('cellium_lxc'), fx.mapLxc);
+  const records: unknown[] = [];
+  await c.monitor({ type: ['drop'], 'related-to': [12] }, (r) => void records.push(r));
+  t.same(records, [{ kind: 'info', message: 'Listening for events (types drop, endpoints 12). Press Ctrl-C to quit' }], 'the monitor stream, a record a line (the last one without a newline too)');
 
   t.same(agent.received.filter((r) => r.rejected), [], 'the spec accepted every request');
   t.same(agent.problems, []);

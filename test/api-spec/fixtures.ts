@@ -244,6 +244,7 @@ export const FIXTURES: readonly { readonly operationId: string; readonly status:
   { operationId: 'DeletePolicy', status: 200, body: policy },
   { operationId: 'GetPolicySelectors', status: 200, body: selectors },
   { operationId: 'GetCelliumPolicyTrace', status: 200, body: traceAllowed },
+  { operationId: 'GetCelliumMonitor', status: 200, body: { kind: 'info', message: 'Listening for events (types drop, endpoints 12). Press Ctrl-C to quit' } },
   { operationId: 'GetMap', status: 200, body: mapList },
   { operationId: 'GetMapName', status: 200, body: mapLxc },
   { operationId: 'DeleteEndpointID', status: 206, body: 2 },
