@@ -6,7 +6,7 @@
 import { BehaviorSubject, type Observable } from 'rxjs';
 import type { Logger } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
-import { DEFAULT_OPTIONS, ENDPOINT_OPTIONS } from '../endpoint/spec.js';
+import { DEFAULT_OPTIONS, ENDPOINT_OPTIONS } from '../endpoint/types.js';
 import type { EndpointManager } from '../endpoint/types.js';
 import { badField } from './errors.js';
 

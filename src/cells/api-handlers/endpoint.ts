@@ -6,9 +6,9 @@
  */
 import type { Router } from 'express';
 import { module, provideInto } from '../../hive/cell.js';
-import { ApiLimiterName } from '../api-server/ratelimit/params.js';
+import { ApiLimiterName } from '../api-server/types.js';
 import { ApiOperationsToken, ApiRoutersToken, type ApiOperations, type ApiResponse } from '../api-server/types.js';
-import type { EndpointChangeRequest } from '../endpoint/model.js';
+import type { EndpointChangeRequest } from '../endpoint/types.js';
 import { EndpointAPIManagerToken, EndpointManagerToken, type EndpointAPIManager, type EndpointManager, type EndpointView } from '../endpoint/types.js';
 import { badField, domainErrors, notFound } from './errors.js';
 import { matchesAll, parseFilter } from './labels.js';

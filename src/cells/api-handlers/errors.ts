@@ -6,11 +6,11 @@
  * `domainErrors`, which passes the mapped error on to the API's error handler.
  */
 import type { ErrorRequestHandler } from 'express';
-import { HttpError, InvalidRequestError } from '../api-server/errors.js';
+import { HttpError, InvalidRequestError } from '../api-server/types.js';
 import type { ApiLocals } from '../api-server/types.js';
-import { EndpointError, type EndpointErrorCode } from '../endpoint/errors.js';
-import { IPAMError, type IPAMErrorCode } from '../ipam/errors.js';
-import { PolicyError } from '../policy/errors.js';
+import { EndpointError, type EndpointErrorCode } from '../endpoint/types.js';
+import { IPAMError, type IPAMErrorCode } from '../ipam/types.js';
+import { PolicyError } from '../policy/types.js';
 
 /** Status per EndpointError code (Cilium's: invalid 400, not-found 404, exists 409, rate-limited 429, failed 500). */
 export const ENDPOINT_STATUS: Readonly<Record<EndpointErrorCode, number>> = {

@@ -7,7 +7,7 @@
 import { isIP } from 'node:net';
 import type { Router } from 'express';
 import { module, provideInto } from '../../hive/cell.js';
-import { HttpError } from '../api-server/errors.js';
+import { HttpError } from '../api-server/types.js';
 import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
 import type { CelliumIPAM } from '../../api/models.js';
 import { ipamSummary, IPAMToken, type Family, type IPAllocation, type IPAM, type PoolStatus } from '../ipam/index.js';

@@ -6,7 +6,7 @@
 import type { Router } from 'express';
 import { module, provideInto } from '../../hive/cell.js';
 import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
-import { PolicyError } from '../policy/errors.js';
+import { PolicyError } from '../policy/types.js';
 import { PolicyRepositoryToken, type PolicyRepository, type TraceSubject } from '../policy/types.js';
 import { badField, domainErrors, notFound } from './errors.js';
 import { parseFilter } from './labels.js';

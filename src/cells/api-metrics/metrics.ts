@@ -6,7 +6,7 @@
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { merge, Subscription, type Observable } from 'rxjs';
-import type { LimiterReport } from '../api-server/ratelimit/limiter.js';
+import type { LimiterReport } from '../api-server/types.js';
 import type { RequestRecord } from '../api-server/types.js';
 import type { EndpointManager } from '../endpoint/types.js';
 import type { IdentityAllocator } from '../identity/types.js';

@@ -6,8 +6,8 @@
  */
 import type { Router } from 'express';
 import { CNI_EXIT_CODE_HEADER, type CniRequest } from '../../cni/protocol.js';
-import { HttpError } from '../api-server/errors.js';
-import { sendJsonText } from '../api-server/reply.js';
+import { HttpError } from '../api-server/types.js';
+import { sendJsonText } from '../api-server/types.js';
 import type { ApiOperations } from '../api-server/types.js';
 import type { CniServer } from './server.js';
 

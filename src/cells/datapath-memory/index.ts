@@ -4,7 +4,7 @@
  * function of the shared verdict model. The datapath cell registers memoryDatapathProvider.
  */
 import type { CtTimeouts } from '../../datapath/conntrack.js';
-import type { DatapathProvider } from '../datapath/select.js';
+import type { DatapathProvider } from '../datapath/types.js';
 import { MemoryDatapath } from './datapath.js';
 
 export { MemoryDatapath, monotonicClock, type MemoryDatapathOptions } from './datapath.js';

@@ -13,7 +13,7 @@ import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
-import { LinkCheckerToken, type LinkChecker } from '../datapath/select.js';
+import { LinkCheckerToken, type LinkChecker } from '../datapath/types.js';
 import { DatapathToken, type Datapath } from '../../datapath/types.js';
 import { IdentityAllocatorToken, type IdentityAllocator } from '../identity/types.js';
 import { IPAMToken, type IPAM } from '../ipam/types.js';

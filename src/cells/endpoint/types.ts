@@ -83,3 +83,9 @@ export interface EndpointAPIManager {
 
 /** Token for the EndpointAPIManager. */
 export const EndpointAPIManagerToken = token<EndpointAPIManager>('EndpointAPIManager');
+
+// Re-exported for other cells (import a cell through its index.ts or types.ts only).
+export { EndpointError } from './errors.js';
+export type { EndpointErrorCode } from './errors.js';
+export type { EndpointChangeRequest } from './model.js';
+export { DEFAULT_OPTIONS, ENDPOINT_OPTIONS } from './spec.js';

@@ -110,3 +110,7 @@ export interface IPAM {
 
 /** Token for IPAM. */
 export const IPAMToken = token<IPAM>('IPAM');
+
+// Re-exported for other cells (import a cell through its index.ts or types.ts only).
+export { IPAMError } from './errors.js';
+export type { IPAMErrorCode } from './errors.js';

@@ -7,7 +7,7 @@ import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
 import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
-import { SelectedDatapathToken, type SelectedDatapath } from '../datapath/select.js';
+import { SelectedDatapathToken, type SelectedDatapath } from '../datapath/types.js';
 import { EndpointManagerToken, type EndpointManager } from '../endpoint/types.js';
 import { IdentityAllocatorToken, type IdentityAllocator } from '../identity/types.js';
 import { MonitorAgent } from './agent.js';

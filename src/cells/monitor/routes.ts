@@ -6,7 +6,7 @@
  */
 import type { Router } from 'express';
 import { flowJson, matchesFilter, type MonitorEventType, type MonitorFilter } from '../../monitor/index.js';
-import { HttpError } from '../api-server/errors.js';
+import { HttpError } from '../api-server/types.js';
 import type { ApiOperations, ApiResponse } from '../api-server/types.js';
 import type { MonitorAgent, MonitorRecord } from './agent.js';
 

@@ -102,3 +102,6 @@ export interface PolicyRestore {
 
 /** Token for the policy restore (the endpoint restore depends on it). */
 export const PolicyRestoreToken = token<PolicyRestore>('PolicyRestore');
+
+// Re-exported for other cells (import a cell through its index.ts or types.ts only).
+export { PolicyError } from './errors.js';
