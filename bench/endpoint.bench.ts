@@ -15,6 +15,7 @@ import { identityCell } from '../src/cells/identity/index.js';
 import { ipamCell } from '../src/cells/ipam/index.js';
 import { policyCell } from '../src/cells/policy/index.js';
 import { datapathCell } from '../src/cells/datapath/index.js';
+import { memoryDatapathCell } from '../src/cells/datapath-memory/index.js';
 import {
   endpointCell, datapathConfigOf, DefaultEndpointCreator, Endpoint, EndpointAPIManagerToken, EndpointStateStore,
   type EndpointChangeRequest,
@@ -41,7 +42,7 @@ function request(n: number, sync: boolean): EndpointChangeRequest {
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'cellium-bench-ep-'));
-  const hive = new Hive([statedirCell, identityCell, ipamCell, policyCell, datapathCell, endpointCell], { logger: silentLogger() });
+  const hive = new Hive([statedirCell, identityCell, ipamCell, policyCell, datapathCell, memoryDatapathCell, endpointCell], { logger: silentLogger() });
   hive.configure({ values: { 'state-dir': join(dir, 'state'), 'datapath-mode': 'memory', 'endpoint-regen-interval': '0', 'endpoint-gc-interval': '0' } });
   await hive.start();
   const api = hive.get(EndpointAPIManagerToken);

@@ -9,6 +9,7 @@ import { metricsCell } from './cells/api-metrics/index.js';
 import { apiServerCell } from './cells/api-server/index.js';
 import { cniServerCell } from './cells/cni-server/index.js';
 import { datapathCell } from './cells/datapath/index.js';
+import { memoryDatapathCell } from './cells/datapath-memory/index.js';
 import { bpfDatapathCell } from './cells/datapath-bpf/index.js';
 import { endpointCell, EndpointManagerToken, type EndpointManager } from './cells/endpoint/index.js';
 import { identityCell, IdentityAllocatorToken, type IdentityAllocator } from './cells/identity/index.js';
@@ -31,7 +32,7 @@ export const controlPlane: readonly Cell[] = [identityCell, policyCell, cidrIPCa
  * Datapath: the selection (memory or BPF), the BPF datapath (pinned maps and their reconcilers, the
  * bpf_lxc loader), the monitor (its events streamed to `cellium monitor`).
  */
-export const datapath: readonly Cell[] = [datapathCell, bpfDatapathCell, monitorCell];
+export const datapath: readonly Cell[] = [datapathCell, memoryDatapathCell, bpfDatapathCell, monitorCell];
 
 /**
  * What the agent runs besides what the API server pulls in: invoking these constructs them (and

@@ -10,13 +10,14 @@ import { identityCell } from '../../src/cells/identity/index.js';
 import { ipamCell, IPAMToken } from '../../src/cells/ipam/index.js';
 import { policyCell } from '../../src/cells/policy/index.js';
 import { datapathCell } from '../../src/cells/datapath/index.js';
+import { memoryDatapathCell } from '../../src/cells/datapath-memory/index.js';
 import { endpointCell, EndpointAPIManagerToken, EndpointManagerToken, type EndpointAPIManager } from '../../src/cells/endpoint/index.js';
 import { AttachmentJournal, AttachmentLedger, CniServer, JOURNAL_DIR, type CniDeps } from '../../src/cells/cni-server/index.js';
 import type { CniRequest } from '../../src/cni/protocol.js';
 import { FakeNet } from './fake-net.js';
 
 /** The control plane the CNI server runs on (memory datapath). */
-export const CONTROL_PLANE: readonly Cell[] = [statedirCell, identityCell, ipamCell, policyCell, datapathCell, endpointCell];
+export const CONTROL_PLANE: readonly Cell[] = [statedirCell, identityCell, ipamCell, policyCell, datapathCell, memoryDatapathCell, endpointCell];
 
 /** A temporary directory removed when the test ends. */
 export function tempDir(t: TestLike, name: string): string {

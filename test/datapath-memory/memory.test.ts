@@ -4,7 +4,7 @@ import {
   datapathCell, DatapathToken, DatapathProvidersToken, LinkCheckerToken, SelectedDatapathToken, sysfsLinkChecker,
   type Datapath, type DatapathProvider, type EndpointDatapathConfig,
 } from '../../src/cells/datapath/index.js';
-import { MemoryDatapath, MemoryLoader, MemoryMaps } from '../../src/cells/datapath-memory/index.js';
+import { MemoryDatapath, MemoryLoader, MemoryMaps, memoryDatapathCell } from '../../src/cells/datapath-memory/index.js';
 import { modelVerdict } from '../../src/datapath/verdict-model.js';
 import { verdictCases } from '../fixtures/verdict-cases.js';
 
@@ -97,7 +97,7 @@ t.test('loader records configurations; isLoaded compares every field and option'
 
 t.test('datapath cell: auto and memory select the memory datapath; its LinkChecker simulates links', async (t) => {
   for (const mode of [undefined, 'auto', 'memory']) {
-    const h = await testHive(t, [datapathCell], { config: mode ? { 'datapath-mode': mode } : {} });
+    const h = await testHive(t, [datapathCell, memoryDatapathCell], { config: mode ? { 'datapath-mode': mode } : {} });
     const dp = h.get(DatapathToken);
     t.equal(dp.mode, 'memory', `mode ${mode ?? 'default'}`);
     t.ok(dp instanceof MemoryDatapath);
@@ -108,7 +108,7 @@ t.test('datapath cell: auto and memory select the memory datapath; its LinkCheck
     (dp as MemoryDatapath).addLink('lxc1');
     t.equal(await links('lxc1'), true);
   }
-  const bad = new Hive([datapathCell], { logger: silentLogger() });
+  const bad = new Hive([datapathCell, memoryDatapathCell], { logger: silentLogger() });
   t.throws(() => bad.configure({ values: { 'datapath-mode': 'ebpf' } }), /expected one of auto, bpf, memory/);
 });
 
@@ -117,22 +117,22 @@ t.test('datapath cell: a BPF provider plugs in through the providers group', asy
   const provider = (why: string | undefined, prefer = true) => (): DatapathProvider => ({
     mode: 'bpf', preferInAuto: prefer, unavailable: () => why, create: () => fake, linkExists: async () => true,
   });
-  const noBpf = new Hive([datapathCell], { logger: silentLogger() });
+  const noBpf = new Hive([datapathCell, memoryDatapathCell], { logger: silentLogger() });
   noBpf.configure({ values: { 'datapath-mode': 'bpf' } });
   t.throws(() => noBpf.get(DatapathToken), /--datapath-mode=bpf: no bpf datapath is built into this agent \(registered: memory\)/);
 
-  const auto = await testHive(t, [datapathCell, provideInto(DatapathProvidersToken, provider(undefined))]);
+  const auto = await testHive(t, [datapathCell, memoryDatapathCell, provideInto(DatapathProvidersToken, provider(undefined))]);
   t.equal(auto.get(DatapathToken).mode, 'bpf', 'auto prefers an available BPF datapath that asks for it');
   t.equal(auto.get(SelectedDatapathToken).requested, 'auto');
 
-  const down = await testHive(t, [datapathCell, provideInto(DatapathProvidersToken, provider('needs root'))]);
+  const down = await testHive(t, [datapathCell, memoryDatapathCell, provideInto(DatapathProvidersToken, provider('needs root'))]);
   t.equal(down.get(DatapathToken).mode, 'memory', 'auto falls back to memory when BPF cannot run');
 
-  const forced = new Hive([datapathCell, provideInto(DatapathProvidersToken, provider('needs root'))], { logger: silentLogger() });
+  const forced = new Hive([datapathCell, memoryDatapathCell, provideInto(DatapathProvidersToken, provider('needs root'))], { logger: silentLogger() });
   forced.configure({ values: { 'datapath-mode': 'bpf' } });
   t.throws(() => forced.get(DatapathToken), /the bpf datapath cannot run here: needs root/);
 
-  const modest = await testHive(t, [datapathCell, provideInto(DatapathProvidersToken, provider(undefined, false))]);
+  const modest = await testHive(t, [datapathCell, memoryDatapathCell, provideInto(DatapathProvidersToken, provider(undefined, false))]);
   t.equal(modest.get(DatapathToken).mode, 'memory', 'auto keeps memory unless the BPF provider asks to be preferred');
 });
 

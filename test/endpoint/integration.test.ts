@@ -5,11 +5,11 @@ import { identityCell } from '../../src/cells/identity/index.js';
 import { ipamCell, IPAMToken } from '../../src/cells/ipam/index.js';
 import { policyCell, PolicyRepositoryToken } from '../../src/cells/policy/index.js';
 import { datapathCell, DatapathToken } from '../../src/cells/datapath/index.js';
-import { MemoryDatapath } from '../../src/cells/datapath-memory/index.js';
+import { MemoryDatapath, memoryDatapathCell } from '../../src/cells/datapath-memory/index.js';
 import { endpointCell, EndpointAPIManagerToken, EndpointManagerImplToken, EndpointRestorerToken, type EndpointChangeRequest } from '../../src/cells/endpoint/index.js';
 import { tempStateDir } from './mocks.js';
 
-const CELLS = [statedirCell, identityCell, ipamCell, policyCell, datapathCell, endpointCell];
+const CELLS = [statedirCell, identityCell, ipamCell, policyCell, datapathCell, memoryDatapathCell, endpointCell];
 const POLICY = JSON.stringify({
   apiVersion: 'cilium.io/v2',
   kind: 'CiliumNetworkPolicy',

@@ -10,10 +10,11 @@ import { identityCell, IdentityAllocatorToken, LocalIdentityAllocator } from '..
 import { ipamCell } from '../../src/cells/ipam/index.js';
 import { policyCell } from '../../src/cells/policy/index.js';
 import { datapathCell } from '../../src/cells/datapath/index.js';
+import { memoryDatapathCell } from '../../src/cells/datapath-memory/index.js';
 import { endpointCell, EndpointAPIManagerToken, EndpointManagerImplToken, EndpointRestorerToken, type EndpointChangeRequest } from '../../src/cells/endpoint/index.js';
 import { tempStateDir } from './mocks.js';
 
-const CELLS = [statedirCell, identityCell, ipamCell, policyCell, datapathCell, endpointCell];
+const CELLS = [statedirCell, identityCell, ipamCell, policyCell, datapathCell, memoryDatapathCell, endpointCell];
 
 const req = (n: number, app: string): EndpointChangeRequest => ({
   'container-id': `c${n}`, 'container-interface-name': 'eth0', 'interface-name': `lxc${n}`, 'interface-index': 10 + n,

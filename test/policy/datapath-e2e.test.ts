@@ -7,13 +7,14 @@ import { statedirCell } from '../../src/cells/statedir/index.js';
 import { identityCell, IdentityAllocatorToken } from '../../src/cells/identity/index.js';
 import { policyCell, cidrIPCacheCell, PolicyRepositoryToken, type Repository } from '../../src/cells/policy/index.js';
 import { datapathCell, DatapathToken, Proto, type Datapath } from '../../src/cells/datapath/index.js';
+import { memoryDatapathCell } from '../../src/cells/datapath-memory/index.js';
 import { parseLabels } from '../../src/lib/labels.js';
 
 t.test('real cells: a CNP with toCIDR, entities and a deny, enforced by the memory datapath', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'cellium-policy-e2e-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const use = invoke('use', (_d: Datapath) => undefined, DatapathToken);
-  const h = await testHive(t, [statedirCell, identityCell, policyCell, datapathCell, cidrIPCacheCell, use], {
+  const h = await testHive(t, [statedirCell, identityCell, policyCell, datapathCell, memoryDatapathCell, cidrIPCacheCell, use], {
     config: { 'state-dir': dir, 'datapath-mode': 'memory' },
   });
   const alloc = h.get(IdentityAllocatorToken);

@@ -1,10 +1,12 @@
 /**
  * The in-memory datapath (`--datapath-mode=memory`, and `auto` until a BPF datapath asks to be
  * preferred): real maps in memory, a loader that records loaded configurations, and the verdict
- * function of the shared verdict model. The datapath cell registers memoryDatapathProvider.
+ * function of the shared verdict model. Its cell contributes memoryDatapathProvider to the datapath
+ * cell's providers, as the BPF datapath cell does.
  */
+import { module, provideInto } from '../../hive/cell.js';
 import type { CtTimeouts } from '../../datapath/conntrack.js';
-import type { DatapathProvider } from '../datapath/types.js';
+import { ctTimeoutsOf, DatapathConfigToken, DatapathProvidersToken, type DatapathConfig, type DatapathProvider } from '../datapath/index.js';
 import { MemoryDatapath } from './datapath.js';
 
 export { MemoryDatapath, monotonicClock, type MemoryDatapathOptions } from './datapath.js';
@@ -22,3 +24,10 @@ export function memoryDatapathProvider(ctTimeouts?: CtTimeouts): DatapathProvide
     linkExists: (ifName) => dp.linkExists(ifName),
   };
 }
+
+/** The memory datapath cell: contributes its provider to the datapath selection. */
+export const memoryDatapathCell = module(
+  'datapath-memory',
+  'In-memory datapath: maps in memory, the verdict model (unprivileged runs and tests)',
+  provideInto(DatapathProvidersToken, (cfg: DatapathConfig) => memoryDatapathProvider(ctTimeoutsOf(cfg)), DatapathConfigToken),
+);

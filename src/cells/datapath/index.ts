@@ -1,15 +1,13 @@
 /**
  * The datapath cell (module `datapath`): `--datapath-mode=auto|bpf|memory` picks one provider of
- * the DatapathProvidersToken group and provides DatapathToken and LinkCheckerToken from it. The
- * memory datapath is built in; the BPF datapath plugs in by contributing its own provider:
- * `provideInto(DatapathProvidersToken, bpfProvider, …deps)` in its cell (set `preferInAuto` to
- * make `auto` choose it when available).
+ * the DatapathProvidersToken group and provides DatapathToken and LinkCheckerToken from it. Each
+ * datapath plugs in by contributing its provider from its own cell (`memoryDatapathCell`,
+ * `bpfDatapathCell`): `provideInto(DatapathProvidersToken, provider, …deps)` (set `preferInAuto`
+ * to make `auto` choose it when available).
  */
-import { config, module, provide, provideInto } from '../../hive/cell.js';
+import { config, module, provide } from '../../hive/cell.js';
 import { LoggerToken } from '../../hive/logger.js';
-import { memoryDatapathProvider } from '../datapath-memory/index.js';
-import { ctTimeoutsOf } from './ct-config.js';
-import { DatapathConfigToken, DatapathProvidersToken, LinkCheckerToken, SelectedDatapathToken, datapathConfigSchema, selectDatapath, type DatapathConfig, type SelectedDatapath } from './select.js';
+import { DatapathConfigToken, DatapathProvidersToken, LinkCheckerToken, SelectedDatapathToken, datapathConfigSchema, selectDatapath, type SelectedDatapath } from './select.js';
 import { DatapathToken } from '../../datapath/types.js';
 
 export * from '../../datapath/types.js';
@@ -23,7 +21,6 @@ export const datapathCell = module(
   'datapath',
   'Datapath selection (memory or BPF)',
   config(DatapathConfigToken, datapathConfigSchema),
-  provideInto(DatapathProvidersToken, (cfg: DatapathConfig) => memoryDatapathProvider(ctTimeoutsOf(cfg)), DatapathConfigToken),
   provide(SelectedDatapathToken, selectDatapath, DatapathConfigToken, DatapathProvidersToken, LoggerToken),
   provide(DatapathToken, (s: SelectedDatapath) => s.datapath, SelectedDatapathToken),
   provide(LinkCheckerToken, (s: SelectedDatapath) => s.provider.linkExists, SelectedDatapathToken),
