@@ -1,4 +1,5 @@
 /** Runs a step with an AbortSignal and a time limit. */
+import { setTimeout as delay } from 'node:timers/promises';
 import { TimeoutError } from './errors.js';
 
 /** Runs `fn` with a signal that aborts after `ms` (or when `parent` aborts); rejects on timeout. */
@@ -22,18 +23,11 @@ export async function withTimeout<T>(what: string, ms: number, fn: (signal: Abor
   }
 }
 
-/** Resolves after `ms`, or rejects early when `signal` aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(t);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+/** Resolves after `ms`, or rejects early with the signal's reason when `signal` aborts (timers/promises). */
+export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  try {
+    await delay(ms, undefined, signal ? { signal } : undefined);
+  } catch (err) {
+    throw signal?.aborted ? signal.reason : err;
+  }
 }

@@ -117,3 +117,8 @@ export function cidrContainsAddr(c: Cidr, a: Addr): boolean {
 export function cidrContains(outer: Cidr, inner: Cidr): boolean {
   return outer.family === inner.family && inner.prefix >= outer.prefix && (inner.network & prefixMask(outer.bits, outer.prefix)) === outer.network;
 }
+
+/** The host CIDR of an address: `/32` for IPv4, `/128` for IPv6 (the one place this is decided). */
+export function hostCidr(ip: string): string {
+  return `${ip}/${ip.includes(':') ? 128 : 32}`;
+}

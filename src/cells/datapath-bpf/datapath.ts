@@ -8,6 +8,7 @@
  * endpoints were regenerated, so nothing a restarting agent still owns is taken away while packets
  * keep flowing. Each prune also checks that every endpoint's programs are still attached.
  */
+import { hostCidr } from '../../lib/addr.js';
 import { networkInterfaces } from 'node:os';
 import { Subject, type Observable } from 'rxjs';
 import { type LxcValue } from '../../maps/index.js';
@@ -31,7 +32,7 @@ export function hostAddressCidrs(): string[] {
   for (const addrs of Object.values(networkInterfaces())) {
     for (const a of addrs ?? []) {
       if (a.family === 'IPv6' && /^fe80:/i.test(a.address)) continue;
-      out.add(`${a.address.replace(/%.*$/, '')}/${a.family === 'IPv4' ? 32 : 128}`);
+      out.add(hostCidr(a.address.replace(/%.*$/, '')));
     }
   }
   return [...out].sort();

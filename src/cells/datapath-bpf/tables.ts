@@ -5,6 +5,7 @@
  * Desired values are normalized through the map codecs, so they compare equal to what the
  * kernel returns and the reconcilers' prune can tell drift from agreement.
  */
+import { hostCidr } from '../../lib/addr.js';
 import { type Codec } from '../../bpf/index.js';
 import { ipcacheKeyCodec, lxcKeyCodec, lxcValueCodec, type IPCacheValue, type LxcValue } from '../../maps/index.js';
 import { policyKeyId, type PolicyKey, type PolicyLpmEntry } from '../../datapath/policy-lpm.js';
@@ -66,7 +67,7 @@ export const lxcKey = (ip: string): string => viaCodec(lxcKeyCodec, ip);
 export const ipcacheKey = (cidr: string): string => viaCodec(ipcacheKeyCodec, cidr);
 
 /** The ipcache key of an endpoint IP's host CIDR (`/32`, `/128`). */
-export const hostCidrKey = (ip: string): string => ipcacheKey(`${ip}/${ip.includes(':') ? 128 : 32}`);
+export const hostCidrKey = (ip: string): string => ipcacheKey(hostCidr(ip));
 
 /** Runs `fn` on the whole batch; when it throws, every key fails with that error. */
 function allOrError<K>(keys: readonly K[], fn: () => void, name: (k: K) => string): ReadonlyMap<string, Error> {

@@ -9,6 +9,7 @@
  * endpoint's health and schedules a retry controller (`endpoint-<id>-regeneration-recovery`), as
  * Cilium does.
  */
+import { hostCidr } from '../../lib/addr.js';
 import { createHash } from 'node:crypto';
 import { Subject } from 'rxjs';
 import type { ControllerManager, ControllerStatus, Logger } from '../../hive/index.js';
@@ -60,11 +61,6 @@ export function datapathConfigOf(ep: Endpoint): EndpointDatapathConfig {
 /** A stable hash of a datapath configuration. */
 export function configHash(cfg: EndpointDatapathConfig): string {
   return createHash('sha256').update(canonicalJSON(cfg)).digest('hex').slice(0, 16);
-}
-
-/** The host CIDR of an IP (`/32` or `/128`). */
-export function hostCidr(ip: string): string {
-  return `${ip}/${ip.includes(':') ? 128 : 32}`;
 }
 
 /** How one regeneration ended (aborted ones, of deleted endpoints, are not reported). */
