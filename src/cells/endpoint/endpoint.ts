@@ -1,16 +1,19 @@
 /**
  * The Endpoint: one local workload interface under the agent's management. It owns its state
  * machine (state.ts), its status log and health, its labels and identity, and a serialized event
- * queue through which every regeneration runs. The regeneration itself is done by its owner (the
+ * queue through which every regeneration runs. Its API model is made in api-model.ts, its
+ * snapshot's shape is in snapshot.ts; a build is recorded through recordDesiredPolicy/recordBuild. The regeneration itself is done by its owner (the
  * EndpointManager's regenerator), which the manager attaches when it exposes the endpoint.
  */
 import type { ControllerStatus } from '../../hive/index.js';
 import type { Identity } from '../identity/types.js';
 import type { ResolvedPolicy } from '../policy/types.js';
-import { formatLabel, parseLabel, parseLabels } from '../../lib/labels.js';
 import { EndpointError } from './errors.js';
 import { EventQueue, type RegenerationRequest } from './event-queue.js';
 import type { EndpointHealth, EndpointLogEntry, EndpointModel, EndpointState } from './model.js';
+import { endpointModel } from './api-model.js';
+import { EndpointLabels } from './labels.js';
+import type { EndpointSnapshot } from './snapshot.js';
 import { DEFAULT_OPTIONS, IPAM_SOURCE_PROPERTY, cniAttachmentId, podKey, type EndpointSpec } from './spec.js';
 import { NEW, canBuilderTransition, canTransition, isTerminating, type StoredState } from './state.js';
 import type { EndpointView, RegenerationLevel } from './types.js';
@@ -26,18 +29,6 @@ export interface EndpointOwner {
 /** The policy an endpoint has in the datapath (or should have), for the model: a resolved policy without its entries. */
 export type EndpointPolicyStatus = Omit<ResolvedPolicy, 'entries'> & { readonly identity: number };
 
-/** What the state directory keeps of an endpoint (everything needed to restore it). */
-export interface EndpointSnapshot {
-  readonly version: 1;
-  readonly id: number;
-  readonly spec: EndpointSpec;
-  readonly labels: { readonly orchestration: readonly string[]; readonly user: readonly string[] };
-  readonly options: Readonly<Record<string, string>>;
-  readonly identity?: number;
-  readonly datapathHash?: string;
-  readonly policyRevision?: number;
-}
-
 /** How many status log entries an endpoint keeps. */
 export const MAX_LOG_ENTRIES = 32;
 
@@ -49,8 +40,7 @@ const HEALTH_RANK: Record<HealthStatus, number> = { Disabled: 0, OK: 1, Warning:
 export class Endpoint implements EndpointView {
   private _id = 0;
   private _state: StoredState | typeof NEW = NEW;
-  private orchestrationLabels: string[];
-  private userLabels: string[] = [];
+  private lbl: EndpointLabels;
   private _identity?: Identity;
   private _options: Record<string, string>;
   private readonly entries: EndpointLogEntry[] = [];
@@ -78,7 +68,7 @@ export class Endpoint implements EndpointView {
     labels: readonly string[],
     options: Readonly<Record<string, string>> = {},
   ) {
-    this.orchestrationLabels = parseLabels(labels).map(formatLabel);
+    this.lbl = new EndpointLabels(labels);
     this._options = { ...DEFAULT_OPTIONS, ...options };
   }
 
@@ -165,15 +155,15 @@ export class Endpoint implements EndpointView {
   }
   /** Every identity-relevant label, sorted (orchestration plus user labels). */
   get labels(): readonly string[] {
-    return parseLabels([...this.orchestrationLabels, ...this.userLabels]).map(formatLabel);
+    return this.lbl.all;
   }
   /** Labels added through the API (label-configuration user labels). */
   get customLabels(): readonly string[] {
-    return this.userLabels;
+    return this.lbl.userLabels;
   }
   /** Labels from the request and the orchestrator. */
   get originLabels(): readonly string[] {
-    return this.orchestrationLabels;
+    return this.lbl.originLabels;
   }
   /** The endpoint options. */
   get options(): Readonly<Record<string, string>> {
@@ -268,37 +258,17 @@ export class Endpoint implements EndpointView {
 
   /** Adds and removes labels (adds become user labels); throws EndpointError naming a label that cannot be deleted. */
   modifyLabels(add: readonly string[], del: readonly string[]): boolean {
-    const parse = (raw: string, field: string): string => {
-      try {
-        return formatLabel(parseLabel(raw));
-      } catch (err) {
-        throw new EndpointError('invalid', (err as Error).message, field);
-      }
-    };
-    const adds = add.map((l, i) => parse(l, `/add/${i}`));
-    const dels = del.map((l, i) => parse(l, `/delete/${i}`));
-    dels.forEach((l, i) => {
-      if (!this.userLabels.includes(l) && !this.orchestrationLabels.includes(l)) {
-        throw new EndpointError('invalid', `label ${l} is not set on endpoint ${this._id}`, `/delete/${i}`);
-      }
-    });
-    const before = this.labels.join(';');
-    this.userLabels = parseLabels([...this.userLabels.filter((l) => !dels.includes(l)), ...adds]).map(formatLabel);
-    this.orchestrationLabels = this.orchestrationLabels.filter((l) => !dels.includes(l));
-    return this.labels.join(';') !== before;
+    return this.lbl.modify(add, del, this._id);
   }
 
   /** Adds orchestration labels (the namespace label, pod labels); later ones win per source:key. */
   mergeLabels(labels: readonly string[]): void {
-    this.orchestrationLabels = parseLabels([...this.orchestrationLabels, ...labels]).map(formatLabel);
+    this.lbl.merge(labels);
   }
 
   /** Replaces the orchestration labels (PATCH /endpoint/{id} with labels); returns whether they changed. */
   replaceOriginLabels(labels: readonly string[]): boolean {
-    const next = parseLabels(labels).map(formatLabel);
-    const changed = next.join(';') !== this.orchestrationLabels.join(';');
-    this.orchestrationLabels = next;
-    return changed;
+    return this.lbl.replaceOrigin(labels);
   }
 
   /** Replaces option values; returns whether anything changed. Validation is the caller's. */
@@ -313,8 +283,7 @@ export class Endpoint implements EndpointView {
 
   /** Restores labels and options from a snapshot (restore path). */
   restoreFrom(snap: EndpointSnapshot): void {
-    this.orchestrationLabels = [...snap.labels.orchestration];
-    this.userLabels = [...snap.labels.user];
+    this.lbl = new EndpointLabels(snap.labels.orchestration, snap.labels.user);
     this._options = { ...DEFAULT_OPTIONS, ...snap.options };
     this.restoredDatapathHash = snap.datapathHash;
   }
@@ -381,7 +350,7 @@ export class Endpoint implements EndpointView {
       version: 1,
       id: this._id,
       spec: this.spec,
-      labels: { orchestration: this.orchestrationLabels, user: this.userLabels },
+      labels: this.lbl.toSnapshot(),
       options: { ...this._options },
       identity: this._identity?.id,
       datapathHash: this.datapathHash,
@@ -389,71 +358,31 @@ export class Endpoint implements EndpointView {
     };
   }
 
-  /** See EndpointView: Cilium's Endpoint model. */
+  /** See EndpointView: Cilium's Endpoint model (api-model.ts). */
   toModel(): EndpointModel {
-    const s = this.spec;
-    const identityLabels = this._identity ? [...this._identity.labels] : [];
-    return {
-      id: this._id,
-      spec: { 'label-configuration': { user: [...this.userLabels] }, options: { ...this._options } },
-      status: {
-        state: this.state,
-        identity: this._identity ? { id: this._identity.id, labels: identityLabels } : undefined,
-        labels: {
-          realized: { user: [...this.userLabels] },
-          'security-relevant': identityLabels,
-          derived: [...this.orchestrationLabels],
-          disabled: [],
-        },
-        networking: {
-          addressing: [
-            {
-              ...(s.ipv4 ? { ipv4: s.ipv4 } : {}),
-              ...(s.ipv4PoolName ? { 'ipv4-pool-name': s.ipv4PoolName } : {}),
-              ...(s.ipv6 ? { ipv6: s.ipv6 } : {}),
-              ...(s.ipv6PoolName ? { 'ipv6-pool-name': s.ipv6PoolName } : {}),
-            },
-          ],
-          'interface-name': s.ifName,
-          'interface-index': s.ifIndex,
-          // Unknown MACs are left out, as Cilium's omitempty does (an empty string is not a MAC).
-          ...(s.mac ? { mac: s.mac } : {}),
-          ...(s.hostMac ? { 'host-mac': s.hostMac } : {}),
-          'container-interface-name': s.containerIfName,
-        },
-        policy: {
-          realized: policyModel(this.realizedPolicy),
-          spec: policyModel(this.desiredPolicy),
-          'proxy-statistics': [],
-        },
-        controllers: this.owner ? [...this.owner.controllers(this)] : [],
-        log: this.log(),
-        health: this.health(),
-        'external-identifiers': {
-          'container-id': s.containerId,
-          'container-name': s.containerName,
-          'cni-attachment-id': this.cniAttachmentId,
-          'pod-name': this.podName,
-          'k8s-pod-name': s.podName,
-          'k8s-namespace': s.namespace,
-        },
-        namedPorts: [],
-      },
-    };
+    return endpointModel(this);
+  }
+
+  /** Status of the controllers belonging to this endpoint (none before it was started). */
+  controllers(): readonly ControllerStatus[] {
+    return this.owner ? this.owner.controllers(this) : [];
+  }
+
+  /** Records a computed policy: what the next build writes (regeneration). */
+  recordDesiredPolicy(policy: EndpointPolicyStatus): void {
+    this.desiredPolicy = policy;
+  }
+
+  /** Records a finished build: the datapath configuration it loaded and the policy it realized. */
+  recordBuild(datapathHash: string): void {
+    this.datapathHash = datapathHash;
+    this.realizedPolicy = this.desiredPolicy;
+  }
+
+  /** Records a successful regeneration (counted for the status). */
+  recordRegeneration(): void {
+    this.regenerations++;
   }
 }
 
-/** Cilium's EndpointPolicy for a policy status. */
-function policyModel(p: EndpointPolicyStatus | undefined): Record<string, unknown> {
-  if (!p) return { 'policy-enabled': 'none', 'allowed-ingress-identities': [], 'allowed-egress-identities': [], 'denied-ingress-identities': [], 'denied-egress-identities': [] };
-  const enabled = p.ingressEnforced && p.egressEnforced ? 'both' : p.ingressEnforced ? 'ingress' : p.egressEnforced ? 'egress' : 'none';
-  return {
-    'policy-revision': p.revision,
-    id: p.identity,
-    'policy-enabled': enabled,
-    'allowed-ingress-identities': [...p.allowedIngressIdentities],
-    'allowed-egress-identities': [...p.allowedEgressIdentities],
-    'denied-ingress-identities': [...p.deniedIngressIdentities],
-    'denied-egress-identities': [...p.deniedEgressIdentities],
-  };
-}
+export type { EndpointSnapshot } from './snapshot.js';

@@ -101,7 +101,7 @@ export class Regenerator implements EndpointRuntime {
       const level = await this.build(ep, req, signal);
       ep.setHealth('bpf', 'OK');
       ep.setHealth('policy', 'OK');
-      ep.regenerations++;
+      ep.recordRegeneration();
       ep.builderSetState('ready', 'Completed endpoint regeneration with no pending regeneration requests');
       ep.logStatus('ok', `Successfully regenerated endpoint program (${level}) due to ${reasons}`);
       const durationMs = performance.now() - began;
@@ -141,7 +141,7 @@ export class Regenerator implements EndpointRuntime {
     const identity = ep.securityIdentity!;
     const resolved = this.d.policy.resolve(identity);
     const { entries, ...summary } = resolved;
-    ep.desiredPolicy = { ...summary, identity: identity.id };
+    ep.recordDesiredPolicy({ ...summary, identity: identity.id });
     const cfg = datapathConfigOf(ep);
     const hash = configHash(cfg);
     let loadedHash = ep.datapathHash;
@@ -175,8 +175,7 @@ export class Regenerator implements EndpointRuntime {
       const failures = (flushed as PromiseFulfilledResult<readonly string[]>).value;
       if (failures.length) throw new EndpointError('failed', `datapath map writes failed: ${failures.join('; ')}`);
       signal.throwIfAborted();
-      ep.datapathHash = hash;
-      ep.realizedPolicy = ep.desiredPolicy;
+      ep.recordBuild(hash);
       await this.d.store.commit(ep.id);
     } catch (err) {
       await this.d.store.discard(ep.id).catch(() => undefined);
