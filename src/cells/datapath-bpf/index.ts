@@ -7,22 +7,6 @@
  * restoreDone: what endpoints that no longer exist left is removed, then pruning starts.
  * docs/cells/datapath-bpf.md describes it.
  */
-import { config, invoke, module, provideInto } from '../../hive/cell.js';
-import { HealthToken, type Health } from '../../hive/health.js';
-import { JobsToken, type Jobs } from '../../hive/jobs.js';
-import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
-import { LoggerToken, type Logger } from '../../hive/logger.js';
-import { bpfAvailable } from '../../bpf/index.js';
-import { sleep } from '../../hive/timeout.js';
-import { MetricsCollectorsToken, type MetricsCollector } from '../api-metrics/types.js';
-import { ctTimeoutsOf } from '../datapath/types.js';
-import { DatapathConfigToken, DatapathProvidersToken, SelectedDatapathToken, sysfsLinkChecker, type DatapathConfig, type DatapathProvider, type SelectedDatapath } from '../datapath/types.js';
-import { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from './config.js';
-import { registerCtGcMetrics } from './ct-metrics.js';
-import { registerTrafficMetrics } from './traffic-metrics.js';
-import { BpfDatapath } from './datapath.js';
-import type { BpfTableReport } from './maps.js';
-
 export { BpfDatapath, hostAddressCidrs } from './datapath.js';
 export { BpfMaps, METRICS_MAP_NAME, type BpfMapsOptions, type BpfTableReport } from './maps.js';
 export { BpfLoader, ifIndexOf } from './loader.js';
@@ -33,92 +17,4 @@ export { registerCtGcMetrics } from './ct-metrics.js';
 export { registerTrafficMetrics } from './traffic-metrics.js';
 export { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from './config.js';
 export { policyObjectKey, parsePolicyObjectKey, type PolicyObject } from './tables.js';
-
-/** How often the module's health is refreshed from the tables' status. */
-const STATUS_INTERVAL_MS = 2000;
-
-/** One line per table: `cellium_lxc done 4/4`, with the errors when there are any. */
-export function describeTables(reports: readonly BpfTableReport[]): { ok: boolean; message: string } {
-  const ok = reports.every((r) => r.errors === 0);
-  const message = reports.map((r) => `${r.name} ${r.state} ${r.done}/${r.objects}${r.errors ? ` (${r.errors} failing: ${r.lastErrors.join('; ')})` : ''}`).join(', ');
-  return { ok, message };
-}
-
-interface ProviderDeps {
-  readonly cfg: BpfDatapathConfig;
-  readonly dpCfg: DatapathConfig;
-  readonly lc: Lifecycle;
-  readonly jobs: Jobs;
-  readonly health: Health;
-  readonly log: Logger;
-}
-
-/** The BPF datapath's provider: available when the addon loads, bpf_lxc is built and bpf() works. */
-export function bpfDatapathProvider(d: ProviderDeps): DatapathProvider {
-  return {
-    mode: 'bpf',
-    preferInAuto: true,
-    unavailable: () => {
-      const a = bpfAvailable();
-      return a.ok ? undefined : a.reason;
-    },
-    create: () => {
-      const dp = new BpfDatapath(d.cfg, d.log, { ctTimeouts: ctTimeoutsOf(d.dpCfg) });
-      d.lc.append({ name: 'bpf-datapath', onStart: () => dp.start(), onStop: () => dp.stop() });
-      d.jobs.timer('bpf-map-status', async () => {
-        const { ok, message } = describeTables(dp.maps.report());
-        if (ok) d.health.ok(message);
-        else d.health.degraded(message);
-      }, STATUS_INTERVAL_MS);
-      if (d.cfg.bpfMapPruneInterval > 0) d.jobs.timer('bpf-map-prune', async () => void (await dp.prune()), d.cfg.bpfMapPruneInterval);
-      const gcHealth = d.health.scope('conntrack-gc');
-      d.jobs.oneShot('conntrack-gc', async ({ signal }) => {
-        d.log.info({ intervalMs: dp.gc.intervalMs, pinned: d.cfg.conntrackGcInterval > 0 }, 'starting the conntrack garbage collector');
-        for (;;) {
-          const run = await dp.gc.collect();
-          if (run.errors.length) gcHealth.degraded(dp.gc.describe());
-          else gcHealth.ok(dp.gc.describe());
-          if (run.deleted) d.log.info({ deleted: run.deleted, scanned: run.scanned, ms: Math.round(run.ms), nextMs: dp.gc.intervalMs }, 'conntrack garbage collection');
-          try {
-            await sleep(dp.gc.intervalMs, signal);
-          } catch {
-            return;
-          }
-        }
-      });
-      return dp;
-    },
-    linkExists: sysfsLinkChecker,
-  };
-}
-
-/** With another datapath selected, the module's health says so (instead of staying `unknown`). */
-function reportNotInUse(selected: SelectedDatapath, health: Health): void {
-  if (selected.datapath.mode === 'bpf') return;
-  const why = selected.requested === 'auto' ? bpfAvailable().reason : undefined;
-  health.ok(`not in use: --datapath-mode=${selected.requested} runs the ${selected.datapath.mode} datapath${why ? ` (${why})` : ''}`);
-}
-
-/** The conntrack garbage collector's and the traffic counters' metrics, for the metrics cell (BPF datapath only). */
-function datapathMetrics(selected: SelectedDatapath): MetricsCollector {
-  return (registry) => {
-    const dp = selected.datapath;
-    if (!(dp instanceof BpfDatapath)) return { unsubscribe: () => undefined };
-    const subs = [registerCtGcMetrics(registry, dp.gc), registerTrafficMetrics(registry, () => dp.kernel.traffic())];
-    return { unsubscribe: () => subs.forEach((s) => s.unsubscribe()) };
-  };
-}
-
-/** The BPF datapath cell. */
-export const bpfDatapathCell = module(
-  'datapath-bpf',
-  'BPF datapath: pinned maps written by reconcilers, the bpf_lxc loader',
-  config(BpfDatapathConfigToken, bpfDatapathConfigSchema),
-  provideInto(
-    DatapathProvidersToken,
-    (cfg: BpfDatapathConfig, dpCfg: DatapathConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger) => bpfDatapathProvider({ cfg, dpCfg, lc, jobs, health, log }),
-    BpfDatapathConfigToken, DatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
-  ),
-  invoke('bpf-datapath-health', reportNotInUse, SelectedDatapathToken, HealthToken),
-  provideInto(MetricsCollectorsToken, datapathMetrics, SelectedDatapathToken),
-);
+export * from './cell.js';

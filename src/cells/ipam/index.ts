@@ -2,34 +2,10 @@
  * The IPAM cell (module `ipam`): the node's IPv4/IPv6 pools from `--ipv4-range`/`--ipv6-range`,
  * allocation with owners and expiration, release and restore. Provides IPAMToken.
  */
-import { config, module, provide } from '../../hive/cell.js';
-import { JobsToken, type Jobs } from '../../hive/jobs.js';
-import { LoggerToken, type Logger } from '../../hive/logger.js';
-import { IPAMConfigToken, ipamConfigSchema, type IPAMConfig } from './config.js';
-import { NodeIPAM } from './ipam.js';
-import { IPAMToken } from './types.js';
-
 export * from './types.js';
 export { IPAMError, type IPAMErrorCode } from './errors.js';
 export { IPAMConfigToken, ipamConfigSchema, type IPAMConfig } from './config.js';
 export { NodeIPAM } from './ipam.js';
 export { ipamSummary, type IPAMSummary } from './summary.js';
 export { parseAddr, formatAddr, canonicalAddr, parseCidr, formatCidr, cidrContains, cidrContainsAddr, type Addr, type Cidr } from '../../lib/addr.js';
-
-/** Builds the cell's IPAM and its expiration timer job. */
-function newIPAM(cfg: IPAMConfig, jobs: Jobs, log: Logger): NodeIPAM {
-  const ipam = new NodeIPAM(cfg, log);
-  jobs.timer('ipam-expiration', async () => {
-    ipam.releaseExpired();
-  }, cfg.ipamExpirationInterval);
-  log.info({ ipv4: cfg.ipv4Range || undefined, ipv6: cfg.ipv6Range || undefined }, 'IPAM pools configured');
-  return ipam;
-}
-
-/** The IPAM cell. */
-export const ipamCell = module(
-  'ipam',
-  'IP address management',
-  config(IPAMConfigToken, ipamConfigSchema),
-  provide(IPAMToken, newIPAM, IPAMConfigToken, JobsToken, LoggerToken),
-);
+export * from './cell.js';
