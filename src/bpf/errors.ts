@@ -3,7 +3,7 @@
  * the errno name and a hint on what to do (EPERM -> "needs root or CAP_BPF", missing bpffs ->
  * "mount -t bpf bpf /sys/fs/bpf", ...). hintFor is pure, so the mapping is unit-tested.
  */
-import { constants } from 'node:os';
+import { errnoName } from '../lib/errno.js';
 
 /** A failed BPF operation. */
 export class BpfError extends Error {
@@ -29,12 +29,7 @@ export class BpfError extends Error {
   }
 }
 
-/** The errno name of a positive errno value (`ENOENT`), or `E<n>` when unknown. */
-export function errnoName(errno: number): string {
-  if (errno === 524) return 'ENOTSUPP';
-  const found = Object.entries(constants.errno).find(([, v]) => v === errno);
-  return found ? found[0] : `E${errno}`;
-}
+export { errnoName };
 
 const MOUNT_HINT = 'is bpffs mounted? mount -t bpf bpf /sys/fs/bpf';
 

@@ -1,4 +1,5 @@
 /** Errors of the netlink module: every failed operation is a {@link NetlinkError}. */
+import { errnoName } from '../lib/errno.js';
 import { constants } from 'node:os';
 
 /** A failed netlink operation, naming the operation, the interface and the errno. */
@@ -26,11 +27,7 @@ export class NetlinkError extends Error {
   }
 }
 
-/** The errno name of a positive errno value (`EEXIST`), or `E<n>` when unknown. */
-export function errnoName(errno: number): string {
-  const found = Object.entries(constants.errno).find(([, v]) => v === errno);
-  return found ? found[0] : `E${errno}`;
-}
+export { errnoName };
 
 /** Converts what the native addon threw into a {@link NetlinkError}; other errors pass through. */
 export function toNetlinkError(err: unknown): unknown {
