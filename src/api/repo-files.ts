@@ -1,19 +1,14 @@
 /** Finds files shipped beside the code (api/openapi.yaml, ../shared/reference/...) from src/ or dist/src/. */
-import { existsSync, readFileSync } from 'node:fs';
+import { packageRoot } from '../lib/package-root.js';
+import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-/**
- * The repository root: the nearest ancestor of this module holding `api/openapi.yaml`
- * (src/api/ under ts-node, dist/src/api/ when built). Undefined when none does.
- */
+/** The repository (or package) root (src/lib/package-root.ts); undefined outside it. */
 export function repoRoot(): string | undefined {
-  for (let dir = here; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, 'api', 'openapi.yaml'))) return dir;
-    if (dirname(dir) === dir) return undefined;
-  }
+  return packageRoot();
 }
 
 /** A path relative to the repository root (or to this module's grandparent when no root is found). */

@@ -3,10 +3,10 @@
  * finds the BPF objects built by scripts/build.d/30-bpf.sh; says whether BPF is usable here
  * ({@link bpfAvailable}) so the agent can fall back to the memory datapath.
  */
+import { packageRoot as cellium } from '../lib/package-root.js';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 
 /** A .rodata variable of an object. */
 export interface RawVariable { name: string; offset: number; size: number }
@@ -77,18 +77,9 @@ export interface BpfAddon {
   mountBpffs(path: string): void;
 }
 
-let root: string | undefined;
-
-/** The repository (or package) root: the nearest directory above this file holding bpf-loader-native/. */
+/** The repository (or package) root (src/lib/package-root.ts); the working directory when not inside it. */
 export function packageRoot(): string {
-  if (root !== undefined) return root;
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(join(dir, 'bpf-loader-native', 'binding.gyp'))) return (root = dir);
-    const up = dirname(dir);
-    if (up === dir) return process.cwd(); // not found: not cached, the working directory may change
-    dir = up;
-  }
+  return cellium() ?? process.cwd();
 }
 
 /** Path of the built addon. */

@@ -1,8 +1,8 @@
 /** Loads the netlink-native addon (built by scripts/build.d/25-netlink.sh) and types its raw API. */
+import { packageRoot } from '../lib/package-root.js';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type { AddressInfo } from './types.js';
 
 /** A link as the addon returns it. */
@@ -106,15 +106,9 @@ export interface NetlinkAddon {
 const ADDON = join('netlink-native', 'build', 'Release', 'cellium_netlink.node');
 let loaded: NetlinkAddon | undefined;
 
-/** The addon path: the nearest directory above this file holding netlink-native/ (src or dist). */
+/** The addon path, under the package root (src/lib/package-root.ts; the working directory when not inside it). */
 export function addonPath(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(join(dir, 'netlink-native', 'binding.gyp'))) return join(dir, ADDON);
-    const up = dirname(dir);
-    if (up === dir) return join(process.cwd(), ADDON);
-    dir = up;
-  }
+  return join(packageRoot() ?? process.cwd(), ADDON);
 }
 
 /** Loads the addon once; throws a clear Error when it has not been built. */
