@@ -1,4 +1,5 @@
 /** Parsers of CLI arguments; each throws UsageError with what was expected. */
+import { parseDuration } from '../hive/config/duration.js';
 import type { TraceProtocol } from '../api/models.js';
 import { UsageError } from './errors.js';
 
@@ -38,12 +39,19 @@ export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
-/** A duration in seconds (`30`, `30s`, `2m`) for --wait-timeout. */
+/**
+ * A CLI duration in seconds: a bare number is seconds (`30`), anything else the config's duration
+ * syntax (`500ms`, `30s`, `2m`, `1h30m`: the one parser, src/hive/config/duration.ts); a
+ * UsageError otherwise.
+ */
 export function parseSeconds(raw: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(raw.trim());
-  if (!m) throw new UsageError(`invalid duration "${raw}": expected e.g. 30s, 2m or 500ms`);
-  const n = Number(m[1]);
-  return m[2] === 'ms' ? n / 1000 : m[2] === 'm' ? n * 60 : n;
+  const text = raw.trim();
+  if (/^\d+(?:\.\d+)?$/.test(text)) return Number(text);
+  try {
+    return parseDuration(text) / 1000;
+  } catch {
+    throw new UsageError(`invalid duration "${raw}": expected e.g. 30s, 2m, 1h30m or 500ms`);
+  }
 }
 
 /**

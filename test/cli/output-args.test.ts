@@ -41,6 +41,8 @@ t.test('KEY=VALUE settings, trace subjects, durations, collect', async (t) => {
   t.equal(parseSeconds('30s'), 30);
   t.equal(parseSeconds('2m'), 120);
   t.equal(parseSeconds('500ms'), 0.5);
+  t.equal(parseSeconds('1h30m'), 5400, 'the config duration syntax');
+  t.equal(parseSeconds('2.5'), 2.5);
   t.throws(() => parseSeconds('soon'), UsageError);
   t.same(collect('b', collect('a')), ['a', 'b']);
 });
