@@ -1,3 +1,4 @@
+import { reservedIdentities } from '../../src/cells/identity/index.js';
 import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -112,7 +113,7 @@ t.test('endpoints: create, get by every prefix, labels, config, log, health, lis
 t.test('identities', async (t) => {
   const { eps, call } = await setup(t);
   const all = await call('GetIdentity', 'GET', '/identity');
-  t.same((all.body as { id: number }[]).map((i) => i.id), [1, 2, 357, 358]);
+  t.same((all.body as { id: number }[]).map((i) => i.id), [...reservedIdentities.keys(), 357, 358].sort((a, b) => a - b), 'the reserved identities and the two globals');
   t.same(((await call('GetIdentity', 'GET', '/identity', { body: ['k8s:app=b'] })).body as { id: number }[]).map((i) => i.id), [358]);
   t.equal((await call('GetIdentity', 'GET', '/identity', { body: ['k8s:app=zzz'] })).status, 404);
   t.equal(((await call('GetIdentityID', 'GET', '/identity/2')).body as { labels: string[] }).labels[0], 'reserved:world');

@@ -1,3 +1,4 @@
+import { reservedIdentities } from '../../src/cells/identity/index.js';
 import t from 'tap';
 import { get } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -58,7 +59,7 @@ t.test('metrics are served on --prometheus-serve-addr with Cilium names and the 
   const m = res.text;
   t.match(m, /^cellium_endpoint 1$/m);
   t.match(m, /^cellium_endpoint_state\{endpoint_state="ready"\} 1$/m);
-  t.match(m, /^cellium_identity\{type="reserved"\} 2$/m);
+  t.match(m, new RegExp(`^cellium_identity\\{type="reserved"\\} ${reservedIdentities.size}$`, 'm'));
   t.match(m, /^cellium_identity\{type="cluster_local"\} 2$/m);
   t.match(m, /^cellium_policy 1$/m);
   t.match(m, /^cellium_policy_max_revision 2$/m);

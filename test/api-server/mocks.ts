@@ -3,11 +3,12 @@
  * behaving like the real ones where the handlers depend on it (errors with codes, lookups by
  * Cilium's prefixed ids). Used until, and besides, the real cells in the integration tests.
  */
+import { FakeIdentityAllocator } from '../../src/cells/identity/index.js';
 import { Subject } from 'rxjs';
 import { EndpointError } from '../../src/cells/endpoint/errors.js';
 import type { EndpointChangeRequest, EndpointHealth, EndpointLogEntry, EndpointModel, EndpointState } from '../../src/cells/endpoint/model.js';
 import type { EndpointAPIManager, EndpointManager, EndpointView } from '../../src/cells/endpoint/types.js';
-import type { Identity, IdentityAllocator, IdentityChange } from '../../src/cells/identity/types.js';
+import type { IdentityAllocator } from '../../src/cells/identity/types.js';
 import { PolicyError } from '../../src/cells/policy/errors.js';
 import type { ImportOptions, PolicyChange, PolicyRepository, PolicyRule } from '../../src/cells/policy/types.js';
 import type { Datapath, MapDump } from '../../src/datapath/types.js';
@@ -132,23 +133,12 @@ export class MockEndpoints implements EndpointManager, EndpointAPIManager {
   }
 }
 
-const ident = (id: number, labels: string[], reserved = false): Identity => ({ id, labels, labelSet: parseLabels(labels), reserved });
-
-/** A mock identity allocator with the reserved host/world identities and a few globals. */
+/** The identity cell's fake with two global identities of known numbers (357 app=a, 358 app=b). */
 export function mockIdentities(): IdentityAllocator {
-  const all = [ident(1, ['reserved:host'], true), ident(2, ['reserved:world'], true), ident(357, ['k8s:app=a', 'k8s:io.kubernetes.pod.namespace=default']), ident(358, ['k8s:app=b', 'k8s:io.kubernetes.pod.namespace=default'])];
-  const byId = new Map(all.map((i) => [i.id, i]));
-  return {
-    allocate: async () => { throw new Error('not used'); },
-    release: async () => false,
-    allocateCIDR: async () => { throw new Error('not used'); },
-    lookup: (id) => byId.get(id),
-    lookupByLabels: () => undefined,
-    list: () => all,
-    gc: async () => 0,
-    changes$: new Subject<IdentityChange>(),
-    range: { minGlobal: 256, maxGlobal: 65535, localScope: 1 << 24 },
-  };
+  const f = new FakeIdentityAllocator();
+  f.seed(357, ['k8s:app=a', 'k8s:io.kubernetes.pod.namespace=default']);
+  f.seed(358, ['k8s:app=b', 'k8s:io.kubernetes.pod.namespace=default']);
+  return f;
 }
 
 /** A mock policy repository: JSON arrays of rules; anything else is a PolicyError naming the field. */

@@ -4,64 +4,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import type { Replacement, TestLike } from '../../src/hive/index.js';
-import { formatLabels, parseLabels, type Label } from '../../src/lib/labels.js';
 import { LinkCheckerToken } from '../../src/cells/datapath/select.js';
 import { DatapathToken, type Datapath, type LiveEndpoint, type LostProgram, type PolicyEntry } from '../../src/datapath/types.js';
 import { MemoryLoader } from '../../src/cells/datapath-memory/loader.js';
 import { MemoryMaps } from '../../src/cells/datapath-memory/maps.js';
-import { IdentityAllocatorToken, type Identity, type IdentityAllocator, type IdentityChange } from '../../src/cells/identity/types.js';
+import { IdentityAllocatorToken, type Identity } from '../../src/cells/identity/types.js';
 import { IPAMToken, type EndpointAddress, type IPAM, type IPAllocation } from '../../src/cells/ipam/types.js';
 import { IPAMError } from '../../src/cells/ipam/errors.js';
 import { PolicyRepositoryToken, PolicyRestoreToken, type PolicyChange, type PolicyRepository, type PolicyRestore, type ResolvedPolicy } from '../../src/cells/policy/types.js';
 
-/** Identity allocator: same sorted labels -> same id from 256, reference counted; `reserved:init` -> 5. */
-export class MockIdentities implements IdentityAllocator {
-  readonly byKey = new Map<string, { identity: Identity; refs: number }>();
-  private next = 256;
-  readonly changes$ = new Subject<IdentityChange>();
-  readonly range = { minGlobal: 256, maxGlobal: 65535, localScope: 1 << 24 };
-  /** Set to make allocate fail. */
-  fail?: Error;
-
-  async allocate(labels: readonly Label[]): Promise<{ identity: Identity; isNew: boolean }> {
-    if (this.fail) throw this.fail;
-    const strs = formatLabels(labels);
-    if (strs.join(';') === 'reserved:init') return { identity: { id: 5, labels: strs, labelSet: labels, reserved: true }, isNew: false };
-    const key = strs.join(';');
-    let e = this.byKey.get(key);
-    const isNew = !e;
-    if (!e) this.byKey.set(key, (e = { identity: { id: this.next++, labels: strs, labelSet: parseLabels(strs), reserved: false }, refs: 0 }));
-    e.refs++;
-    return { identity: e.identity, isNew };
-  }
-  async release(id: number): Promise<boolean> {
-    for (const [k, e] of this.byKey) {
-      if (e.identity.id !== id) continue;
-      e.refs--;
-      if (e.refs === 0) this.byKey.delete(k);
-      return e.refs === 0;
-    }
-    return false;
-  }
-  refs(id: number): number {
-    return [...this.byKey.values()].find((e) => e.identity.id === id)?.refs ?? 0;
-  }
-  async allocateCIDR(): Promise<Identity> {
-    throw new Error('not used by the endpoint cell');
-  }
-  lookup(id: number): Identity | undefined {
-    return [...this.byKey.values()].find((e) => e.identity.id === id)?.identity;
-  }
-  lookupByLabels(labels: readonly Label[]): Identity | undefined {
-    return this.byKey.get(formatLabels(labels).join(';'))?.identity;
-  }
-  list(): Identity[] {
-    return [...this.byKey.values()].map((e) => e.identity);
-  }
-  async gc(): Promise<number> {
-    return 0;
-  }
-}
+/** The identity cell's fake (reserved identities as the real cell has them, ids from 256, reference counts). */
+export { FakeIdentityAllocator as MockIdentities } from '../../src/cells/identity/index.js';
+import { FakeIdentityAllocator as MockIdentities } from '../../src/cells/identity/index.js';
 
 /** Policy repository: resolve returns `entriesFor(identity)`; `emit` publishes a change. */
 export class MockPolicy implements PolicyRepository {

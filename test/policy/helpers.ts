@@ -2,67 +2,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Subject } from 'rxjs';
 import { statedirCell } from '../../src/cells/statedir/index.js';
 import { testHive, type TestLike } from '../../src/hive/index.js';
 import { policyCell, PolicyRepositoryToken, type Repository } from '../../src/cells/policy/index.js';
-import { IdentityAllocatorToken, makeIdentity, reservedIdentities, reservedFor, cidrLabel, type Identity, type IdentityAllocator, type IdentityChange } from '../../src/cells/identity/index.js';
+import { IdentityAllocatorToken } from '../../src/cells/identity/index.js';
 import type { Direction, PolicyEntry } from '../../src/datapath/types.js';
 import { PolicyLpm } from '../../src/datapath/policy-lpm.js';
-import { labelsKey, parseLabels, sortLabels, type Label } from '../../src/lib/labels.js';
 
-/** An in-memory allocator standing in for the identity cell. */
-export class MockAllocator implements IdentityAllocator {
-  readonly range = { minGlobal: 256, maxGlobal: 65535, localScope: 1 << 24 };
-  private readonly subject = new Subject<IdentityChange>();
-  readonly changes$ = this.subject.asObservable();
-  private readonly byKey = new Map<string, Identity>();
-  private readonly byId = new Map<number, Identity>(reservedIdentities);
-  private next = 256;
-  private nextLocal = (1 << 24) + 1;
-  readonly released: number[] = [];
-
-  async allocate(labels: readonly Label[]) {
-    return this.allocateSync(labels);
-  }
-  /** Synchronous allocate for test setup. */
-  allocateSync(labels: readonly Label[]) {
-    const r = reservedFor(sortLabels(labels));
-    if (r) return { identity: r, isNew: false };
-    const key = labelsKey(labels);
-    const have = this.byKey.get(key);
-    if (have) return { identity: have, isNew: false };
-    return { identity: this.add(key, makeIdentity(this.next++, sortLabels(labels), false)), isNew: true };
-  }
-  /** Allocates from label strings. */
-  id(...labels: string[]): Identity {
-    return this.allocateSync(parseLabels(labels)).identity;
-  }
-  async allocateCIDR(cidr: string) {
-    const ls = sortLabels([cidrLabel(cidr), { source: 'reserved', key: 'world', value: '' }]);
-    const key = labelsKey(ls);
-    return this.byKey.get(key) ?? this.add(key, makeIdentity(this.nextLocal++, ls, false));
-  }
-  async release(id: number) {
-    this.released.push(id);
-    const i = this.byId.get(id);
-    if (!i || i.reserved) return false;
-    this.byId.delete(id);
-    this.byKey.delete(labelsKey(i.labelSet));
-    this.subject.next({ kind: 'delete', identity: i });
-    return true;
-  }
-  lookup(id: number) { return this.byId.get(id); }
-  lookupByLabels(labels: readonly Label[]) { return reservedFor(sortLabels(labels)) ?? this.byKey.get(labelsKey(labels)); }
-  list() { return [...this.byId.values()].sort((a, b) => a.id - b.id); }
-  async gc() { return 0; }
-  private add(key: string, i: Identity): Identity {
-    this.byKey.set(key, i);
-    this.byId.set(i.id, i);
-    this.subject.next({ kind: 'add', identity: i });
-    return i;
-  }
-}
+/** The identity cell's fake standing in for it (src/cells/identity/fake.ts). */
+export { FakeIdentityAllocator as MockAllocator } from '../../src/cells/identity/index.js';
+import { FakeIdentityAllocator as MockAllocator } from '../../src/cells/identity/index.js';
 
 /** A temporary state directory, removed when the test ends. */
 export function tempStateDir(t: TestLike): string {

@@ -11,5 +11,6 @@ export { IdentityConfigToken, identityConfigSchema, type IdentityConfig } from '
 export { IdentityError, type IdentityErrorCode } from './errors.js';
 export { RESERVED, reservedIdentities, reservedFor, makeIdentity } from './reserved.js';
 export { cidrLabel, cidrOfLabel } from './cidr.js';
+export { FakeIdentityAllocator } from './fake.js';
 export { parseLabel, parseLabels, formatLabel, formatLabels, type Label } from '../../lib/labels.js';
 export * from './cell.js';
