@@ -9,8 +9,6 @@ import { EndpointError } from '../../src/cells/endpoint/errors.js';
 import type { EndpointChangeRequest, EndpointHealth, EndpointLogEntry, EndpointModel, EndpointState } from '../../src/cells/endpoint/model.js';
 import type { EndpointAPIManager, EndpointManager, EndpointView } from '../../src/cells/endpoint/types.js';
 import type { IdentityAllocator } from '../../src/cells/identity/types.js';
-import { PolicyError } from '../../src/cells/policy/errors.js';
-import type { ImportOptions, PolicyChange, PolicyRepository, PolicyRule } from '../../src/cells/policy/types.js';
 import type { Datapath, MapDump } from '../../src/datapath/types.js';
 import { parseLabels, formatLabels } from '../../src/lib/labels.js';
 
@@ -141,50 +139,8 @@ export function mockIdentities(): IdentityAllocator {
   return f;
 }
 
-/** A mock policy repository: JSON arrays of rules; anything else is a PolicyError naming the field. */
-export class MockPolicy implements PolicyRepository {
-  rules: PolicyRule[] = [];
-  revision = 1;
-  readonly changes$ = new Subject<PolicyChange>();
-  import(text: string, opts: ImportOptions = {}): PolicyChange {
-    let doc: unknown;
-    try {
-      doc = JSON.parse(text);
-    } catch {
-      throw new PolicyError('invalid', '', 'not JSON or YAML', 'send a rules array');
-    }
-    if (!Array.isArray(doc)) throw new PolicyError('invalid', '', 'expected an array of rules', 'send a rules array');
-    doc.forEach((r, i) => {
-      if (typeof r !== 'object' || r === null || !('endpointSelector' in r)) throw new PolicyError('invalid', `/${i}/endpointSelector`, 'is required', 'add an endpointSelector');
-    });
-    const incoming = doc as PolicyRule[];
-    const keys = new Set(incoming.map((r) => (r.labels ?? []).join(';')));
-    const replace = opts.replaceWithLabels ?? [];
-    const replaced = (r: PolicyRule) => keys.has((r.labels ?? []).join(';')) || (replace.length > 0 && replace.every((l) => (r.labels ?? []).includes(l)));
-    this.rules = [...this.rules.filter((r) => !replaced(r)), ...incoming];
-    return this.bump(incoming.length, 0);
-  }
-  delete(labels: readonly string[] | 'all'): PolicyChange {
-    const before = this.rules.length;
-    this.rules = labels === 'all' ? [] : this.rules.filter((r) => !labels.every((l) => (r.labels ?? []).includes(l)));
-    const deleted = before - this.rules.length;
-    return deleted ? this.bump(0, deleted) : { revision: this.revision, affected: new Set(), rules: this.rules.length, deleted: 0 };
-  }
-  get(labels?: readonly string[]): PolicyRule[] {
-    return labels?.length ? this.rules.filter((r) => labels.every((l) => (r.labels ?? []).includes(l))) : [...this.rules];
-  }
-  resolve(): never { throw new Error('not used by the API'); }
-  trace(src: { identity: number } | { labels: readonly string[] }) {
-    if ('identity' in src && src.identity === 999) throw new PolicyError('not-found', '/src/identity', 'identity 999 is not known', 'give an allocated identity');
-    const dir = { verdict: 'allowed' as const, enforced: this.rules.length > 0, rules: this.rules.map((r) => (r.labels ?? []).join(',')) };
-    return { verdict: 'allowed' as const, ingress: dir, egress: dir, log: ['traced'] };
-  }
-  selectors() { return [{ selector: '&LabelSelector{MatchLabels:map[any.app:a]}', identities: [357], users: 1 }]; }
-  private bump(added: number, deleted: number): PolicyChange {
-    this.revision++;
-    return { revision: this.revision, affected: 'all', rules: this.rules.length, added, deleted };
-  }
-}
+/** The policy cell's fake (test/fakes/policy.ts). */
+export { FakePolicyRepository as MockPolicy } from '../fakes/policy.js';
 
 /** A mock datapath with two maps, in `mode` (memory by default). */
 export function mockDatapath(mode: Datapath['mode'] = 'memory'): Datapath {

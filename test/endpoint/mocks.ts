@@ -5,49 +5,21 @@ import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import type { Replacement, TestLike } from '../../src/hive/index.js';
 import { LinkCheckerToken } from '../../src/cells/datapath/select.js';
-import { DatapathToken, type Datapath, type LiveEndpoint, type LostProgram, type PolicyEntry } from '../../src/datapath/types.js';
+import { DatapathToken, type Datapath, type LiveEndpoint, type LostProgram } from '../../src/datapath/types.js';
 import { MemoryLoader } from '../../src/cells/datapath-memory/loader.js';
 import { MemoryMaps } from '../../src/cells/datapath-memory/maps.js';
-import { IdentityAllocatorToken, type Identity } from '../../src/cells/identity/types.js';
+import { IdentityAllocatorToken } from '../../src/cells/identity/types.js';
 import { IPAMToken, type EndpointAddress, type IPAM, type IPAllocation } from '../../src/cells/ipam/types.js';
 import { IPAMError } from '../../src/cells/ipam/errors.js';
-import { PolicyRepositoryToken, PolicyRestoreToken, type PolicyChange, type PolicyRepository, type PolicyRestore, type ResolvedPolicy } from '../../src/cells/policy/types.js';
+import { PolicyRepositoryToken, PolicyRestoreToken, type PolicyRestore } from '../../src/cells/policy/types.js';
 
 /** The identity cell's fake (reserved identities as the real cell has them, ids from 256, reference counts). */
 export { FakeIdentityAllocator as MockIdentities } from '../../src/cells/identity/index.js';
 import { FakeIdentityAllocator as MockIdentities } from '../../src/cells/identity/index.js';
 
-/** Policy repository: resolve returns `entriesFor(identity)`; `emit` publishes a change. */
-export class MockPolicy implements PolicyRepository {
-  revision = 1;
-  readonly changes$ = new Subject<PolicyChange>();
-  readonly resolved: number[] = [];
-  entriesFor: (id: number) => PolicyEntry[] = () => [{ identity: 0, direction: 'ingress', protocol: 0, port: 0, deny: false }];
-
-  resolve(identity: Identity): ResolvedPolicy {
-    this.resolved.push(identity.id);
-    const entries = this.entriesFor(identity.id);
-    return {
-      revision: this.revision,
-      ingressEnforced: !entries.some((e) => e.identity === 0 && e.direction === 'ingress' && !e.deny),
-      egressEnforced: false,
-      entries,
-      allowedIngressIdentities: entries.filter((e) => e.direction === 'ingress' && !e.deny).map((e) => e.identity),
-      allowedEgressIdentities: [],
-      deniedIngressIdentities: entries.filter((e) => e.direction === 'ingress' && e.deny).map((e) => e.identity),
-      deniedEgressIdentities: [],
-    };
-  }
-  emit(affected: ReadonlySet<number> | 'all'): void {
-    this.revision++;
-    this.changes$.next({ revision: this.revision, affected, rules: 1 });
-  }
-  import(): PolicyChange { throw new Error('not used by the endpoint cell'); }
-  delete(): PolicyChange { throw new Error('not used by the endpoint cell'); }
-  get(): [] { return []; }
-  trace(): never { throw new Error('not used by the endpoint cell'); }
-  selectors(): [] { return []; }
-}
+/** The policy cell's fake (test/fakes/policy.ts). */
+export { FakePolicyRepository as MockPolicy } from '../fakes/policy.js';
+import { FakePolicyRepository as MockPolicy } from '../fakes/policy.js';
 
 /** IPAM recording owners, the endpoints using addresses and releases; `refuse` makes useForEndpoint fail. */
 export class MockIPAM implements IPAM {
