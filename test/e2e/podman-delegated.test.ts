@@ -4,10 +4,11 @@
 // the agent's pool is never used.
 import t from 'tap';
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { CNI_PLUGIN_TYPE, DEFAULT_CNI_BIN_DIR, DEFAULT_CNI_CONF_DIR, installCni } from '../../src/cli/commands/install-cni.js';
+import { CNI_PLUGIN_TYPE, DEFAULT_CNI_BIN_DIR, DEFAULT_CNI_CONF_DIR } from '../../src/cli/commands/install-cni.js';
+import { repoPath } from '../../src/api/repo-files.js';
 import { EndpointManagerToken } from '../../src/cells/endpoint/index.js';
 import { IPAMToken } from '../../src/cells/ipam/index.js';
 import { buildShim, startAgent, uniq } from './agent.js';
@@ -34,20 +35,23 @@ t.test('podman containers get host-local addresses through the agent', { skip: s
   // teardowns run in order: containers (their DEL needs the shim and the agent), the files, the agent
   t.teardown(() => run('podman', ['rm', '-f', '-t', '0', ...names]).catch(() => undefined));
   const agent = await startAgent(t, '10.224.0.0/24', { config: { ipam: 'delegated-plugin' } });
-  const shim = join(DEFAULT_CNI_BIN_DIR, CNI_PLUGIN_TYPE);
-  const hadShim = existsSync(shim);
-  // the shim into /opt/cni/bin (the conflist goes to a directory of the test's own, not /etc/cni/net.d)
-  await installCni({ binDir: DEFAULT_CNI_BIN_DIR, confDir: join(agent.dir, 'unused-net.d'), socketPath: agent.socketPath });
+  // The shim goes into /opt/cni/bin under a name of this test's own (podman finds plugins only
+  // there): test/e2e/podman.test.ts installs and removes cellium-cni itself, maybe at the same time.
+  const pluginType = `${CNI_PLUGIN_TYPE}-${net}`;
+  const shim = join(DEFAULT_CNI_BIN_DIR, pluginType);
+  mkdirSync(DEFAULT_CNI_BIN_DIR, { recursive: true });
+  copyFileSync(repoPath('bin', CNI_PLUGIN_TYPE), shim);
+  chmodSync(shim, 0o755);
   const dataDir = join(agent.dir, 'host-local');
   const conflist = join(DEFAULT_CNI_CONF_DIR, `90-${net}.conflist`);
   writeFileSync(conflist, JSON.stringify({
     cniVersion: '1.0.0',
     name: net,
-    plugins: [{ type: CNI_PLUGIN_TYPE, 'socket-path': agent.socketPath, ipam: { type: 'host-local', dataDir, ranges: [[{ subnet: '10.225.0.0/24' }]], routes: [{ dst: '0.0.0.0/0' }] } }],
+    plugins: [{ type: pluginType, 'socket-path': agent.socketPath, ipam: { type: 'host-local', dataDir, ranges: [[{ subnet: '10.225.0.0/24' }]], routes: [{ dst: '0.0.0.0/0' }] } }],
   }));
   t.teardown(() => {
     rmSync(conflist, { force: true });
-    if (!hadShim) rmSync(shim, { force: true });
+    rmSync(shim, { force: true });
   });
   const held = (): string[] => (existsSync(join(dataDir, net)) ? readdirSync(join(dataDir, net)).filter((f) => /^\d+\.\d+\.\d+\.\d+$/.test(f)) : []);
 
