@@ -5,6 +5,7 @@
  * records and indexing happen synchronously in one step, so concurrent creations can never share
  * an ID, an IP or an attachment, and IPAM never hands out an address an endpoint uses.
  */
+import { addTo, removeFrom } from '../../lib/multi-index.js';
 import { Subject, type Observable } from 'rxjs';
 import type { Logger } from '../../hive/index.js';
 import { Endpoint, type EndpointOwner } from './endpoint.js';
@@ -237,18 +238,6 @@ export class EndpointManagerImpl implements EndpointManager {
 export function asEndpoint(view: EndpointView): Endpoint {
   if (!(view instanceof Endpoint)) throw new EndpointError('failed', 'not an endpoint created by the endpoint cell (use EndpointCreator)');
   return view;
-}
-
-function addTo(idx: Index, key: string, ep: Endpoint): void {
-  let set = idx.get(key);
-  if (!set) idx.set(key, (set = new Set()));
-  set.add(ep);
-}
-
-function removeFrom(idx: Index, key: string, ep: Endpoint): void {
-  const set = idx.get(key);
-  set?.delete(ep);
-  if (set && set.size === 0) idx.delete(key);
 }
 
 function first(set: Set<Endpoint> | undefined): Endpoint | undefined {

@@ -6,19 +6,7 @@ import { invalidField, unknownIdentity } from './errors.js';
 import type { CompiledRule } from './rule.js';
 import type { TraceSubject } from './types.js';
 
-/** Adds `v` to the set under `key`. */
-export function addTo<K, V>(index: Map<K, Set<V>>, key: K, v: V): void {
-  let set = index.get(key);
-  if (!set) index.set(key, (set = new Set()));
-  set.add(v);
-}
-
-/** Removes `v` from the set under `key`, dropping empty sets. */
-export function removeFrom<K, V>(index: Map<K, Set<V>>, key: K, v: V): void {
-  const set = index.get(key);
-  set?.delete(v);
-  if (set?.size === 0) index.delete(key);
-}
+export { addTo, removeFrom } from '../../lib/multi-index.js';
 
 /** Whether a rule's labels include every label of the filter (a filter label without source matches any source). */
 export function hasLabels(rule: CompiledRule, filter: readonly Label[]): boolean {

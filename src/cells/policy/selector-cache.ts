@@ -5,6 +5,7 @@
  * index identity -> selectors, so finding the rules of an endpoint costs what matches, not what
  * exists.
  */
+import { addTo, removeFrom } from '../../lib/multi-index.js';
 import type { Subscription } from 'rxjs';
 import type { Identity, IdentityAllocator, IdentityChange } from '../identity/types.js';
 import type { Selector } from './selector.js';
@@ -54,11 +55,7 @@ export class SelectorCache {
     const e = this.entries.get(selector.key);
     if (!e || --e.users > 0) return;
     this.entries.delete(selector.key);
-    for (const id of e.ids) {
-      const keys = this.selectedBy.get(id);
-      keys?.delete(selector.key);
-      if (keys?.size === 0) this.selectedBy.delete(id);
-    }
+    for (const id of e.ids) removeFrom(this.selectedBy, id, selector.key);
   }
 
   /** Identities a cached selector selects (empty for an unknown selector). */
@@ -90,9 +87,7 @@ export class SelectorCache {
 
   private select(e: Entry, id: number): void {
     e.ids.add(id);
-    let keys = this.selectedBy.get(id);
-    if (!keys) this.selectedBy.set(id, (keys = new Set()));
-    keys.add(e.selector.key);
+    addTo(this.selectedBy, id, e.selector.key);
   }
 
   private onIdentity(c: IdentityChange): void {
