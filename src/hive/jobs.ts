@@ -3,6 +3,7 @@
  * observer (subscribes an Observable). Each job has its own health scope. The hive starts jobs
  * after every start hook has run and stops them before any stop hook runs.
  */
+import { exponentialBackoff } from '../lib/backoff.js';
 import type { Observable, Subscription } from 'rxjs';
 import { formatDuration } from './config/duration.js';
 import { errorMessage, toError } from './errors.js';
@@ -106,7 +107,7 @@ export class JobGroup implements Jobs {
           return;
         }
         try {
-          await sleep(Math.min(maxMs, minMs * 2 ** attempt), ctx.signal);
+          await sleep(exponentialBackoff(attempt, minMs, maxMs), ctx.signal);
         } catch {
           return;
         }

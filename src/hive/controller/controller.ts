@@ -3,6 +3,7 @@
  * linear backoff (consecutive failures x error-retry base, capped), optionally re-run on an
  * interval, with a status record for the status API.
  */
+import { linearBackoff } from '../../lib/backoff.js';
 import { formatDuration } from '../config/duration.js';
 import { errorMessage } from '../errors.js';
 
@@ -83,7 +84,7 @@ export class Controller {
 
   /** Delay before the next try after `failures` consecutive failures (linear, capped). */
   static retryDelay(failures: number, baseMs: number, maxMs: number): number {
-    return Math.min(failures * baseMs, maxMs);
+    return linearBackoff(failures, baseMs, maxMs);
   }
 
   private async loop(): Promise<void> {

@@ -4,6 +4,7 @@
  * periodically prunes what the target holds but nobody desires (and rewrites what drifted), so a map
  * edited by hand or left behind by a crash converges.
  */
+import { exponentialBackoff } from '../backoff.js';
 import { errorMessage } from '../../hive/errors.js';
 import type { DesiredTable } from './table.js';
 
@@ -180,7 +181,7 @@ export class Reconciler<V> {
           continue;
         }
         const o = this.table.get(k);
-        const delay = Math.min(this.opts.retryMaxMs ?? 60_000, (this.opts.retryMinMs ?? 50) * 2 ** (o?.failures ?? 0));
+        const delay = exponentialBackoff(o?.failures ?? 0, this.opts.retryMinMs ?? 50, this.opts.retryMaxMs ?? 60_000);
         this.table.markError(k, errorMessage(e), Date.now() + delay);
         this.s.failures++;
         this.opts.onError?.(k, e);
