@@ -112,7 +112,9 @@ export function createPod(c: Cleanup, name: string, addr: string, gateway: strin
   ip('-n', ns, 'link', 'set', 'eth0', 'up');
   ip('-n', ns, 'route', 'add', 'default', 'via', gateway, 'dev', 'eth0', 'onlink');
   ip('-n', ns, 'neigh', 'add', gateway, 'lladdr', host.address, 'dev', 'eth0', 'nud', 'permanent');
-  ip('route', 'add', `${addr}/32`, 'dev', hostIf, 'scope', 'link');
+  // replace, not add: a /32 left behind by an earlier run that was killed before its cleanup (its
+  // lxc gone with it or not) must not fail this one; the pool of each test file is its own.
+  ip('route', 'replace', `${addr}/32`, 'dev', hostIf, 'scope', 'link');
   const traffic = new TrafficAgent(ns);
   c.teardown(() => traffic.stop());
   return { name, ns, ip: addr, hostIf, ifIndex: host.ifindex, mac: link(ns, 'eth0').address, hostMac: host.address, traffic };
