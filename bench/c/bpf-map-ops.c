@@ -1,7 +1,8 @@
 // Baseline for bench/bpf-maps.bench.ts: the same bpf() map syscalls as the Node side, from C.
-// Usage: bpf-map-ops N ROUNDS. Creates a hash map (4-byte keys, 8-byte values, N entries), then per
-// round times N single updates, N single lookups, one batch update of N and a batch lookup of all;
-// prints the median ops per second of process CPU time (CLOCK_PROCESS_CPUTIME_ID: robust to a
+// Usage: bpf-map-ops N ROUNDS REPS. Creates a hash map (4-byte keys, 8-byte values, N entries), then
+// per round times N single updates, N single lookups, REPS batch updates of N and REPS batch lookups
+// of all (into the same buffers each time);
+// prints the best ops per second of process CPU time over the rounds (CLOCK_PROCESS_CPUTIME_ID: robust to a
 // busy machine; the Node side measures the same with process.cpuUsage) of each as JSON.
 #include <bpf/bpf.h>
 #include <errno.h>
@@ -18,14 +19,12 @@ static double now(void) {
   return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, n, sizeof *v, cmp);
-  return v[n / 2];
+// The best round: a round that shared its core with another process is slower, never faster.
+static double best(const double *v, int n) {
+  double b = v[0];
+  for (int i = 1; i < n; i++)
+    if (v[i] > b) b = v[i];
+  return b;
 }
 
 static void die(const char *what) {
@@ -36,6 +35,7 @@ static void die(const char *what) {
 int main(int argc, char **argv) {
   uint32_t n = argc > 1 ? (uint32_t)atoi(argv[1]) : 100000;
   int rounds = argc > 2 ? atoi(argv[2]) : 5;
+  int reps = argc > 3 ? atoi(argv[3]) : 1;
   int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "cellium_bench", 4, 8, n, NULL);
   if (fd < 0) die("bpf_map_create");
   uint32_t *keys = calloc(n, 4);
@@ -64,27 +64,34 @@ int main(int argc, char **argv) {
     }
     look[r] = n / (now() - t0);
     t0 = now();
-    uint32_t count = n;
-    if (bpf_map_update_batch(fd, keys, values, &count, NULL) < 0) die("bpf_map_update_batch");
-    bupd[r] = n / (now() - t0);
-    t0 = now();
-    uint32_t total = 0, outBatch = 0;
-    void *in = NULL;
-    for (;;) {
-      count = n - total;
-      if (count == 0) break;
-      int err = bpf_map_lookup_batch(fd, in, &outBatch, outKeys + total, outValues + total, &count, NULL);
-      total += count;
-      if (err < 0) {
-        if (errno == ENOENT) break;
-        die("bpf_map_lookup_batch");
-      }
-      in = &outBatch;
+    uint32_t count;
+    for (int rep = 0; rep < reps; rep++) {
+      count = n;
+      if (bpf_map_update_batch(fd, keys, values, &count, NULL) < 0) die("bpf_map_update_batch");
     }
-    blook[r] = total / (now() - t0);
+    bupd[r] = (double)n * reps / (now() - t0);
+    t0 = now();
+    uint64_t read = 0;
+    for (int rep = 0; rep < reps; rep++) {
+      uint32_t total = 0, outBatch = 0;
+      void *in = NULL;
+      for (;;) {
+        count = n - total;
+        if (count == 0) break;
+        int err = bpf_map_lookup_batch(fd, in, &outBatch, outKeys + total, outValues + total, &count, NULL);
+        total += count;
+        if (err < 0) {
+          if (errno == ENOENT) break;
+          die("bpf_map_lookup_batch");
+        }
+        in = &outBatch;
+      }
+      read += total;
+    }
+    blook[r] = read / (now() - t0);
   }
-  printf("{\"updateSingle\":%.0f,\"lookupSingle\":%.0f,\"updateBatch\":%.0f,\"lookupBatch\":%.0f}\n", median(upd, rounds), median(look, rounds),
-         median(bupd, rounds), median(blook, rounds));
+  printf("{\"updateSingle\":%.0f,\"lookupSingle\":%.0f,\"updateBatch\":%.0f,\"lookupBatch\":%.0f}\n", best(upd, rounds), best(look, rounds),
+         best(bupd, rounds), best(blook, rounds));
   close(fd);
   return 0;
 }

@@ -225,14 +225,17 @@ export class BpfMap {
    * Every entry (BPF_MAP_LOOKUP_BATCH): the kernel writes straight into one pair of buffers, as a C
    * caller would, starting with room for `initial` entries (capped at the map's size) and doubling
    * when full, so a caller that knows the count gets it in one syscall and no copy. Maps without
-   * batch support are read key by key.
+   * batch support are read key by key. A caller that reads the same map again and again passes
+   * `into` (buffers of a previous result or its own): the kernel writes into them while they have
+   * room, so a steady reader allocates nothing; the result is then views of those buffers.
    */
-  lookupAll(initial = 4096): { count: number; keys: Buffer; values: Buffer } {
+  lookupAll(initial = 4096, into?: { keys: Buffer; values: Buffer }): { count: number; keys: Buffer; values: Buffer } {
     const ks = this.keySize;
     const vs = this.valueBytes;
-    let cap = Math.max(1, Math.min(initial, this.info.maxEntries || initial));
-    let keys = Buffer.allocUnsafe(ks * cap);
-    let values = Buffer.allocUnsafe(vs * cap);
+    const reusable = into ? Math.min(Math.floor(into.keys.length / ks), Math.floor(into.values.length / vs)) : 0;
+    let cap = reusable > 0 ? reusable : Math.max(1, Math.min(initial, this.info.maxEntries || initial));
+    let keys = reusable > 0 ? into!.keys : Buffer.allocUnsafe(ks * cap);
+    let values = reusable > 0 ? into!.values : Buffer.allocUnsafe(vs * cap);
     const outBatch = Buffer.alloc(Math.max(ks, 8));
     const inBatch = Buffer.alloc(outBatch.length);
     const grow = (): void => {
