@@ -1,25 +1,27 @@
-/** Runs a step with an AbortSignal and a time limit. */
+/** Runs a step with an AbortSignal and a time limit, on Node's own timers/promises and AbortSignal. */
 import { setTimeout as delay } from 'node:timers/promises';
 import { TimeoutError } from './errors.js';
 
-/** Runs `fn` with a signal that aborts after `ms` (or when `parent` aborts); rejects on timeout. */
+/**
+ * Runs `fn` with a signal that aborts after `ms` (with a TimeoutError) or when `parent` aborts;
+ * rejects with the TimeoutError when `fn` has not settled by then. The time limit is a
+ * timers/promises delay, cancelled through its own signal once `fn` settles. Not
+ * `AbortSignal.timeout`: its timer is unref'd, so a hook hanging on nothing the event loop holds
+ * would let the process exit silently instead of failing the start with this error.
+ */
 export async function withTimeout<T>(what: string, ms: number, fn: (signal: AbortSignal) => T | Promise<T>, parent?: AbortSignal): Promise<T> {
-  const ac = new AbortController();
-  const onParentAbort = (): void => ac.abort(parent?.reason);
-  parent?.addEventListener('abort', onParentAbort, { once: true });
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const err = new TimeoutError(what, ms);
-      ac.abort(err);
-      reject(err);
-    }, ms);
+  const timedOut = new AbortController();
+  const signal = parent ? AbortSignal.any([timedOut.signal, parent]) : timedOut.signal;
+  const settled = new AbortController();
+  const limit = delay(ms, undefined, { signal: settled.signal }).then(() => {
+    const err = new TimeoutError(what, ms);
+    timedOut.abort(err);
+    throw err;
   });
   try {
-    return await Promise.race([Promise.resolve().then(() => fn(ac.signal)), timeout]);
+    return await Promise.race([Promise.resolve().then(() => fn(signal)), limit]);
   } finally {
-    clearTimeout(timer);
-    parent?.removeEventListener('abort', onParentAbort);
+    settled.abort(); // the delay rejects with an AbortError nobody awaits any more (race handled it)
   }
 }
 

@@ -46,6 +46,7 @@ export function bpfDatapathProvider(d: ProviderDeps): DatapathProvider {
     create: () => {
       const dp = new BpfDatapath(d.cfg, d.log, { ctTimeouts: ctTimeoutsOf(d.dpCfg) });
       d.lc.append({ name: 'bpf-datapath', onStart: () => dp.start(), onStop: () => dp.stop() });
+      dp.maps.runAsJobs(d.jobs);
       d.jobs.timer('bpf-map-status', async () => {
         const { ok, message } = describeTables(dp.maps.report());
         if (ok) d.health.ok(message);

@@ -12,6 +12,7 @@ import { IPCACHE_MAP, LXC_MAP, endpointOfPolicyMap, policyMapName } from '../../
 import { expandPolicyCached, type PolicyLpmEntry } from '../../datapath/policy-lpm.js';
 import { dumpIPCache, dumpLxc, dumpMetrics, dumpPolicy, policyStatus, tableStatus } from './dumps.js';
 import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, MapSummary, PolicyEntry } from '../../datapath/types.js';
+import type { Jobs } from '../../hive/jobs.js';
 import type { KernelMaps } from './kernel-maps.js';
 import { hostCidrKey, ipcacheKey, ipcacheOps, lxcKey, lxcOps, lxcValue, policyKeyIds, policyObject, policyObjectKey, policyOps, type PolicyObject } from './tables.js';
 
@@ -32,7 +33,7 @@ export interface BpfMapsOptions {
 }
 
 /** What BpfMaps does with a reconciler, whatever its table's value type. */
-type TableWriter = Pick<Reconciler<unknown>, 'start' | 'stop' | 'flush' | 'prune' | 'stats'>;
+type TableWriter = Pick<Reconciler<unknown>, 'start' | 'stop' | 'flush' | 'prune' | 'stats' | 'run'>;
 
 /** Status and counters of one table, for the status API. */
 export interface BpfTableReport extends TableStatus {
@@ -45,6 +46,7 @@ export class BpfMaps implements DatapathMaps {
   readonly ipcacheTable = new DesiredTable<IPCacheValue>(IPCACHE_MAP);
   readonly policyTable = new DesiredTable<PolicyObject>('cellium_policy', (a, b) => a.deny === b.deny && a.endpointId === b.endpointId);
   private readonly reconcilers: readonly TableWriter[];
+  private asJobs = false;
   private readonly lxcKeys = new Map<number, string[]>();
   private readonly policyKeys = new Map<number, Set<string>>();
   private readonly policyErrors = new Map<number, string>();
@@ -65,14 +67,25 @@ export class BpfMaps implements DatapathMaps {
     ];
   }
 
-  /** Starts the reconcilers (the kernel maps must be open). */
-  start(): void {
-    for (const r of this.reconcilers) r.start();
+  /**
+   * Hands the reconcilers to the hive's jobs: one job per table, `reconcile-cellium_lxc` and so on,
+   * each with its health scope (the table's state after every round), started after the start
+   * hooks (so after the maps were opened) and stopped before the stop hooks; start()/stop() then
+   * leave them alone. Without it (BpfDatapath used alone) start() runs them.
+   */
+  runAsJobs(jobs: Jobs): void {
+    this.asJobs = true;
+    for (const [i, r] of this.reconcilers.entries()) jobs.oneShot(`reconcile-${TABLE_NAMES[i]!}`, (ctx) => r.run(ctx));
   }
 
-  /** Stops the reconcilers after the round in progress. */
+  /** Starts the reconcilers (the kernel maps must be open), unless the hive's jobs run them. */
+  start(): void {
+    if (!this.asJobs) for (const r of this.reconcilers) r.start();
+  }
+
+  /** Stops the reconcilers after the round in progress (jobs: the hive already did). */
   async stop(): Promise<void> {
-    await Promise.all(this.reconcilers.map((r) => r.stop()));
+    if (!this.asJobs) await Promise.all(this.reconcilers.map((r) => r.stop()));
   }
 
   /**

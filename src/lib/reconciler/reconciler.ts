@@ -1,8 +1,9 @@
 /**
  * A reconciler in the manner of cilium/statedb's: applies a DesiredTable's changes to a target
  * incrementally and in batches as they come, retries failures with exponential backoff, and
- * periodically prunes what the target holds but nobody desires (and rewrites what drifted), so a map
- * edited by hand or left behind by a crash converges.
+ * periodically prunes what the target holds but nobody desires (and rewrites what drifted, compared
+ * with the table's `equal`), so a map edited by hand or left behind by a crash converges. In a hive
+ * it runs as a job (`run`, with the job's health scope); standalone, `start`/`stop`.
  */
 import { exponentialBackoff } from '../backoff.js';
 import { errorMessage } from '../../hive/errors.js';
@@ -24,6 +25,20 @@ export interface ReconcilerOptions {
   /** Prune/full-sync interval (0 = never). */
   readonly pruneIntervalMs?: number;
   readonly onError?: (key: string, err: Error) => void;
+}
+
+/** Where a reconciler run as a job reports (a hive job's health scope fits). */
+export interface ReconcilerHealth {
+  ok(message: string): void;
+  degraded(message: string): void;
+}
+
+/** What a reconciler run as a job receives (a hive JobContext fits). */
+export interface ReconcilerJobContext {
+  /** Stops the reconciler when aborted. */
+  readonly signal: AbortSignal;
+  /** Told the table's state after every round. */
+  readonly health?: ReconcilerHealth;
 }
 
 /** Reconciler counters, for the status API. */
@@ -49,6 +64,7 @@ export class Reconciler<V> {
   private readonly waiters: (() => void)[] = [];
   private s = { rounds: 0, writes: 0, deletes: 0, failures: 0, prunes: 0, pruned: 0, repaired: 0, lastPruneAt: undefined as string | undefined };
   private sub?: { unsubscribe(): void };
+  private health?: ReconcilerHealth;
 
   constructor(
     readonly table: DesiredTable<V>,
@@ -72,6 +88,20 @@ export class Reconciler<V> {
     this.kick();
   }
 
+  /**
+   * Runs the reconciler as a job (the hive's jobs run it; see JobGroup.oneShot): starts it, reports
+   * the table's state to `ctx.health` after every round, and stops it once `ctx.signal` aborts.
+   */
+  async run(ctx: ReconcilerJobContext): Promise<void> {
+    if (ctx.signal.aborted) return;
+    this.health = ctx.health;
+    this.start();
+    this.reportHealth();
+    await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+    await this.stop();
+    this.health = undefined;
+  }
+
   /** Stops; waits for the round in progress. */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -84,9 +114,13 @@ export class Reconciler<V> {
 
   /** Resolves once nothing is pending (failures waiting for a retry do not hold it up). */
   async flush(): Promise<void> {
-    if (this.stopped) return this.roundOnce();
-    this.kick();
-    while (this.running) await this.running;
+    // A round that starts after this call writes what was desired at it; stopped or not, rounds go
+    // through kick(), so a flush never runs one beside the round in progress.
+    const target = this.s.rounds + 1;
+    while (this.s.rounds < target || this.running) {
+      this.kick();
+      await this.running;
+    }
   }
 
   /** Counters. */
@@ -105,7 +139,7 @@ export class Reconciler<V> {
     let repaired = 0;
     for (const o of this.table.all()) {
       const have = actual.get(o.key);
-      if (o.state === 'done' && (have === undefined || JSON.stringify(have) !== JSON.stringify(o.value))) {
+      if (o.state === 'done' && (have === undefined || !this.table.equal(have, o.value))) {
         this.table.markPending(o.key);
         repaired++;
       }
@@ -144,7 +178,17 @@ export class Reconciler<V> {
       } while (this.again && !this.stopped);
       this.running = undefined;
       this.scheduleRetry();
+      this.reportHealth();
     })();
+  }
+
+  /** `cellium_lxc: 4/4 done`, or degraded with the failing objects' errors. */
+  private reportHealth(): void {
+    if (!this.health) return;
+    const st = this.table.status();
+    const line = `${st.name}: ${st.done}/${st.objects} done${st.pending ? `, ${st.pending} pending` : ''}`;
+    if (st.errors) this.health.degraded(`${line}, ${st.errors} failing (retried with backoff): ${st.lastErrors.join('; ')}`);
+    else this.health.ok(line);
   }
 
   private scheduleRetry(): void {

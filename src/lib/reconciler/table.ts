@@ -55,7 +55,8 @@ export class DesiredTable<V> {
 
   constructor(
     readonly name: string,
-    private readonly equal: (a: V, b: V) => boolean = (a, b) => JSON.stringify(a) === JSON.stringify(b),
+    /** Whether two values are the same object for this table (the reconciler's write and prune compare with it). */
+    readonly equal: (a: V, b: V) => boolean = (a, b) => JSON.stringify(a) === JSON.stringify(b),
   ) {}
 
   /** Sets the desired value; unchanged values keep their status. */
