@@ -164,6 +164,10 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 		return TC_ACT_OK;
 	if (egress) {
 		rev_nat = lb_egress(skb, p);
+		if (rev_nat == LB_NO_BACKEND) {
+			drop(skb, DROP_NO_SERVICE, egress, p, 0);
+			return lb_no_backend_drop ? TC_ACT_SHOT : lb_reject(skb, p);
+		}
 		if (rev_nat < 0)
 			return drop(skb, -rev_nat, egress, p, 0);
 	}

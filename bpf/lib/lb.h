@@ -15,6 +15,7 @@
 #define CELLIUM_LB_H
 
 #include <linux/bpf.h>
+#include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -146,6 +147,12 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } cellium_lb6_reverse_nat SEC(".maps");
 
+/* --service-no-backend-response: 0 reject (an ICMP port unreachable back to the pod), 1 drop. */
+const volatile __u8 lb_no_backend_drop = 0;
+
+/* lb_egress: a frontend without backends (answered per lb_no_backend_drop). */
+#define LB_NO_BACKEND (-256)
+
 /* Where the L4 checksum is, from the L4 header; 0 when the protocol is not translated. */
 static __always_inline __u32 l4_csum_off(__u8 protocol)
 {
@@ -250,8 +257,9 @@ static __always_inline int lb_backend(__u8 family, __u32 id, __u8 *addr, __be16 
 /*
  * The service translation of a packet a pod sends (from_container), before conntrack and policy:
  * returns 0 when the destination is no service frontend, the service's rev_nat_index (> 0) once
- * the packet was translated to a backend (`p` then describes the translated packet), or
- * -DROP_NO_SERVICE / -DROP_INVALID. Only TCP and UDP are translated (not fragments, not ICMP).
+ * the packet was translated to a backend (`p` then describes the translated packet),
+ * LB_NO_BACKEND for a frontend without backends, or -DROP_NO_SERVICE / -DROP_INVALID /
+ * -DROP_CT_INSERT_FAILED. Only TCP and UDP are translated (not fragments, not ICMP).
  */
 __attribute__((noinline)) int lb_egress(struct __sk_buff *skb, struct pkt *p)
 {
@@ -288,7 +296,7 @@ __attribute__((noinline)) int lb_egress(struct __sk_buff *skb, struct pkt *p)
 	}
 	if (!found) {
 		if (svc->count == 0)
-			return -DROP_NO_SERVICE;
+			return LB_NO_BACKEND;
 		slot = lb_lookup(p, proto, p->ct_dport, (bpf_get_prandom_u32() % svc->count) + 1);
 		if (!slot)
 			return -DROP_NO_SERVICE;
@@ -348,6 +356,130 @@ __attribute__((noinline)) int lb_rev_nat(struct __sk_buff *skb, struct pkt *p, _
 	if (port)
 		p->ct_sport = port;
 	return 0;
+}
+
+/* The one's complement sum folded to 16 bits, complemented: a checksum field. */
+static __always_inline __u16 csum_fold32(__s64 sum)
+{
+	__u32 c = (__u32)sum;
+
+	c = (c & 0xffff) + (c >> 16);
+	c = (c & 0xffff) + (c >> 16);
+	return (__u16)~c;
+}
+
+/* ICMP and ICMPv6 headers as far as a destination unreachable needs them (linux/icmp.h would pull in libc headers). */
+struct lb_icmphdr {
+	__u8 type;
+	__u8 code;
+	__u16 checksum;
+	__u32 unused;
+};
+
+#define LB_ICMP_DEST_UNREACH 3
+#define LB_ICMP_PORT_UNREACH 3
+#define LB_ICMPV6_DEST_UNREACH 1
+#define LB_ICMPV6_PORT_UNREACH 4
+
+/* The reply on the stack; `align` puts the IP header on a 4-byte boundary (it is not sent). */
+struct lb_icmp4_reply {
+	__u16 align;
+	struct ethhdr eth;
+	struct iphdr ip;
+	struct lb_icmphdr icmp;
+	__u8 quote[28];		/* the packet's IP header and its first 8 L4 bytes */
+};
+
+struct lb_icmp6_reply {
+	__u16 align;
+	struct ethhdr eth;
+	struct ipv6hdr ip;
+	struct lb_icmphdr icmp;
+	__u8 quote[48];		/* the packet's IPv6 header and its first 8 L4 bytes */
+};
+
+struct lb_icmp6_pseudo {
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__be32 len;
+	__be32 nexthdr;
+};
+
+/*
+ * The reject of a packet to a frontend without backends (--service-no-backend-response=reject):
+ * the packet becomes an ICMP destination unreachable / port unreachable (ICMPv6: type 1 code 4)
+ * from the frontend, quoting its headers, and goes straight back into the pod (bpf_redirect_peer
+ * from the host veth's ingress to the pod's), so the client's connect fails at once instead of
+ * timing out. A packet it cannot turn (IPv4 options, an IPv6 extension header) is dropped.
+ */
+__attribute__((noinline)) int lb_reject(struct __sk_buff *skb, const struct pkt *p)
+{
+	struct ethhdr eth;
+	__s64 sum;
+
+	if (!skb || !p)
+		return TC_ACT_SHOT;
+	if (bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)) < 0)
+		return TC_ACT_SHOT;
+	if (p->family == FAMILY_IPV4) {
+		struct lb_icmp4_reply r = {};
+
+		if (p->l4_off != ETH_HLEN + sizeof(struct iphdr) || bpf_skb_load_bytes(skb, ETH_HLEN, r.quote, sizeof(r.quote)) < 0)
+			return TC_ACT_SHOT;
+		__builtin_memcpy(r.eth.h_dest, eth.h_source, ETH_ALEN);
+		__builtin_memcpy(r.eth.h_source, eth.h_dest, ETH_ALEN);
+		r.eth.h_proto = bpf_htons(ETH_P_IP);
+		r.ip.version = 4;
+		r.ip.ihl = 5;
+		r.ip.ttl = 64;
+		r.ip.protocol = IPPROTO_ICMP;
+		r.ip.tot_len = bpf_htons(sizeof(r.ip) + sizeof(r.icmp) + sizeof(r.quote));
+		__builtin_memcpy(&r.ip.saddr, p->dst, 4);
+		__builtin_memcpy(&r.ip.daddr, p->src, 4);
+		sum = bpf_csum_diff(0, 0, (__be32 *)&r.ip, sizeof(r.ip), 0);
+		if (sum < 0)
+			return TC_ACT_SHOT;
+		r.ip.check = csum_fold32(sum);
+		r.icmp.type = LB_ICMP_DEST_UNREACH;
+		r.icmp.code = LB_ICMP_PORT_UNREACH;
+		sum = bpf_csum_diff(0, 0, (__be32 *)&r.icmp, sizeof(r.icmp) + sizeof(r.quote), 0);
+		if (sum < 0)
+			return TC_ACT_SHOT;
+		r.icmp.checksum = csum_fold32(sum);
+		if (bpf_skb_change_tail(skb, sizeof(r) - 2, 0) < 0 || bpf_skb_store_bytes(skb, 0, &r.eth, sizeof(r) - 2, 0) < 0)
+			return TC_ACT_SHOT;
+	} else {
+		struct lb_icmp6_reply r = {};
+		struct lb_icmp6_pseudo ph = {};
+
+		if (p->l4_off != ETH_HLEN + sizeof(struct ipv6hdr) || bpf_skb_load_bytes(skb, ETH_HLEN, r.quote, sizeof(r.quote)) < 0)
+			return TC_ACT_SHOT;
+		__builtin_memcpy(r.eth.h_dest, eth.h_source, ETH_ALEN);
+		__builtin_memcpy(r.eth.h_source, eth.h_dest, ETH_ALEN);
+		r.eth.h_proto = bpf_htons(ETH_P_IPV6);
+		r.ip.version = 6;
+		r.ip.hop_limit = 64;
+		r.ip.nexthdr = IPPROTO_ICMPV6;
+		r.ip.payload_len = bpf_htons(sizeof(r.icmp) + sizeof(r.quote));
+		__builtin_memcpy(&r.ip.saddr, p->dst, 16);
+		__builtin_memcpy(&r.ip.daddr, p->src, 16);
+		r.icmp.type = LB_ICMPV6_DEST_UNREACH;
+		r.icmp.code = LB_ICMPV6_PORT_UNREACH;
+		__builtin_memcpy(ph.saddr, p->dst, 16);
+		__builtin_memcpy(ph.daddr, p->src, 16);
+		ph.len = bpf_htonl(sizeof(r.icmp) + sizeof(r.quote));
+		ph.nexthdr = bpf_htonl(IPPROTO_ICMPV6);
+		sum = bpf_csum_diff(0, 0, (__be32 *)&ph, sizeof(ph), 0);
+		if (sum < 0)
+			return TC_ACT_SHOT;
+		sum = bpf_csum_diff(0, 0, (__be32 *)&r.icmp, sizeof(r.icmp) + sizeof(r.quote), (__u32)sum);
+		if (sum < 0)
+			return TC_ACT_SHOT;
+		r.icmp.checksum = csum_fold32(sum);
+		if (bpf_skb_change_tail(skb, sizeof(r) - 2, 0) < 0 || bpf_skb_store_bytes(skb, 0, &r.eth, sizeof(r) - 2, 0) < 0)
+			return TC_ACT_SHOT;
+	}
+	return bpf_redirect_peer(skb->ifindex, 0);
 }
 
 #endif

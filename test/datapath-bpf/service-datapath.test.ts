@@ -5,8 +5,9 @@
 //     its peer (getpeername: the replies were rewritten back);
 //   - a backend taken out of the service gets no new flows, while an established stream to it
 //     (its CT_SERVICE entry remembers the backend) keeps flowing;
-//   - a frontend without backends and an unknown port of a known VIP drop (DROP_NO_SERVICE,
-//     counted in cellium_metrics);
+//   - a frontend without backends is rejected (an ICMP port unreachable from the VIP: TCP connect
+//     refused, UDP refused) and an unknown port of a known VIP dropped, both counted as
+//     DROP_NO_SERVICE in cellium_metrics;
 //   - UDP through a VIP: the answer comes back from the VIP (a connected UDP socket accepts it);
 //   - policy is enforced against the backend after translation: a client the backends' policy
 //     allows connects through the VIP, an unlabelled one is dropped.
@@ -18,14 +19,21 @@ const POOL = '10.248.0.0/24';
 const TCP = 6;
 const UDP = 17;
 
-/** One `who` through `vip:port` from `from`: the backend address that served it and the peer the client saw. */
-async function who(from: Pod, vip: string, port: number, ms = 1500): Promise<{ served: string; peer: string } | undefined> {
+/** One `who` through `vip:port` from `from`: the backend address that served it and the peer the client saw, or why it failed. */
+async function attempt(from: Pod, vip: string, port: number, ms = 1500): Promise<{ served: string; peer: string } | { failed: string }> {
   const id = from.traffic.nextId();
   from.traffic.command(`who ${vip} ${port} ${ms} ${id}`);
   const line = new RegExp(`^who ${id} (\\S+) (\\S+)$`, 'm');
-  await until(() => line.test(from.traffic.output) || from.traffic.output.includes(`failed ${id}\n`), ms + 3000, 5);
+  const failed = new RegExp(`^failed ${id} (\\S+)$`, 'm');
+  await until(() => line.test(from.traffic.output) || failed.test(from.traffic.output), ms + 3000, 5);
   const m = line.exec(from.traffic.output);
-  return m ? { served: m[1]!, peer: m[2]! } : undefined;
+  return m ? { served: m[1]!, peer: m[2]! } : { failed: failed.exec(from.traffic.output)?.[1] ?? 'no answer from the traffic agent' };
+}
+
+/** One `who`: what served it, or undefined when it failed. */
+async function who(from: Pod, vip: string, port: number, ms = 1500): Promise<{ served: string; peer: string } | undefined> {
+  const r = await attempt(from, vip, port, ms);
+  return 'served' in r ? r : undefined;
 }
 
 /** Starts a server command on a pod and waits until it listens. */
@@ -115,8 +123,8 @@ t.test('services in bpf_lxc: spread, the VIP as peer, sticky established flows, 
   lb.setService(VIP3, 80, TCP, 3, []);
   lb.setWildcard(VIP);
   const dropsBefore = await noServiceDrops();
-  t.equal(await who(client, VIP3, 80, 600), undefined, 'a service without backends: no connection');
-  t.equal(await who(client, VIP, 81, 600), undefined, 'an unknown port of a known VIP: no connection');
+  t.strictSame(await attempt(client, VIP3, 80, 3000), { failed: 'ECONNREFUSED' }, 'a service without backends is rejected at once (ICMP port unreachable from the VIP: connection refused, no timeout)');
+  t.strictSame(await attempt(client, VIP, 81, 600), { failed: 'timeout' }, 'an unknown port of a known VIP is dropped');
   t.ok(await until(async () => (await noServiceDrops()) >= dropsBefore + 2, 3000), 'both counted as no-service drops in cellium_metrics');
 
   // UDP through a VIP: the answer comes from the VIP
@@ -126,6 +134,10 @@ t.test('services in bpf_lxc: spread, the VIP as peer, sticky established flows, 
   const ask = client.traffic.nextId();
   client.traffic.command(`ask ${VIP4} 53 - 3000 ${ask}`);
   t.equal(await client.traffic.waitFor(['answered', 'refused', 'timeout'], ask, 6000), 'answered', 'a UDP request to the VIP is answered from the VIP');
+  lb.setService('10.96.0.55', 53, UDP, 5, []);
+  const refused = client.traffic.nextId();
+  client.traffic.command(`ask 10.96.0.55 53 - 3000 ${refused}`);
+  t.equal(await client.traffic.waitFor(['answered', 'refused', 'timeout'], refused, 6000), 'refused', 'a UDP request to a service without backends is refused (ICMP port unreachable)');
 
   // policy after translation: the backends allow app=client on 8080 only
   const allow = policyFile(agent.dir, 'web-allow-client', { ingress: [tcpFrom('client', 8080)] });
@@ -140,4 +152,21 @@ t.test('services in bpf_lxc: spread, the VIP as peer, sticky established flows, 
     const line = entries.filter((e) => String(e.key).startsWith('no-service')).map((e) => /packets=(\d+)/.exec(String(e.value))?.[1]);
     return line.reduce((a, n) => a + Number(n ?? 0), 0);
   }
+});
+
+t.test('--service-no-backend-response=drop: a service without backends times out instead of refusing; a bad value is refused at start', { skip: skipReason() }, async (t) => {
+  const c = new Cleanup(t);
+  const root = bpfRoot(c);
+  await t.rejects(startBpfAgent(c, bpfRoot(c), '10.248.2.0/24', { 'service-no-backend-response': 'ignore' }), /service-no-backend-response.*(reject|drop)/, 'an unknown value names the flag and the choices');
+  const agent = await startBpfAgent(c, root, '10.248.1.0/24', { 'service-no-backend-response': 'drop' });
+  const client = await allocatePod(c, agent.client, 'client');
+  await agent.client.createEndpoint(0, endpointRequest(client, ['k8s:app=client']));
+  const lb = new TestLB4(root);
+  c.teardown(() => lb.close());
+  lb.setService('10.96.1.50', 80, TCP, 1, []);
+  t.strictSame(await attempt(client, '10.96.1.50', 80, 800), { failed: 'timeout' }, 'dropped: the connect times out');
+  lb.setService('10.96.1.50', 53, UDP, 2, []);
+  const ask = client.traffic.nextId();
+  client.traffic.command(`ask 10.96.1.50 53 - 800 ${ask}`);
+  t.equal(await client.traffic.waitFor(['answered', 'refused', 'timeout'], ask, 4000), 'timeout', 'UDP too: no answer, no refusal');
 });
