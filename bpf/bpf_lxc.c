@@ -6,10 +6,7 @@
  *   to_container (tc egress of the host veth): packets towards the endpoint, its ingress policy
  *     against the source's identity.
  * Per-endpoint constants live in .rodata and are set by the loader before load (no recompile).
- * A packet a pod sends to a service frontend is first translated to a backend (lib/lb.h: DNAT, the
- * service's rev_nat_index on the connection's conntrack entry), so conntrack and policy see the
- * backend; replies of such connections get the frontend back as their source before they reach
- * the pod. Every IP packet goes through conntrack first (lib/conntrack.h): replies and related ICMP errors
+ * Every IP packet goes through conntrack first (lib/conntrack.h): replies and related ICMP errors
  * of tracked connections pass without policy; new, established and reopened connections are judged
  * by the policy, and a new connection the policy allows gets its conntrack entry (a failed write
  * drops the packet: DROP_CT_INSERT_FAILED).
@@ -28,7 +25,6 @@
 
 #include "lib/common.h"
 #include "lib/conntrack.h"
-#include "lib/lb.h"
 #include "lib/maps.h"
 #include "lib/parse.h"
 #include "lib/policy.h"
@@ -156,24 +152,13 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 	struct event_meta m = {};
 	enum drop_reason reason;
 	__u32 identity;
-	int verdict_event, rev_nat = 0;
+	int verdict_event;
 
 	if (!skb || !p)
 		return TC_ACT_SHOT;
 	if (is_neighbour_discovery(p))
 		return TC_ACT_OK;
-	if (egress) {
-		rev_nat = lb_egress(skb, p);
-		if (rev_nat == LB_NO_BACKEND) {
-			drop(skb, DROP_NO_SERVICE, egress, p, 0);
-			return lb_no_backend_drop ? TC_ACT_SHOT : lb_reject(skb, p);
-		}
-		if (rev_nat < 0)
-			return drop(skb, -rev_nat, egress, p, 0);
-	}
 	ct_lookup(skb, p, egress, &ct);
-	if (ct.status == CT_REPLY && !egress && ct.rev_nat && lb_rev_nat(skb, p, ct.rev_nat) < 0)
-		return drop(skb, DROP_INVALID, egress, p, 0);
 	if (ct.status == CT_REPLY || ct.status == CT_RELATED)
 		return forward(skb, p, egress, &ct, ct.report ? resolve_identity(p->family, egress ? p->dst : p->src) : 0);
 	identity = resolve_identity(p->family, egress ? p->dst : p->src);
@@ -190,7 +175,7 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 	}
 	if (reason != DROP_NONE)
 		return drop(skb, reason, egress, p, identity);
-	if (ct.track && ct_create(skb, p, egress, egress ? endpoint_identity : identity, rev_nat > 0 ? rev_nat : 0) < 0)
+	if (ct.track && ct_create(skb, p, egress, egress ? endpoint_identity : identity) < 0)
 		return drop(skb, DROP_CT_INSERT_FAILED, egress, p, identity);
 	return forward(skb, p, egress, &ct, identity);
 }

@@ -26,7 +26,6 @@ enum drop_reason {
 	DROP_INVALID = 3,	/* truncated or malformed packet */
 	DROP_UNSUPPORTED_L3 = 4, /* neither IPv4, IPv6 nor ARP */
 	DROP_CT_INSERT_FAILED = 5, /* a new connection's conntrack entry could not be written */
-	DROP_NO_SERVICE = 6,	/* a service frontend without backends, or an unknown port of a known VIP */
 	DROP_REASON_MAX = 8,
 };
 
@@ -147,15 +146,12 @@ struct ipv6_ct_tuple {
  */
 struct ct_entry {
 	__u64 rx_packets;
-	union {
-		__u64 rx_bytes;
-		__u64 backend_id;	/* a CT_SERVICE entry (TUPLE_F_SERVICE) counts nothing: its backend (Cilium's overlay) */
-	};
+	__u64 rx_bytes;
 	__u64 tx_packets;
 	__u64 tx_bytes;
 	__u32 lifetime;
 	__u16 flags;
-	__u16 rev_nat_index;	/* the service a translated connection's replies are rewritten back to; 0 none */
+	__u16 rev_nat_index;	/* services (later); 0 */
 	__u16 reserved;
 	__u8 tx_flags_seen;
 	__u8 rx_flags_seen;

@@ -45,8 +45,6 @@ struct ct_result {
 	__u8 egress;		/* the packet's direction (set by ct_lookup) */
 	__u32 src_sec_id;	/* the matched entry's source identity */
 	__u32 now;		/* the lookup's second (CLOCK_MONOTONIC) */
-	__u16 rev_nat;		/* the matched entry's rev_nat_index: a reply to rewrite back to a service */
-	__u16 pad;
 };
 
 /*
@@ -232,7 +230,6 @@ __attribute__((noinline)) int ct_match(const union ct_key *k, struct __sk_buff *
 	if (!e || e->lifetime < res->now)
 		return CT_MATCH_NONE;
 	res->src_sec_id = e->src_sec_id;
-	res->rev_nat = e->rev_nat_index;
 	if (how == CT_MATCH_REOPEN && (e->flags & CT_F_CLOSING))
 		return CT_MATCH_CLOSING;
 	if (how != CT_MATCH_PEEK)
@@ -305,11 +302,10 @@ __attribute__((noinline)) int ct_lookup(struct __sk_buff *skb, const struct pkt 
 
 /*
  * Writes the entry of a new (or reopened) connection the policy allowed: the key in the forward
- * direction, the packet counted, `src_identity` the identity of the side that opened it,
- * `rev_nat` the service it was translated from (0 none). Returns the map's error (< 0) when the
- * entry could not be written.
+ * direction, the packet counted, `src_identity` the identity of the side that opened it. Returns
+ * the map's error (< 0) when the entry could not be written.
  */
-__attribute__((noinline)) int ct_create(struct __sk_buff *skb, const struct pkt *p, __u32 egress, __u32 src_identity, __u32 rev_nat)
+__attribute__((noinline)) int ct_create(struct __sk_buff *skb, const struct pkt *p, __u32 egress, __u32 src_identity)
 {
 	union ct_key k = {};
 	struct ct_entry e = {};
@@ -320,7 +316,6 @@ __attribute__((noinline)) int ct_create(struct __sk_buff *skb, const struct pkt 
 	now = ct_now();
 	ct_key_fill(&k, p->family, p->dst, p->src, p->ct_dport, p->ct_sport, p->protocol, egress ? TUPLE_F_OUT : TUPLE_F_IN);
 	e.src_sec_id = src_identity;
-	e.rev_nat_index = rev_nat;
 	if (p->protocol != IPPROTO_TCP) {
 		e.lifetime = now + ct_lifetime_any;
 	} else {

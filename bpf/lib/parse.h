@@ -42,8 +42,6 @@ struct pkt {
 	__u8 inner_valid;	/* ... whose inner header parsed: */
 	__u8 inner_protocol;
 	__u8 pad;
-	__u16 l4_off;		/* where the L4 header starts (has_l4) */
-	__u16 pad2;
 	__be16 inner_sport;	/* the inner packet's conntrack ports, as its sender sent it */
 	__be16 inner_dport;
 	__u8 src[16];
@@ -146,7 +144,6 @@ __attribute__((noinline)) int parse_l4(struct __sk_buff *skb, __u32 off, struct 
 	if (!skb || !p)
 		return -1;
 	p->has_l4 = 1;
-	p->l4_off = off;
 	if (p->protocol == IPPROTO_TCP) {
 		/* ports and flags in one read */
 		__u8 th[14];

@@ -25,11 +25,6 @@ export interface CtTimeouts {
    * many seconds (or on new TCP flags); default {@link DEFAULT_MONITOR_AGGREGATION_S}.
    */
   readonly report?: number;
-  /**
-   * Not a lifetime but the other load-time constant of the datapath configuration, carried with
-   * them to the loader: `--service-no-backend-response=drop` (true) instead of the default reject.
-   */
-  readonly noBackendDrop?: boolean;
 }
 
 /** Cilium's default monitor aggregation interval (--monitor-aggregation-interval 5s). */

@@ -32,7 +32,6 @@ export const conntrackConfigSchema = {
 export function ctTimeoutsOf(cfg: {
   readonly bpfCtTimeoutRegularTcp: number; readonly bpfCtTimeoutRegularAny: number; readonly bpfCtTimeoutRegularTcpSyn: number; readonly bpfCtTimeoutRegularTcpFin: number;
   readonly monitorAggregationInterval?: number;
-  readonly serviceNoBackendResponse?: 'reject' | 'drop';
 }): CtTimeouts {
   return {
     tcp: cfg.bpfCtTimeoutRegularTcp / 1000,
@@ -40,6 +39,5 @@ export function ctTimeoutsOf(cfg: {
     syn: cfg.bpfCtTimeoutRegularTcpSyn / 1000,
     close: cfg.bpfCtTimeoutRegularTcpFin / 1000,
     report: (cfg.monitorAggregationInterval ?? DEFAULT_MONITOR_AGGREGATION_S * 1000) / 1000,
-    ...(cfg.serviceNoBackendResponse === 'drop' ? { noBackendDrop: true } : {}),
   };
 }

@@ -22,7 +22,6 @@ export type DatapathMode = (typeof DATAPATH_MODES)[number];
 export const datapathConfigSchema = {
   datapathMode: oneOf(DATAPATH_MODES, 'auto', 'Datapath: bpf (programs and maps in the kernel), memory (in-process, unprivileged) or auto'),
   ...conntrackConfigSchema,
-  serviceNoBackendResponse: oneOf(['reject', 'drop'] as const, 'reject', 'What a pod\'s packet to a service without backends gets: reject (an ICMP port unreachable, the connect fails at once) or drop (the client times out)'),
 };
 
 /** The resolved datapath configuration. */

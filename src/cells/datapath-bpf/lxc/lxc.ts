@@ -66,7 +66,6 @@ export function lxcConstants(cfg: EndpointDatapathConfig, timeouts: CtTimeouts =
     ct_report_interval: u32(timeouts.report ?? DEFAULT_MONITOR_AGGREGATION_S),
     ct_enabled: Buffer.from([cfg.options?.Conntrack === 'Disabled' ? 0 : 1]),
     ct_accounting: Buffer.from([cfg.options?.ConntrackAccounting === 'Disabled' ? 0 : 1]),
-    lb_no_backend_drop: Buffer.from([timeouts.noBackendDrop ? 1 : 0]),
   };
 }
 
