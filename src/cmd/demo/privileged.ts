@@ -23,7 +23,7 @@ const TCP_PROBE = `const s=require('net').connect({host:process.argv[1],port:+pr
   `s.on('connect',()=>{console.log('connected to '+process.argv[1]+':'+process.argv[2]);s.destroy();process.exit(0)});` +
   `s.on('timeout',()=>{console.log('timed out (dropped)');process.exit(1)});s.on('error',e=>{console.log(e.code);process.exit(1)})`;
 // A probe closes right after connecting: a reset on the server's side must not end the server.
-const TCP_SERVER = `for(const p of [80,81])require('net').createServer(c=>{c.on('error',()=>{});c.end('hello from the server\\n')}).listen(p)`;
+const TCP_SERVER = `let n=0;for(const p of [80,81])require('net').createServer(c=>{c.on('error',()=>{});c.end('hello from the server\\n')}).listen(p,()=>{if(++n===2)console.log('ready')})`;
 
 /** Runs the privileged story; throws when connectivity is not what the step expects. */
 export async function privilegedDemo(n: Narrator): Promise<void> {
@@ -55,9 +55,16 @@ export async function privilegedDemo(n: Narrator): Promise<void> {
     const srv = run(n, ['ip', 'netns', 'exec', server.netns, 'true'], { quiet: true });
     if (srv.code === 0) {
       const { spawn } = await import('node:child_process');
-      servers.push(spawn('ip', ['netns', 'exec', server.netns, process.execPath, '-e', TCP_SERVER], { stdio: 'ignore' }));
+      const proc = spawn('ip', ['netns', 'exec', server.netns, process.execPath, '-e', TCP_SERVER], { stdio: ['ignore', 'pipe', 'ignore'] });
+      servers.push(proc);
+      // listening once it says so (a fixed wait lost the race on a busy machine: ECONNREFUSED)
+      const ready = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), 30_000);
+        proc.stdout.on('data', (d: Buffer) => d.toString().includes('ready') && (clearTimeout(timer), resolve(true)));
+        proc.on('exit', () => (clearTimeout(timer), resolve(false)));
+      });
+      if (!ready) throw new Error(`the server pod's listener did not start within 30 s (ip netns exec ${server.netns} node)`);
       n.say(`server pod listens on ${server.ip}:80 and :81`);
-      await new Promise((r) => setTimeout(r, 500));
     }
     const ping = (expect: boolean): void => check(n, ['ip', 'netns', 'exec', client.netns, 'ping', '-c', '1', '-W', '1', server.ip!], expect, 'ping');
     const tcp = (port: number, expect: boolean): void => check(n, ['ip', 'netns', 'exec', client.netns, process.execPath, '-e', TCP_PROBE, server.ip!, String(port)], expect, `tcp ${port}`, `client$ connect ${server.ip}:${port}`);
