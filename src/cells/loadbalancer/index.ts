@@ -1,0 +1,12 @@
+/**
+ * The loadbalancer cell (module `loadbalancer`): the ServiceManager (services, frontends with
+ * their service IDs, backends; persisted in `<state-dir>/services.json`) and the `--bpf-lb-*`
+ * configuration. Needs the statedir cell.
+ */
+export * from './types.js';
+export { LBConfigToken, lbConfigSchema, MAGLEV_TABLE_SIZES, type LBConfig } from './config.js';
+export { LBError, type LBErrorCode } from './errors.js';
+export { formatL3n4, parseHostPort, parseProto, canonicalIP, isIPv6 } from './addr.js';
+export { LBServiceManager, apiServiceKey } from './manager.js';
+export { ServiceStore, serviceStoreFile, type StoredService } from './store.js';
+export * from './cell.js';
