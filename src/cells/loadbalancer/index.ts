@@ -9,4 +9,7 @@ export { LBError, type LBErrorCode } from './errors.js';
 export { formatL3n4, parseHostPort, parseProto, canonicalIP, isIPv6 } from './addr.js';
 export { LBServiceManager, apiServiceKey } from './manager.js';
 export { ServiceStore, serviceStoreFile, type StoredService } from './store.js';
+export { specToUpsert, frontendToModel, DEFAULT_BACKEND_WEIGHT } from './api-model.js';
+export { parseManifests, translateService, translateEndpointSlice, DEFAULT_AFFINITY_TIMEOUT_SEC, type K8sManifests, type K8sService, type K8sEndpointSlice } from './k8s.js';
+export { applyManifests, type ImportResult } from './k8s-import.js';
 export * from './cell.js';
