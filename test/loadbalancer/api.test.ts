@@ -11,6 +11,8 @@ import { loadBalancerCell } from '../../src/cells/loadbalancer/index.js';
 import { statedirCell } from '../../src/cells/statedir/index.js';
 import { DatapathToken } from '../../src/datapath/types.js';
 import { testHive } from '../../src/hive/index.js';
+import { config } from '../../src/hive/cell.js';
+import { BpfDatapathConfigToken, bpfDatapathConfigSchema } from '../../src/cells/datapath-bpf/index.js';
 import { mockDatapath } from '../api-server/mocks.js';
 
 const validator = createSpecValidator();
@@ -19,7 +21,7 @@ interface Res { status: number; body: unknown }
 
 async function agent(t: Test, dir: string) {
   const socketPath = join(dir, `cellium-${Math.random().toString(36).slice(2)}.sock`);
-  await testHive(t, [statedirCell, apiServerCell, agentStatusCell, loadBalancerCell, serviceHandlersCell], {
+  await testHive(t, [statedirCell, config(BpfDatapathConfigToken, bpfDatapathConfigSchema), apiServerCell, agentStatusCell, loadBalancerCell, serviceHandlersCell], {
     config: { 'socket-path': socketPath, 'state-dir': join(dir, 'state'), 'enable-api-rate-limit': false },
     replace: [[DatapathToken, mockDatapath()]],
   });
@@ -52,8 +54,14 @@ t.test('PUT, GET, list and DELETE /service/{id}', async (t) => {
   const got = await call('GetServiceID', 'GET', '/service/3');
   t.match(got.body, {
     spec: { id: 3, 'frontend-address': { ip: '10.96.0.10', port: 80, protocol: 'tcp' }, 'backend-addresses': [{ ip: '10.0.1.1', port: 8080, state: 'active', weight: 100 }], flags: { type: 'ClusterIP', name: 'web', namespace: 'default' } },
-    status: { 'cellium-state': { state: 'pending' } },
   });
+  let state = '';
+  for (let i = 0; i < 50 && state !== 'done'; i++) {
+    state = ((await call('GetServiceID', 'GET', '/service/3')).body as { status: { 'cellium-state': { state: string } } }).status['cellium-state'].state;
+    if (state !== 'done') await new Promise((r) => setTimeout(r, 20));
+  }
+  t.equal(state, 'done', 'the frontend was reconciled into the (memory) LB maps');
+  t.match((await call('GetServiceID', 'GET', '/service/3')).body, { status: { realized: { id: 3 } } });
   const list = await call('GetService', 'GET', '/service');
   t.equal((list.body as unknown[]).length, 1);
   t.equal((await call('DeleteServiceID', 'DELETE', '/service/3')).status, 200);

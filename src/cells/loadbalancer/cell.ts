@@ -1,12 +1,23 @@
 /** The loadbalancer cell's wiring: its module, providers and what they are built from (index.ts is its public face). */
-import { config, module, provide } from '../../hive/cell.js';
+import { config, invoke, module, provide } from '../../hive/cell.js';
+import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
+import { Reconciler } from '../../lib/reconciler/index.js';
+import { LBMapsToken, type LBMapSet } from '../../datapath/lb-maps.js';
+import { DatapathToken } from '../datapath/index.js';
+import { BpfDatapathConfigToken, type BpfDatapathConfig } from '../datapath-bpf/index.js';
 import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
 import { LBConfigToken, lbConfigSchema, type LBConfig } from './config.js';
+import { selectLBMaps } from './lb-maps.js';
+import { LBOps } from './lb-ops.js';
 import { LBServiceManager } from './manager.js';
 import { ServiceStore, serviceStoreFile } from './store.js';
-import { ServiceManagerToken } from './types.js';
+import { ServiceManagerToken, type FrontendDesired, type ServiceManager } from './types.js';
+import { token } from '../../hive/token.js';
+
+/** Token for the reconciler of frontends into the LB maps. */
+export const LBReconcilerToken = token<Reconciler<FrontendDesired>>('LBReconciler');
 
 /** Builds the service manager; its services come back from the store at start. */
 function newServiceManager(cfg: LBConfig, sd: StateDirConfig, lc: Lifecycle, log: Logger): LBServiceManager {
@@ -22,10 +33,41 @@ function newServiceManager(cfg: LBConfig, sd: StateDirConfig, lc: Lifecycle, log
   return mgr;
 }
 
+/**
+ * Builds the reconciler of the frontends table into the LB maps: at start it takes over what the
+ * kernel holds (backend IDs, frontends), writes every desired frontend, then prunes what nobody
+ * desires; afterwards it prunes every --bpf-map-prune-interval.
+ */
+function newReconciler(mgr: ServiceManager, maps: LBMapSet, cfg: LBConfig, bpf: BpfDatapathConfig, lc: Lifecycle, jobs: Jobs, log: Logger): Reconciler<FrontendDesired> {
+  const ops = new LBOps(maps, { algorithm: cfg.bpfLbAlgorithm, maglevTableSize: cfg.bpfLbMaglevTableSize, maxBackends: cfg.bpfLbMapMax });
+  const r = new Reconciler(mgr.frontends, ops, {
+    pruneIntervalMs: bpf.bpfMapPruneInterval,
+    onError: (key, err) => log.warn({ frontend: key, err: err.message }, 'writing a frontend into the LB maps failed; retried with backoff'),
+  });
+  lc.append({
+    name: 'lb-reconciler',
+    onStart: () => {
+      const found = ops.restore();
+      if (found) log.info({ frontends: found }, 'found frontends in the LB maps of a previous run');
+      r.start();
+    },
+    onStop: () => r.stop(),
+  });
+  jobs.oneShot('lb-prune-restored', async () => {
+    await r.flush();
+    const { pruned } = await r.prune();
+    if (pruned) log.info({ pruned }, 'removed frontends from the LB maps that no service has any more');
+  });
+  return r;
+}
+
 /** The loadbalancer cell. */
 export const loadBalancerCell = module(
   'loadbalancer',
   'Services: frontends and backends reconciled into the LB maps',
   config(LBConfigToken, lbConfigSchema),
   provide(ServiceManagerToken, newServiceManager, LBConfigToken, StateDirConfigToken, LifecycleToken, LoggerToken),
+  provide(LBMapsToken, selectLBMaps, DatapathToken, BpfDatapathConfigToken, LBConfigToken, LoggerToken),
+  provide(LBReconcilerToken, newReconciler, ServiceManagerToken, LBMapsToken, LBConfigToken, BpfDatapathConfigToken, LifecycleToken, JobsToken, LoggerToken),
+  invoke('lb-reconciler', (_r: Reconciler<FrontendDesired>) => undefined, LBReconcilerToken),
 );

@@ -6,7 +6,7 @@
  */
 import type { Observable } from 'rxjs';
 import { token } from '../../hive/token.js';
-import type { TableStatus } from '../../lib/reconciler/index.js';
+import type { DesiredTable, TableStatus } from '../../lib/reconciler/index.js';
 
 /** Layer-4 protocol of a frontend or backend (Cilium's API spells them lower case). */
 export type L4Proto = 'tcp' | 'udp' | 'any';
@@ -108,6 +108,8 @@ export interface ServiceUpsert {
 
 /** Keeps services, frontends and backends; the desired state of the LB maps. */
 export interface ServiceManager {
+  /** The desired state of every frontend, keyed by its address (`10.96.0.10:80/TCP`): what the LB reconciler writes. */
+  readonly frontends: DesiredTable<FrontendDesired>;
   /** Creates or replaces a service with its frontends and backends (frontends it no longer has go); returns its frontends with their IDs. */
   upsert(u: ServiceUpsert): Frontend[];
   /**
