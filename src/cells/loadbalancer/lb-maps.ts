@@ -1,5 +1,6 @@
 /**
- * The LB maps of the selected datapath: in memory for the memory datapath; for the BPF datapath,
+ * The LB maps of the selected datapath: its own when it has them (the memory datapath's, which its
+ * verdicts read), else in memory (a datapath without LB); for the BPF datapath,
  * the maps pinned under --bpf-root, opened on first use (the reconciler's start, after the
  * datapath's own start has mounted the BPF file system).
  */
@@ -29,6 +30,7 @@ export function lazyLBMaps(open: () => LBMapSet): LBMapSet {
 
 /** The selected datapath's LB maps. */
 export function selectLBMaps(dp: Datapath, bpf: BpfDatapathConfig, cfg: LBConfig, log: Logger): LBMapSet {
+  if (dp.lbMaps) return dp.lbMaps;
   if (dp.mode !== 'bpf') return memoryLBMaps(cfg.bpfLbMapMax);
   return lazyLBMaps(() =>
     openLBMaps(bpf.bpfRoot, cfg.bpfLbMapMax, cfg.bpfLbMaglevTableSize, (r) => log.warn({ map: r.name, path: r.path, have: r.have, want: r.want }, 'replaced a pinned LB map of another layout (its entries are rewritten)')),
