@@ -26,6 +26,8 @@ enum drop_reason {
 	DROP_INVALID = 3,	/* truncated or malformed packet */
 	DROP_UNSUPPORTED_L3 = 4, /* neither IPv4, IPv6 nor ARP */
 	DROP_CT_INSERT_FAILED = 5, /* a new connection's conntrack entry could not be written */
+	DROP_NO_SERVICE = 6,	/* a port a service VIP does not have (its wildcard entry) */
+	DROP_NO_BACKEND = 7,	/* a service without backends for new flows */
 	DROP_REASON_MAX = 8,
 };
 
@@ -151,13 +153,57 @@ struct ct_entry {
 	__u64 tx_bytes;
 	__u32 lifetime;
 	__u16 flags;
-	__u16 rev_nat_index;	/* services (later); 0 */
+	__u16 rev_nat_index;	/* a connection to a service: its frontend in cellium_lb4_reverse_nat */
 	__u16 reserved;
 	__u8 tx_flags_seen;
 	__u8 rx_flags_seen;
 	__u32 src_sec_id;
 	__u32 last_tx_report;
 	__u32 last_rx_report;
+};
+
+/*
+ * Load balancing (Cilium's bpf/lib/lb.h layouts; src/maps/lb/layout.ts mirrors them). A frontend
+ * is a master entry (backend_slot 0: count backends that take new flows, qcount after them that
+ * keep only theirs, the affinity timeout in backend_id, the rev-NAT index) and slots 1..count+qcount
+ * naming backend IDs; a VIP's wildcard entry (dport 0, proto 0, count 0) drops its other ports.
+ */
+struct lb4_key {
+	__be32 address;
+	__be16 dport;
+	__u16 backend_slot;
+	__u8 proto;
+	__u8 scope;
+	__u8 pad[2];
+};
+
+struct lb4_service {
+	__u32 backend_id;	/* slot: backend ID; master: affinity timeout */
+	__u16 count;
+	__u16 rev_nat_index;
+	__u8 flags;
+	__u8 flags2;
+	__u16 qcount;
+};
+
+/* Backend states (lb4_backend.flags). */
+#define BE_STATE_ACTIVE 0
+#define BE_STATE_TERMINATING 1
+
+struct lb4_backend {
+	__be32 address;
+	__be16 port;
+	__u8 proto;
+	__u8 flags;
+	__u16 cluster_id;
+	__u8 zone;
+	__u8 pad;
+};
+
+struct lb4_reverse_nat {
+	__be32 address;
+	__be16 port;
+	__u16 pad;
 };
 
 /* cellium_events (ring buffer) record types. */

@@ -131,7 +131,8 @@ export const AFFINITY_VALUE_SIZE = 16;
 
 /** The map specs at `max` entries (--bpf-lb-map-max) and Maglev tables of `maglevSize` slots. */
 export function lbMapSpecs(max: number, maglevSize: number): Readonly<Record<keyof typeof LB_MAP_NAMES, MapSpec>> {
-  const hash = (name: string, keySize: number, valueSize: number, flags = 0): MapSpec => ({ name, type: MapType.HASH, keySize, valueSize, maxEntries: max, flags });
+  // hash maps are not preallocated (Cilium's default, --preallocate-bpf-maps=false)
+  const hash = (name: string, keySize: number, valueSize: number): MapSpec => ({ name, type: MapType.HASH, keySize, valueSize, maxEntries: max, flags: MapFlags.NO_PREALLOC });
   return {
     services4: hash(LB_MAP_NAMES.services4, 12, 12),
     services6: hash(LB_MAP_NAMES.services6, 24, 12),
@@ -141,8 +142,8 @@ export function lbMapSpecs(max: number, maglevSize: number): Readonly<Record<key
     revNat6: hash(LB_MAP_NAMES.revNat6, 2, 20),
     // one table per service: Cilium uses a hash of maps; here one hash whose value is the table,
     // not preallocated (a table is 4 * M bytes)
-    maglev4: hash(LB_MAP_NAMES.maglev4, 2, 4 * maglevSize, MapFlags.NO_PREALLOC),
-    maglev6: hash(LB_MAP_NAMES.maglev6, 2, 4 * maglevSize, MapFlags.NO_PREALLOC),
+    maglev4: hash(LB_MAP_NAMES.maglev4, 2, 4 * maglevSize),
+    maglev6: hash(LB_MAP_NAMES.maglev6, 2, 4 * maglevSize),
     affinity4: { name: LB_MAP_NAMES.affinity4, type: MapType.LRU_HASH, keySize: AFFINITY_KEY4_SIZE, valueSize: AFFINITY_VALUE_SIZE, maxEntries: max },
     affinity6: { name: LB_MAP_NAMES.affinity6, type: MapType.LRU_HASH, keySize: AFFINITY_KEY6_SIZE, valueSize: AFFINITY_VALUE_SIZE, maxEntries: max },
     affinityMatch: hash(LB_MAP_NAMES.affinityMatch, 8, 1),

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Service load balancing for packets from the endpoint (Cilium's lb4_lookup_service, lb4_local,
+ * lb4_rev_nat), IPv4:
+ *   - the destination is looked up in cellium_lb4_services (address, port, protocol; then protocol
+ *     0); not found but the address has a wildcard entry (port 0): DROP_NO_SERVICE;
+ *   - the CT_SERVICE entry (TUPLE_F_SERVICE, the backend ID in rx_bytes) keeps a flow on its
+ *     backend; a backend that is gone, or not active for a new TCP connection (pure SYN), is
+ *     replaced by a random slot 1..count (none: DROP_NO_BACKEND);
+ *   - the packet is DNATed to the backend (addresses, ports, checksums) before conntrack and the
+ *     policy, which is the backend's; the connection's entry then carries the rev-NAT index;
+ *   - a reply (to_container, CT_REPLY with a rev-NAT index) gets its source rewritten to the
+ *     frontend from cellium_lb4_reverse_nat.
+ * The memory datapath's model is src/datapath/lb-model.ts.
+ */
+#ifndef CELLIUM_LB_H
+#define CELLIUM_LB_H
+
+#include <stddef.h>
+#include <linux/ip.h>
+#include "conntrack.h"
+
+#ifndef BPF_F_PSEUDO_HDR
+#define BPF_F_PSEUDO_HDR (1ULL << 4)
+#endif
+#ifndef BPF_F_MARK_MANGLED_0
+#define BPF_F_MARK_MANGLED_0 (1ULL << 5)
+#endif
+
+/*
+ * Rewrites the IPv4 destination (dst) or source address and port of the packet, fixing the IP and
+ * L4 checksums, and `p` with it. Returns < 0 when the packet cannot be written. A global function.
+ */
+__attribute__((noinline)) int lb4_rewrite(struct __sk_buff *skb, struct pkt *p, __u32 addr, __u32 port, __u32 dst)
+{
+	__u8 vihl;
+	__u32 l4off, old_addr, csum_off, flags;
+	__be16 new_port = (__be16)port, old_port;
+
+	if (!skb || !p)
+		return -1;
+	if (bpf_skb_load_bytes(skb, ETH_HLEN, &vihl, 1) < 0)
+		return -1;
+	l4off = ETH_HLEN + (vihl & 0xf) * 4;
+	csum_off = l4off + (p->protocol == IPPROTO_TCP ? 16 : 6);
+	flags = p->protocol == IPPROTO_UDP ? BPF_F_MARK_MANGLED_0 : 0;
+	__builtin_memcpy(&old_addr, dst ? p->dst : p->src, 4);
+	old_port = dst ? p->ct_dport : p->ct_sport;
+	if (old_addr != addr) {
+		if (bpf_l4_csum_replace(skb, csum_off, old_addr, addr, flags | BPF_F_PSEUDO_HDR | 4) < 0)
+			return -1;
+		if (bpf_l3_csum_replace(skb, ETH_HLEN + offsetof(struct iphdr, check), old_addr, addr, 4) < 0)
+			return -1;
+		if (bpf_skb_store_bytes(skb, ETH_HLEN + (dst ? offsetof(struct iphdr, daddr) : offsetof(struct iphdr, saddr)), &addr, 4, 0) < 0)
+			return -1;
+	}
+	if (old_port != new_port) {
+		if (bpf_l4_csum_replace(skb, csum_off, old_port, new_port, flags | 2) < 0)
+			return -1;
+		if (bpf_skb_store_bytes(skb, l4off + (dst ? 2 : 0), &new_port, 2, 0) < 0)
+			return -1;
+	}
+	if (dst) {
+		__builtin_memcpy(p->dst, &addr, 4);
+		p->dport = new_port;
+		p->ct_dport = new_port;
+	} else {
+		__builtin_memcpy(p->src, &addr, 4);
+		p->ct_sport = new_port;
+	}
+	return 0;
+}
+
+/*
+ * Service translation of a packet from the endpoint: 0 when its destination is no service, 1 when
+ * it was translated (p->rev_nat set), -reason when it is dropped. A global function.
+ */
+__attribute__((noinline)) int lb4_egress(struct __sk_buff *skb, struct pkt *p)
+{
+	struct lb4_key key = {};
+	struct lb4_service *svc, *slot;
+	struct lb4_backend *be = 0;
+	union ct_key k = {};
+	struct ct_entry *e, ne = {};
+	__u32 backend_id = 0, now, lifetime;
+	int syn;
+
+	if (!skb || !p)
+		return 0;
+	if (p->family != FAMILY_IPV4 || p->fragment || (p->protocol != IPPROTO_TCP && p->protocol != IPPROTO_UDP))
+		return 0;
+	__builtin_memcpy(&key.address, p->dst, 4);
+	key.dport = p->dport;
+	key.proto = p->protocol;
+	svc = bpf_map_lookup_elem(&cellium_lb4_services, &key);
+	if (!svc) {
+		key.proto = 0;
+		svc = bpf_map_lookup_elem(&cellium_lb4_services, &key);
+	}
+	if (!svc) {
+		key.dport = 0;
+		return bpf_map_lookup_elem(&cellium_lb4_services, &key) ? -DROP_NO_SERVICE : 0;
+	}
+	p->rev_nat = svc->rev_nat_index;
+	now = ct_now();
+	lifetime = now + (p->protocol == IPPROTO_TCP ? ct_lifetime_tcp : ct_lifetime_any);
+	syn = p->protocol == IPPROTO_TCP && (p->tcp_flags & (TCP_SYN | TCP_ACK)) == TCP_SYN;
+	ct_key_fill(&k, FAMILY_IPV4, p->src, p->dst, p->ct_sport, p->ct_dport, p->protocol, TUPLE_F_SERVICE);
+	e = ct_map_lookup(&k, FAMILY_IPV4);
+	if (e && e->lifetime >= now && e->rev_nat_index == svc->rev_nat_index) {
+		backend_id = e->rx_bytes;
+		be = bpf_map_lookup_elem(&cellium_lb4_backends, &backend_id);
+		if (!be || (be->flags != BE_STATE_ACTIVE && syn))
+			backend_id = 0;
+	}
+	if (!backend_id) {
+		if (svc->count == 0)
+			return -DROP_NO_BACKEND;
+		key.backend_slot = (bpf_get_prandom_u32() % svc->count) + 1;
+		slot = bpf_map_lookup_elem(&cellium_lb4_services, &key);
+		if (!slot)
+			return -DROP_NO_BACKEND;
+		backend_id = slot->backend_id;
+		be = bpf_map_lookup_elem(&cellium_lb4_backends, &backend_id);
+		if (!be)
+			return -DROP_NO_BACKEND;
+		ne.rx_bytes = backend_id;
+		ne.rev_nat_index = svc->rev_nat_index;
+		ne.lifetime = lifetime;
+		ne.tx_packets = 1;
+		if (ct_map_update(&k, FAMILY_IPV4, &ne) < 0)
+			return -DROP_CT_INSERT_FAILED;
+	} else if (e->lifetime != lifetime) {
+		e->lifetime = lifetime;
+	}
+	if (!be)
+		return -DROP_NO_BACKEND;
+	if (lb4_rewrite(skb, p, be->address, be->port, 1) < 0)
+		return -DROP_INVALID;
+	return 1;
+}
+
+/* Puts the rev-NAT index on the entry ct_create just wrote for an allowed new connection to a service. */
+static __always_inline void lb4_ct_set_rev_nat(const struct pkt *p, __u32 egress, __u32 rev_nat)
+{
+	union ct_key k = {};
+	struct ct_entry *e;
+
+	ct_key_fill(&k, p->family, p->dst, p->src, p->ct_dport, p->ct_sport, p->protocol, egress ? TUPLE_F_OUT : TUPLE_F_IN);
+	e = ct_map_lookup(&k, p->family);
+	if (e)
+		e->rev_nat_index = rev_nat;
+}
+
+/* A reply of a connection to a service: its source becomes the frontend again. */
+static __always_inline int lb4_rev_nat(struct __sk_buff *skb, struct pkt *p, __u16 index)
+{
+	struct lb4_reverse_nat *rn;
+
+	if (p->family != FAMILY_IPV4 || (p->protocol != IPPROTO_TCP && p->protocol != IPPROTO_UDP))
+		return 0;
+	rn = bpf_map_lookup_elem(&cellium_lb4_reverse_nat, &index);
+	if (!rn)
+		return 0;
+	return lb4_rewrite(skb, p, rn->address, rn->port, 0);
+}
+
+#endif

@@ -1,0 +1,139 @@
+// Privileged: services through the real bpf_lxc with real traffic (IPv4). One endpoint veth (the pod
+// in its own namespace, the backends as addresses on the host side), the LB maps written by the
+// loadbalancer cell's writer, the program loaded once. TCP connections to the VIP spread over the
+// backends and see the VIP as their peer (rev-NAT: otherwise the handshake fails), UDP answers come
+// from the VIP, the policy is the backend's after translation, a VIP's other ports and a service
+// without backends are dropped with their reasons, and a backend that starts terminating keeps its
+// established stream while new connections go elsewhere.
+import t from 'tap';
+import { openIPCacheMap, openLBMaps, openPolicyMap, readDropCounters, syncPolicyMap } from '../../src/maps/index.js';
+import { loadEndpointProgram, unloadEndpointProgram } from '../../src/cells/datapath-bpf/lxc/index.js';
+import { LBOps, LBServiceManager, type Backend } from '../../src/cells/loadbalancer/index.js';
+import type { PolicyEntry } from '../../src/datapath/types.js';
+import { createTopology, ip, skipUnlessBpf, testBpfRoot, type TrafficAgent } from '../bpf/fixtures/topology.js';
+import { be, fe, svc } from './helpers.js';
+
+const skip = skipUnlessBpf();
+const EP = '10.161.0.2';
+const HOST = '10.161.0.1';
+const BACKENDS = ['10.161.0.10', '10.161.0.11', '10.161.0.12'];
+const VIP = '10.161.96.10';
+const EMPTY_VIP = '10.161.96.11';
+const STREAM_VIP = '10.161.96.12';
+
+async function listen(agent: TrafficAgent, proto: string, addr: string, port: number): Promise<string> {
+  const id = agent.nextId();
+  agent.command(`listen ${proto} ${addr} ${port} ${id}`);
+  if (!(await agent.waitFor('ready', id, 10000))) throw new Error(`no listener on ${addr}:${port}`);
+  return id;
+}
+
+async function connect(agent: TrafficAgent, addr: string, port: number): Promise<boolean> {
+  const id = agent.nextId();
+  agent.command(`connect ${addr} ${port} - 600 ${id}`);
+  return (await agent.waitFor(['connected', 'failed'], id, 5000)) === 'connected';
+}
+
+const hits = (agent: TrafficAgent, id: string): number => agent.output.split('\n').filter((l) => l === `got ${id}`).length;
+
+t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
+  const { root, remove } = testBpfRoot();
+  t.teardown(remove);
+  const topo = createTopology({ ep4: EP, ep6: 'fd00:161::2', host4: HOST, host6: 'fd00:161::1', prefix4: 24, prefix6: 64, peers: BACKENDS });
+  t.teardown(topo.cleanup);
+  ip('-n', topo.podNs, 'route', 'add', '10.161.96.0/24', 'via', HOST);
+
+  const lb = openLBMaps(root, 65536, 16381);
+  t.teardown(() => lb.close());
+  const ops = new LBOps(lb, { algorithm: 'random', maglevTableSize: 16381, maxBackends: 65536 });
+  const mgr = new LBServiceManager();
+  const sync = async () => {
+    const dels = mgr.frontends.deletions();
+    await ops.delete(dels);
+    for (const k of dels) mgr.frontends.deleted(k);
+    const failed = await ops.update(mgr.frontends.due().map((o) => [o.key, o.value] as const));
+    t.same([...failed.keys()], [], 'the LB maps took every frontend');
+  };
+  const udp = (b: Backend): Backend => ({ ...b, address: { ...b.address, protocol: 'udp' } });
+  mgr.upsert({ service: svc('default/web'), frontends: [fe(VIP, 80)], backends: BACKENDS.map((b) => be(b, 8080)) });
+  mgr.upsert({ service: svc('default/dns'), frontends: [{ ...fe(VIP, 53), address: { ip: VIP, port: 53, protocol: 'udp', scope: 'external' } }], backends: [udp(be(BACKENDS[0]!, 5353))] });
+  mgr.upsert({ service: svc('default/empty'), frontends: [fe(EMPTY_VIP, 80)], backends: [] });
+  mgr.upsert({ service: svc('default/stream'), frontends: [fe(STREAM_VIP, 90)], backends: [be(BACKENDS[0]!, 9090)] });
+  await sync();
+
+  const ipcache = openIPCacheMap(root);
+  t.teardown(() => ipcache.close());
+  ipcache.setMany(BACKENDS.map((b) => [`${b}/32`, { identity: 1000, flags: 0 }]));
+  const policy = openPolicyMap(root, 9);
+  t.teardown(() => policy.close());
+  const allowBackends: PolicyEntry[] = [
+    { identity: 1000, direction: 'egress', protocol: 6, port: 8080, deny: false },
+    { identity: 1000, direction: 'egress', protocol: 6, port: 9090, deny: false },
+    { identity: 1000, direction: 'egress', protocol: 17, port: 5353, deny: false },
+    { identity: 0, direction: 'ingress', protocol: 0, port: 0, deny: false },
+  ];
+  syncPolicyMap(policy, allowBackends);
+  await loadEndpointProgram(
+    { id: 9, identity: 4242, ipv4: EP, ifName: topo.hostIf, ifIndex: topo.ifIndex, mac: topo.mac, hostMac: topo.hostMac },
+    { bpfRoot: root, netns: topo.hostNsPath },
+  );
+  t.teardown(() => unloadEndpointProgram(9, topo.ifIndex, { bpfRoot: root, netns: topo.hostNsPath }));
+
+  const servers = await Promise.all(BACKENDS.map((b) => listen(topo.hostAgent, 'tcp', b, 8080)));
+  const N = 60;
+  let ok = 0;
+  for (let i = 0; i < N; i++) if (await connect(topo.podAgent, VIP, 80)) ok++;
+  t.equal(ok, N, `${N} connections to the VIP completed (the SYN-ACK came from the VIP: rev-NAT)`);
+  const counts = servers.map((id) => hits(topo.hostAgent, id));
+  t.equal(counts.reduce((a, b) => a + b, 0), N, 'every connection reached a backend');
+  for (const [i, c] of counts.entries()) t.ok(c >= N * 0.15, `backend ${BACKENDS[i]} got ${c} of ${N} (>= 15%)`);
+
+  const dns = await listen(topo.hostAgent, 'udpecho', BACKENDS[0]!, 5353);
+  const q = topo.podAgent.nextId();
+  topo.podAgent.command(`ask ${VIP} 53 - 3000 ${q}`);
+  t.equal(await topo.podAgent.waitFor(['answered', 'refused', 'timeout'], q, 6000), 'answered', 'UDP: the answer comes from the VIP (a connected socket accepts it)');
+  t.ok(hits(topo.hostAgent, dns) > 0);
+
+  let before = readDropCounters(root);
+  t.notOk(await connect(topo.podAgent, VIP, 81), 'a port the VIP does not have');
+  let after = readDropCounters(root);
+  t.ok(after['no-service']!.packets > before['no-service']!.packets, 'counted as no-service');
+  before = after;
+  t.notOk(await connect(topo.podAgent, EMPTY_VIP, 80), 'a service without backends');
+  after = readDropCounters(root);
+  t.ok(after['no-backend']!.packets > before['no-backend']!.packets, 'counted as no-backend');
+
+  syncPolicyMap(policy, [{ identity: 1000, direction: 'egress', protocol: 6, port: 80, deny: false }, allowBackends[3]!]);
+  before = readDropCounters(root);
+  t.notOk(await connect(topo.podAgent, VIP, 80), 'allowing the VIP port is not enough: the policy is the backend\'s, on its port');
+  after = readDropCounters(root);
+  t.ok(after.policy!.packets > before.policy!.packets, 'counted as a policy drop');
+  syncPolicyMap(policy, allowBackends);
+
+  // a backend that starts terminating keeps its established stream; new connections go elsewhere
+  const echoA = await listen(topo.hostAgent, 'tcpecho', BACKENDS[0]!, 9090);
+  const echoB = await listen(topo.hostAgent, 'tcpecho', BACKENDS[1]!, 9090);
+  const s = topo.podAgent.nextId();
+  topo.podAgent.command(`stream ${STREAM_VIP} 90 - ${s}`);
+  t.ok(await topo.podAgent.waitFor('streaming', s, 5000), 'the stream is up');
+  const echoes = async (): Promise<number> => {
+    const before = topo.podAgent.output.length;
+    topo.podAgent.command(`report ${s}`);
+    await topo.podAgent.waitFor('echoes', s, 2000);
+    const m = /echoes \S+ (\d+)\n/.exec(topo.podAgent.output.slice(before));
+    return m ? Number(m[1]) : -1;
+  };
+  await new Promise((r) => setTimeout(r, 300));
+  const e1 = await echoes();
+  t.ok(e1 > 0, `echoes through the VIP (${e1})`);
+  mgr.setBackends('default/stream', [be(BACKENDS[0]!, 9090, 'terminating'), be(BACKENDS[1]!, 9090)]);
+  await sync();
+  await new Promise((r) => setTimeout(r, 400));
+  const e2 = await echoes();
+  t.ok(e2 > e1, `the established stream to the terminating backend goes on (${e1} -> ${e2})`);
+  t.notMatch(topo.podAgent.output, new RegExp(`reset ${s} `), 'never reset');
+  for (let i = 0; i < 5; i++) t.ok(await connect(topo.podAgent, STREAM_VIP, 90), `new connection ${i + 1}`);
+  t.equal(hits(topo.hostAgent, echoB), 5, 'every new connection went to the active backend');
+  t.equal(hits(topo.hostAgent, echoA), 1, 'the terminating backend got only the stream');
+  topo.podAgent.command(`stop ${s}`);
+});
