@@ -163,7 +163,8 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 		return TC_ACT_OK;
 	ct_lookup(skb, p, egress, &ct);
 	if (ct.status == CT_REPLY || ct.status == CT_RELATED) {
-		if (!egress && ct.status == CT_REPLY && ct.rev_nat && lb4_rev_nat(skb, p, ct.rev_nat) < 0)
+		if (!egress && ct.status == CT_REPLY && ct.rev_nat &&
+		    (p->family == FAMILY_IPV4 ? lb4_rev_nat(skb, p, ct.rev_nat) : lb6_rev_nat(skb, p, ct.rev_nat)) < 0)
 			return drop(skb, DROP_INVALID, egress, p, 0);
 		return forward(skb, p, egress, &ct, ct.report ? resolve_identity(p->family, egress ? p->dst : p->src) : 0);
 	}
@@ -209,7 +210,7 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 egress)
 		return drop(skb, DROP_INVALID, egress, 0, 0);
 	/* a packet to a service goes to a backend first (its own call chain: the stack stays small) */
 	if (egress) {
-		err = lb4_egress(skb, &p);
+		err = p.family == FAMILY_IPV4 ? lb4_egress(skb, &p) : lb6_egress(skb, &p);
 		if (err < 0)
 			return drop(skb, -err, egress, &p, 0);
 	}

@@ -206,6 +206,31 @@ struct lb4_reverse_nat {
 	__u16 pad;
 };
 
+struct lb6_key {
+	__u8 address[16];
+	__be16 dport;
+	__u16 backend_slot;
+	__u8 proto;
+	__u8 scope;
+	__u8 pad[2];
+};
+
+struct lb6_backend {
+	__u8 address[16];
+	__be16 port;
+	__u8 proto;
+	__u8 flags;
+	__u16 cluster_id;
+	__u8 zone;
+	__u8 pad;
+};
+
+struct lb6_reverse_nat {
+	__u8 address[16];
+	__be16 port;
+	__u16 pad;
+};
+
 /* cellium_events (ring buffer) record types. */
 #define EVENT_DROP 1
 #define EVENT_TRACE 2

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Service load balancing for packets from the endpoint (Cilium's lb4_lookup_service, lb4_local,
- * lb4_rev_nat), IPv4:
+ * lb4_rev_nat), IPv4 and IPv6 (lb6_*: the same, without the IP checksum):
  *   - the destination is looked up in cellium_lb4_services (address, port, protocol; then protocol
  *     0); not found but the address has a wildcard entry (port 0): DROP_NO_SERVICE;
  *   - the CT_SERVICE entry (TUPLE_F_SERVICE, the backend ID in rx_bytes) keeps a flow on its
@@ -163,6 +163,138 @@ static __always_inline int lb4_rev_nat(struct __sk_buff *skb, struct pkt *p, __u
 	if (!rn)
 		return 0;
 	return lb4_rewrite(skb, p, rn->address, rn->port, 0);
+}
+
+/*
+ * IPv6: rewrites the destination (dst) or source address and port (no IP checksum; the L4 one
+ * covers the pseudo header). Only a TCP/UDP header right after the IPv6 header is rewritten.
+ */
+struct lb6_addr {
+	__u8 b[16];
+};
+
+__attribute__((noinline)) int lb6_rewrite(struct __sk_buff *skb, struct pkt *p, const struct lb6_addr *addr, __u32 port, __u32 dst)
+{
+	__u32 l4off = ETH_HLEN + 40, csum_off, flags;
+	__be16 new_port = (__be16)port, old_port;
+	__u8 old[16], new[16];
+	__s64 diff;
+
+	if (!skb || !p || !addr)
+		return -1;
+	csum_off = l4off + (p->protocol == IPPROTO_TCP ? 16 : 6);
+	flags = p->protocol == IPPROTO_UDP ? BPF_F_MARK_MANGLED_0 : 0;
+	__builtin_memcpy(old, dst ? p->dst : p->src, 16);
+	__builtin_memcpy(new, addr->b, 16);
+	old_port = dst ? p->ct_dport : p->ct_sport;
+	diff = bpf_csum_diff((__be32 *)old, 16, (__be32 *)new, 16, 0);
+	if (diff < 0)
+		return -1;
+	if (bpf_l4_csum_replace(skb, csum_off, 0, diff, flags | BPF_F_PSEUDO_HDR) < 0)
+		return -1;
+	if (bpf_skb_store_bytes(skb, ETH_HLEN + (dst ? 24 : 8), new, 16, 0) < 0)
+		return -1;
+	if (old_port != new_port) {
+		if (bpf_l4_csum_replace(skb, csum_off, old_port, new_port, flags | 2) < 0)
+			return -1;
+		if (bpf_skb_store_bytes(skb, l4off + (dst ? 2 : 0), &new_port, 2, 0) < 0)
+			return -1;
+	}
+	if (dst) {
+		__builtin_memcpy(p->dst, new, 16);
+		p->dport = new_port;
+		p->ct_dport = new_port;
+	} else {
+		__builtin_memcpy(p->src, new, 16);
+		p->ct_sport = new_port;
+	}
+	return 0;
+}
+
+/* IPv6 service translation, as lb4_egress. A global function. */
+__attribute__((noinline)) int lb6_egress(struct __sk_buff *skb, struct pkt *p)
+{
+	struct lb6_key key = {};
+	struct lb4_service *svc, *slot;
+	struct lb6_backend *be = 0;
+	union ct_key k = {};
+	struct ct_entry *e, ne = {};
+	__u32 backend_id = 0, now, lifetime;
+	__u8 nexthdr;
+	int syn;
+
+	if (!skb || !p)
+		return 0;
+	if (p->family != FAMILY_IPV6 || p->fragment || (p->protocol != IPPROTO_TCP && p->protocol != IPPROTO_UDP))
+		return 0;
+	__builtin_memcpy(key.address, p->dst, 16);
+	key.dport = p->dport;
+	key.proto = p->protocol;
+	svc = bpf_map_lookup_elem(&cellium_lb6_services, &key);
+	if (!svc) {
+		key.proto = 0;
+		svc = bpf_map_lookup_elem(&cellium_lb6_services, &key);
+	}
+	if (!svc) {
+		key.dport = 0;
+		return bpf_map_lookup_elem(&cellium_lb6_services, &key) ? -DROP_NO_SERVICE : 0;
+	}
+	/* extension headers: not translated (the L4 header is not where lb6_rewrite writes) */
+	if (bpf_skb_load_bytes(skb, ETH_HLEN + 6, &nexthdr, 1) < 0 || nexthdr != p->protocol)
+		return -DROP_INVALID;
+	p->rev_nat = svc->rev_nat_index;
+	now = ct_now();
+	lifetime = now + (p->protocol == IPPROTO_TCP ? ct_lifetime_tcp : ct_lifetime_any);
+	syn = p->protocol == IPPROTO_TCP && (p->tcp_flags & (TCP_SYN | TCP_ACK)) == TCP_SYN;
+	ct_key_fill(&k, FAMILY_IPV6, p->src, p->dst, p->ct_sport, p->ct_dport, p->protocol, TUPLE_F_SERVICE);
+	e = ct_map_lookup(&k, FAMILY_IPV6);
+	if (e && e->lifetime >= now && e->rev_nat_index == svc->rev_nat_index) {
+		backend_id = e->rx_bytes;
+		be = bpf_map_lookup_elem(&cellium_lb6_backends, &backend_id);
+		if (!be || (be->flags != BE_STATE_ACTIVE && syn))
+			backend_id = 0;
+	}
+	if (!backend_id) {
+		if (svc->count == 0)
+			return -DROP_NO_BACKEND;
+		key.backend_slot = (bpf_get_prandom_u32() % svc->count) + 1;
+		slot = bpf_map_lookup_elem(&cellium_lb6_services, &key);
+		if (!slot)
+			return -DROP_NO_BACKEND;
+		backend_id = slot->backend_id;
+		be = bpf_map_lookup_elem(&cellium_lb6_backends, &backend_id);
+		if (!be)
+			return -DROP_NO_BACKEND;
+		ne.rx_bytes = backend_id;
+		ne.rev_nat_index = svc->rev_nat_index;
+		ne.lifetime = lifetime;
+		ne.tx_packets = 1;
+		if (ct_map_update(&k, FAMILY_IPV6, &ne) < 0)
+			return -DROP_CT_INSERT_FAILED;
+	} else if (e->lifetime != lifetime) {
+		e->lifetime = lifetime;
+	}
+	if (!be)
+		return -DROP_NO_BACKEND;
+	if (lb6_rewrite(skb, p, (const struct lb6_addr *)be->address, be->port, 1) < 0)
+		return -DROP_INVALID;
+	return 1;
+}
+
+/* An IPv6 reply of a connection to a service: its source becomes the frontend again. */
+static __always_inline int lb6_rev_nat(struct __sk_buff *skb, struct pkt *p, __u16 index)
+{
+	struct lb6_reverse_nat *rn;
+	__u8 nexthdr;
+
+	if (p->family != FAMILY_IPV6 || (p->protocol != IPPROTO_TCP && p->protocol != IPPROTO_UDP))
+		return 0;
+	rn = bpf_map_lookup_elem(&cellium_lb6_reverse_nat, &index);
+	if (!rn)
+		return 0;
+	if (bpf_skb_load_bytes(skb, ETH_HLEN + 6, &nexthdr, 1) < 0 || nexthdr != p->protocol)
+		return -1;
+	return lb6_rewrite(skb, p, (const struct lb6_addr *)rn->address, rn->port, 0);
 }
 
 #endif

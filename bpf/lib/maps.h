@@ -76,8 +76,8 @@ struct {
 } cellium_ct_any6_global SEC(".maps");
 
 /*
- * Load balancing (IPv4): written by the agent's LB reconciler with these sizes
- * (--bpf-lb-map-max, default 65536); the IPv6, affinity and Maglev maps are the agent's only.
+ * Load balancing: written by the agent's LB reconciler with these sizes (--bpf-lb-map-max,
+ * default 65536); the affinity and Maglev maps are the agent's only so far.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -105,6 +105,33 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } cellium_lb4_reverse_nat SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct lb6_key);
+	__type(value, struct lb4_service);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_lb6_services SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct lb6_backend);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_lb6_backends SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u16);
+	__type(value, struct lb6_reverse_nat);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_lb6_reverse_nat SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -20,6 +20,8 @@ const BACKENDS = ['10.161.0.10', '10.161.0.11', '10.161.0.12'];
 const VIP = '10.161.96.10';
 const EMPTY_VIP = '10.161.96.11';
 const STREAM_VIP = '10.161.96.12';
+const BACKENDS6 = ['fd00:161::10', 'fd00:161::11'];
+const VIP6 = 'fd00:161:96::10';
 
 async function listen(agent: TrafficAgent, proto: string, addr: string, port: number): Promise<string> {
   const id = agent.nextId();
@@ -39,9 +41,10 @@ const hits = (agent: TrafficAgent, id: string): number => agent.output.split('\n
 t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
   const { root, remove } = testBpfRoot();
   t.teardown(remove);
-  const topo = createTopology({ ep4: EP, ep6: 'fd00:161::2', host4: HOST, host6: 'fd00:161::1', prefix4: 24, prefix6: 64, peers: BACKENDS });
+  const topo = createTopology({ ep4: EP, ep6: 'fd00:161::2', host4: HOST, host6: 'fd00:161::1', prefix4: 24, prefix6: 64, peers: [...BACKENDS, ...BACKENDS6] });
   t.teardown(topo.cleanup);
   ip('-n', topo.podNs, 'route', 'add', '10.161.96.0/24', 'via', HOST);
+  ip('-n', topo.podNs, '-6', 'route', 'add', 'fd00:161:96::/64', 'via', 'fd00:161::1');
 
   const lb = openLBMaps(root, 65536, 16381);
   t.teardown(() => lb.close());
@@ -57,13 +60,14 @@ t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
   const udp = (b: Backend): Backend => ({ ...b, address: { ...b.address, protocol: 'udp' } });
   mgr.upsert({ service: svc('default/web'), frontends: [fe(VIP, 80)], backends: BACKENDS.map((b) => be(b, 8080)) });
   mgr.upsert({ service: svc('default/dns'), frontends: [{ ...fe(VIP, 53), address: { ip: VIP, port: 53, protocol: 'udp', scope: 'external' } }], backends: [udp(be(BACKENDS[0]!, 5353))] });
+  mgr.upsert({ service: svc('default/web6'), frontends: [fe(VIP6, 80)], backends: BACKENDS6.map((b) => be(b, 8080)) });
   mgr.upsert({ service: svc('default/empty'), frontends: [fe(EMPTY_VIP, 80)], backends: [] });
   mgr.upsert({ service: svc('default/stream'), frontends: [fe(STREAM_VIP, 90)], backends: [be(BACKENDS[0]!, 9090)] });
   await sync();
 
   const ipcache = openIPCacheMap(root);
   t.teardown(() => ipcache.close());
-  ipcache.setMany(BACKENDS.map((b) => [`${b}/32`, { identity: 1000, flags: 0 }]));
+  ipcache.setMany([...BACKENDS.map((b) => [`${b}/32`, { identity: 1000, flags: 0 }] as const), ...BACKENDS6.map((b) => [`${b}/128`, { identity: 1000, flags: 0 }] as const)]);
   const policy = openPolicyMap(root, 9);
   t.teardown(() => policy.close());
   const allowBackends: PolicyEntry[] = [
@@ -74,19 +78,27 @@ t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
   ];
   syncPolicyMap(policy, allowBackends);
   await loadEndpointProgram(
-    { id: 9, identity: 4242, ipv4: EP, ifName: topo.hostIf, ifIndex: topo.ifIndex, mac: topo.mac, hostMac: topo.hostMac },
+    { id: 9, identity: 4242, ipv4: EP, ipv6: 'fd00:161::2', ifName: topo.hostIf, ifIndex: topo.ifIndex, mac: topo.mac, hostMac: topo.hostMac },
     { bpfRoot: root, netns: topo.hostNsPath },
   );
   t.teardown(() => unloadEndpointProgram(9, topo.ifIndex, { bpfRoot: root, netns: topo.hostNsPath }));
 
   const servers = await Promise.all(BACKENDS.map((b) => listen(topo.hostAgent, 'tcp', b, 8080)));
-  const N = 60;
+  const N = 90;
   let ok = 0;
   for (let i = 0; i < N; i++) if (await connect(topo.podAgent, VIP, 80)) ok++;
   t.equal(ok, N, `${N} connections to the VIP completed (the SYN-ACK came from the VIP: rev-NAT)`);
   const counts = servers.map((id) => hits(topo.hostAgent, id));
   t.equal(counts.reduce((a, b) => a + b, 0), N, 'every connection reached a backend');
   for (const [i, c] of counts.entries()) t.ok(c >= N * 0.15, `backend ${BACKENDS[i]} got ${c} of ${N} (>= 15%)`);
+
+  const servers6 = await Promise.all(BACKENDS6.map((b) => listen(topo.hostAgent, 'tcp', b, 8080)));
+  let ok6 = 0;
+  for (let i = 0; i < 20; i++) if (await connect(topo.podAgent, VIP6, 80)) ok6++;
+  t.equal(ok6, 20, 'IPv6: 20 connections to the VIP completed (rev-NAT of the SYN-ACK)');
+  const counts6 = servers6.map((id) => hits(topo.hostAgent, id));
+  t.equal(counts6.reduce((a, b) => a + b, 0), 20, 'IPv6: every connection reached a backend');
+  t.ok(counts6.every((c) => c > 0), `IPv6: both backends were used (${counts6.join(', ')})`);
 
   const dns = await listen(topo.hostAgent, 'udpecho', BACKENDS[0]!, 5353);
   const q = topo.podAgent.nextId();
