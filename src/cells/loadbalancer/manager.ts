@@ -20,7 +20,7 @@ export function apiServiceKey(id: number): string {
 /** The service manager. */
 export class LBServiceManager implements ServiceManager {
   /** Desired state of every frontend, keyed by its address (formatL3n4). */
-  readonly frontends = new DesiredTable<FrontendDesired>('lb-frontends');
+  readonly frontends = new DesiredTable<FrontendDesired>('lb-frontends', (a, b) => a === b || JSON.stringify(a) === JSON.stringify(b));
   private readonly services = new Map<string, Service>();
   private readonly svcFrontends = new Map<string, Map<string, Frontend>>();
   private readonly svcBackends = new Map<string, readonly Backend[]>();
@@ -162,7 +162,9 @@ export class LBServiceManager implements ServiceManager {
     const v6 = isIPv6(fe.address.ip);
     const backends = this.backends(svc.key)
       .filter((b) => isIPv6(b.address.ip) === v6 && (fe.portName === undefined || b.portName === undefined || b.portName === fe.portName))
-      .sort((a, b) => cmp(formatL3n4(a.address), formatL3n4(b.address)));
+      .map((b) => [formatL3n4(b.address), b] as const)
+      .sort((a, b) => cmp(a[0], b[0]))
+      .map(([, b]) => b);
     return {
       id: fe.id,
       address: fe.address,
