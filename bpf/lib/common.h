@@ -231,6 +231,40 @@ struct lb6_reverse_nat {
 	__u16 pad;
 };
 
+/* SVC_FLAG_AFFINITY in lb4_service.flags of a master entry: ClientIP session affinity. */
+#define SVC_FLAG_AFFINITY (1 << 4)
+
+/* ClientIP affinity (LRU): the backend a client last got for a service, and when. */
+struct lb4_affinity_key {
+	__u32 client_ip;
+	__u32 client_pad;	/* the rest of Cilium's client id union (a socket cookie) */
+	__u16 rev_nat_id;
+	__u8 netns_cookie;
+	__u8 pad1;
+	__u32 pad2;
+} __attribute__((packed));
+
+struct lb6_affinity_key {
+	__u8 client_ip[16];
+	__u16 rev_nat_id;
+	__u8 netns_cookie;
+	__u8 pad1;
+	__u32 pad2;
+} __attribute__((packed));
+
+struct lb_affinity_val {
+	__u64 last_used;	/* seconds of CLOCK_MONOTONIC */
+	__u32 backend_id;
+	__u32 pad;
+} __attribute__((packed));
+
+/* cellium_lb_affinity_match: the backends of affinity services (a chosen backend must still be one). */
+struct lb_affinity_match {
+	__u32 backend_id;
+	__u16 rev_nat_id;
+	__u16 pad;
+} __attribute__((packed));
+
 /* cellium_events (ring buffer) record types. */
 #define EVENT_DROP 1
 #define EVENT_TRACE 2

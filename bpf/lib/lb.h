@@ -6,7 +6,8 @@
  *     0); not found but the address has a wildcard entry (port 0): DROP_NO_SERVICE;
  *   - the CT_SERVICE entry (TUPLE_F_SERVICE, the backend ID in rx_bytes) keeps a flow on its
  *     backend; a backend that is gone, or not active for a new TCP connection (pure SYN), is
- *     replaced by a random slot 1..count (none: DROP_NO_BACKEND);
+ *     replaced: by the client's unexpired ClientIP-affinity choice (SVC_FLAG_AFFINITY), else by a
+ *     random slot 1..count (none: DROP_NO_BACKEND);
  *   - the packet is DNATed to the backend (addresses, ports, checksums) before conntrack and the
  *     policy, which is the backend's; the connection's entry then carries the rev-NAT index;
  *   - a reply (to_container, CT_REPLY with a rev-NAT index) gets its source rewritten to the
@@ -72,12 +73,29 @@ __attribute__((noinline)) int lb4_rewrite(struct __sk_buff *skb, struct pkt *p, 
 }
 
 /*
+ * ClientIP affinity: the backend a client's unexpired choice names (the master's backend_id is the
+ * timeout in seconds), when it is still one of the service's (cellium_lb_affinity_match); else 0.
+ */
+static __always_inline __u32 lb_affinity_backend(const struct lb_affinity_val *v, const struct lb4_service *svc, __u32 now)
+{
+	struct lb_affinity_match m = {};
+
+	if (!v || v->last_used + svc->backend_id < now)
+		return 0;
+	m.backend_id = v->backend_id;
+	m.rev_nat_id = svc->rev_nat_index;
+	return bpf_map_lookup_elem(&cellium_lb_affinity_match, &m) ? v->backend_id : 0;
+}
+
+/*
  * Service translation of a packet from the endpoint: 0 when its destination is no service, 1 when
  * it was translated (p->rev_nat set), -reason when it is dropped. A global function.
  */
 __attribute__((noinline)) int lb4_egress(struct __sk_buff *skb, struct pkt *p)
 {
 	struct lb4_key key = {};
+	struct lb4_affinity_key aff_key = {};
+	struct lb_affinity_val aff = {};
 	struct lb4_service *svc, *slot;
 	struct lb4_backend *be = 0;
 	union ct_key k = {};
@@ -116,14 +134,29 @@ __attribute__((noinline)) int lb4_egress(struct __sk_buff *skb, struct pkt *p)
 	if (!backend_id) {
 		if (svc->count == 0)
 			return -DROP_NO_BACKEND;
-		key.backend_slot = (bpf_get_prandom_u32() % svc->count) + 1;
-		slot = bpf_map_lookup_elem(&cellium_lb4_services, &key);
-		if (!slot)
-			return -DROP_NO_BACKEND;
-		backend_id = slot->backend_id;
-		be = bpf_map_lookup_elem(&cellium_lb4_backends, &backend_id);
-		if (!be)
-			return -DROP_NO_BACKEND;
+		if (svc->flags & SVC_FLAG_AFFINITY) {
+			__builtin_memcpy(&aff_key.client_ip, p->src, 4);
+			aff_key.rev_nat_id = svc->rev_nat_index;
+			backend_id = lb_affinity_backend(bpf_map_lookup_elem(&cellium_lb4_affinity, &aff_key), svc, now);
+			be = backend_id ? bpf_map_lookup_elem(&cellium_lb4_backends, &backend_id) : 0;
+			if (!be || be->flags != BE_STATE_ACTIVE)
+				backend_id = 0;
+		}
+		if (!backend_id) {
+			key.backend_slot = (bpf_get_prandom_u32() % svc->count) + 1;
+			slot = bpf_map_lookup_elem(&cellium_lb4_services, &key);
+			if (!slot)
+				return -DROP_NO_BACKEND;
+			backend_id = slot->backend_id;
+			be = bpf_map_lookup_elem(&cellium_lb4_backends, &backend_id);
+			if (!be)
+				return -DROP_NO_BACKEND;
+		}
+		if (svc->flags & SVC_FLAG_AFFINITY) {
+			aff.last_used = now;
+			aff.backend_id = backend_id;
+			bpf_map_update_elem(&cellium_lb4_affinity, &aff_key, &aff, BPF_ANY);
+		}
 		ne.rx_bytes = backend_id;
 		ne.rev_nat_index = svc->rev_nat_index;
 		ne.lifetime = lifetime;
@@ -215,6 +248,8 @@ __attribute__((noinline)) int lb6_rewrite(struct __sk_buff *skb, struct pkt *p, 
 __attribute__((noinline)) int lb6_egress(struct __sk_buff *skb, struct pkt *p)
 {
 	struct lb6_key key = {};
+	struct lb6_affinity_key aff_key = {};
+	struct lb_affinity_val aff = {};
 	struct lb4_service *svc, *slot;
 	struct lb6_backend *be = 0;
 	union ct_key k = {};
@@ -257,14 +292,29 @@ __attribute__((noinline)) int lb6_egress(struct __sk_buff *skb, struct pkt *p)
 	if (!backend_id) {
 		if (svc->count == 0)
 			return -DROP_NO_BACKEND;
-		key.backend_slot = (bpf_get_prandom_u32() % svc->count) + 1;
-		slot = bpf_map_lookup_elem(&cellium_lb6_services, &key);
-		if (!slot)
-			return -DROP_NO_BACKEND;
-		backend_id = slot->backend_id;
-		be = bpf_map_lookup_elem(&cellium_lb6_backends, &backend_id);
-		if (!be)
-			return -DROP_NO_BACKEND;
+		if (svc->flags & SVC_FLAG_AFFINITY) {
+			__builtin_memcpy(aff_key.client_ip, p->src, 16);
+			aff_key.rev_nat_id = svc->rev_nat_index;
+			backend_id = lb_affinity_backend(bpf_map_lookup_elem(&cellium_lb6_affinity, &aff_key), svc, now);
+			be = backend_id ? bpf_map_lookup_elem(&cellium_lb6_backends, &backend_id) : 0;
+			if (!be || be->flags != BE_STATE_ACTIVE)
+				backend_id = 0;
+		}
+		if (!backend_id) {
+			key.backend_slot = (bpf_get_prandom_u32() % svc->count) + 1;
+			slot = bpf_map_lookup_elem(&cellium_lb6_services, &key);
+			if (!slot)
+				return -DROP_NO_BACKEND;
+			backend_id = slot->backend_id;
+			be = bpf_map_lookup_elem(&cellium_lb6_backends, &backend_id);
+			if (!be)
+				return -DROP_NO_BACKEND;
+		}
+		if (svc->flags & SVC_FLAG_AFFINITY) {
+			aff.last_used = now;
+			aff.backend_id = backend_id;
+			bpf_map_update_elem(&cellium_lb6_affinity, &aff_key, &aff, BPF_ANY);
+		}
 		ne.rx_bytes = backend_id;
 		ne.rev_nat_index = svc->rev_nat_index;
 		ne.lifetime = lifetime;

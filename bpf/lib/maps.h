@@ -77,7 +77,7 @@ struct {
 
 /*
  * Load balancing: written by the agent's LB reconciler with these sizes (--bpf-lb-map-max,
- * default 65536); the affinity and Maglev maps are the agent's only so far.
+ * default 65536); the Maglev maps are the agent's only so far.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -132,6 +132,31 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } cellium_lb6_reverse_nat SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct lb4_affinity_key);
+	__type(value, struct lb_affinity_val);
+	__uint(max_entries, 65536);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_lb4_affinity SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct lb6_affinity_key);
+	__type(value, struct lb_affinity_val);
+	__uint(max_entries, 65536);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_lb6_affinity SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct lb_affinity_match);
+	__type(value, __u8);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_lb_affinity_match SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -1,9 +1,10 @@
-// Privileged: services through the real bpf_lxc with real traffic (IPv4). One endpoint veth (the pod
+// Privileged: services through the real bpf_lxc with real traffic (IPv4, IPv6). One endpoint veth (the pod
 // in its own namespace, the backends as addresses on the host side), the LB maps written by the
 // loadbalancer cell's writer, the program loaded once. TCP connections to the VIP spread over the
 // backends and see the VIP as their peer (rev-NAT: otherwise the handshake fails), UDP answers come
 // from the VIP, the policy is the backend's after translation, a VIP's other ports and a service
-// without backends are dropped with their reasons, and a backend that starts terminating keeps its
+// without backends are dropped with their reasons, ClientIP affinity pins the client, and a backend
+// that starts terminating keeps its
 // established stream while new connections go elsewhere.
 import t from 'tap';
 import { openIPCacheMap, openLBMaps, openPolicyMap, readDropCounters, syncPolicyMap } from '../../src/maps/index.js';
@@ -20,6 +21,7 @@ const BACKENDS = ['10.161.0.10', '10.161.0.11', '10.161.0.12'];
 const VIP = '10.161.96.10';
 const EMPTY_VIP = '10.161.96.11';
 const STREAM_VIP = '10.161.96.12';
+const STICKY_VIP = '10.161.96.13';
 const BACKENDS6 = ['fd00:161::10', 'fd00:161::11'];
 const VIP6 = 'fd00:161:96::10';
 
@@ -60,6 +62,7 @@ t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
   const udp = (b: Backend): Backend => ({ ...b, address: { ...b.address, protocol: 'udp' } });
   mgr.upsert({ service: svc('default/web'), frontends: [fe(VIP, 80)], backends: BACKENDS.map((b) => be(b, 8080)) });
   mgr.upsert({ service: svc('default/dns'), frontends: [{ ...fe(VIP, 53), address: { ip: VIP, port: 53, protocol: 'udp', scope: 'external' } }], backends: [udp(be(BACKENDS[0]!, 5353))] });
+  mgr.upsert({ service: svc('default/sticky', { sessionAffinity: true, sessionAffinityTimeoutSec: 60 }), frontends: [fe(STICKY_VIP, 80)], backends: BACKENDS.map((b) => be(b, 8080)) });
   mgr.upsert({ service: svc('default/web6'), frontends: [fe(VIP6, 80)], backends: BACKENDS6.map((b) => be(b, 8080)) });
   mgr.upsert({ service: svc('default/empty'), frontends: [fe(EMPTY_VIP, 80)], backends: [] });
   mgr.upsert({ service: svc('default/stream'), frontends: [fe(STREAM_VIP, 90)], backends: [be(BACKENDS[0]!, 9090)] });
@@ -91,6 +94,11 @@ t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
   const counts = servers.map((id) => hits(topo.hostAgent, id));
   t.equal(counts.reduce((a, b) => a + b, 0), N, 'every connection reached a backend');
   for (const [i, c] of counts.entries()) t.ok(c >= N * 0.15, `backend ${BACKENDS[i]} got ${c} of ${N} (>= 15%)`);
+
+  const pinned = servers.map((id) => hits(topo.hostAgent, id));
+  for (let i = 0; i < 15; i++) t.ok(await connect(topo.podAgent, STICKY_VIP, 80), `affinity connection ${i + 1}`);
+  const moved = servers.map((id, i) => hits(topo.hostAgent, id) - pinned[i]!);
+  t.same(moved.filter((n) => n > 0).length, 1, `ClientIP affinity: every connection went to one backend (${moved.join(', ')})`);
 
   const servers6 = await Promise.all(BACKENDS6.map((b) => listen(topo.hostAgent, 'tcp', b, 8080)));
   let ok6 = 0;
