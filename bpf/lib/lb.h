@@ -6,7 +6,8 @@
  *     0); not found but the address has a wildcard entry (port 0): DROP_NO_SERVICE;
  *   - the CT_SERVICE entry (TUPLE_F_SERVICE, the backend ID in rx_bytes) keeps a flow on its
  *     backend; a backend that is gone, or not active for a new TCP connection (pure SYN), is
- *     replaced: by the client's unexpired ClientIP-affinity choice (SVC_FLAG_AFFINITY), else by a
+ *     replaced: by the client's unexpired ClientIP-affinity choice (SVC_FLAG_AFFINITY), else by
+ *     the service's Maglev table (--bpf-lb-algorithm=maglev) at a hash of the 5-tuple, else by a
  *     random slot 1..count (none: DROP_NO_BACKEND);
  *   - the packet is DNATed to the backend (addresses, ports, checksums) before conntrack and the
  *     policy, which is the backend's; the connection's entry then carries the rev-NAT index;
@@ -72,6 +73,37 @@ __attribute__((noinline)) int lb4_rewrite(struct __sk_buff *skb, struct pkt *p, 
 	return 0;
 }
 
+/* A hash of the packet's 5-tuple (a murmur3 finalizer over the words): the Maglev table's index. */
+static __always_inline __u32 lb_hash(const struct pkt *p)
+{
+	const __u32 *s = (const __u32 *)p->src, *d = (const __u32 *)p->dst;
+	__u32 h = ((__u32)p->ct_sport << 16 | p->ct_dport) ^ p->protocol;
+
+	h ^= s[0] ^ (s[1] * 31) ^ (s[2] * 131) ^ (s[3] * 1031);
+	h ^= (d[0] * 7) ^ (d[1] * 37) ^ (d[2] * 137) ^ (d[3] * 1033);
+	h ^= h >> 16;
+	h *= 0x85ebca6b;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35;
+	h ^= h >> 16;
+	return h;
+}
+
+/* The backend a Maglev table picks for the packet (0: the service has no table: random selection). */
+static __always_inline __u32 lb_maglev_backend(const struct lb_maglev_lut *t, const struct pkt *p)
+{
+	__u32 idx;
+
+	if (!t)
+		return 0;
+	idx = lb_hash(p) % LB_MAGLEV_LUT_SIZE;
+	/* the verifier does not bound a modulo: the compiler must keep this check */
+	asm volatile("" : "+r"(idx));
+	if (idx >= LB_MAGLEV_LUT_SIZE)
+		return 0;
+	return t->backend_ids[idx];
+}
+
 /*
  * ClientIP affinity: the backend a client's unexpired choice names (the master's backend_id is the
  * timeout in seconds), when it is still one of the service's (cellium_lb_affinity_match); else 0.
@@ -101,6 +133,7 @@ __attribute__((noinline)) int lb4_egress(struct __sk_buff *skb, struct pkt *p)
 	union ct_key k = {};
 	struct ct_entry *e, ne = {};
 	__u32 backend_id = 0, now, lifetime;
+	__u16 rev_nat;
 	int syn;
 
 	if (!skb || !p)
@@ -143,6 +176,11 @@ __attribute__((noinline)) int lb4_egress(struct __sk_buff *skb, struct pkt *p)
 				backend_id = 0;
 		}
 		if (!backend_id) {
+			rev_nat = svc->rev_nat_index;
+			backend_id = lb_maglev_backend(bpf_map_lookup_elem(&cellium_lb4_maglev, &rev_nat), p);
+			be = backend_id ? bpf_map_lookup_elem(&cellium_lb4_backends, &backend_id) : 0;
+		}
+		if (!be) {
 			key.backend_slot = (bpf_get_prandom_u32() % svc->count) + 1;
 			slot = bpf_map_lookup_elem(&cellium_lb4_services, &key);
 			if (!slot)
@@ -255,6 +293,7 @@ __attribute__((noinline)) int lb6_egress(struct __sk_buff *skb, struct pkt *p)
 	union ct_key k = {};
 	struct ct_entry *e, ne = {};
 	__u32 backend_id = 0, now, lifetime;
+	__u16 rev_nat;
 	__u8 nexthdr;
 	int syn;
 
@@ -301,6 +340,11 @@ __attribute__((noinline)) int lb6_egress(struct __sk_buff *skb, struct pkt *p)
 				backend_id = 0;
 		}
 		if (!backend_id) {
+			rev_nat = svc->rev_nat_index;
+			backend_id = lb_maglev_backend(bpf_map_lookup_elem(&cellium_lb6_maglev, &rev_nat), p);
+			be = backend_id ? bpf_map_lookup_elem(&cellium_lb6_backends, &backend_id) : 0;
+		}
+		if (!be) {
 			key.backend_slot = (bpf_get_prandom_u32() % svc->count) + 1;
 			slot = bpf_map_lookup_elem(&cellium_lb6_services, &key);
 			if (!slot)

@@ -77,7 +77,7 @@ struct {
 
 /*
  * Load balancing: written by the agent's LB reconciler with these sizes (--bpf-lb-map-max,
- * default 65536); the Maglev maps are the agent's only so far.
+ * default 65536) and Maglev tables of LB_MAGLEV_LUT_SIZE slots (--bpf-lb-maglev-table-size).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -157,6 +157,32 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } cellium_lb_affinity_match SEC(".maps");
+
+/* Maglev lookup tables by rev-NAT index (Cilium: a hash of maps; here the table is the value). */
+#ifndef LB_MAGLEV_LUT_SIZE
+#define LB_MAGLEV_LUT_SIZE 16381
+#endif
+struct lb_maglev_lut {
+	__u32 backend_ids[LB_MAGLEV_LUT_SIZE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u16);
+	__type(value, struct lb_maglev_lut);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_lb4_maglev SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u16);
+	__type(value, struct lb_maglev_lut);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_lb6_maglev SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

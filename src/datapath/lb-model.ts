@@ -14,7 +14,7 @@
  *   5. DNAT to the backend; the connection's CT entry carries the rev-NAT index, so a reply's
  *      source is rewritten back to the frontend (revNat()).
  */
-import { createHash } from 'node:crypto';
+import { endianness } from 'node:os';
 import { parseAddr } from '../lib/addr.js';
 import { TupleFlags, type CtEntry, type CtKey, type CtStore } from './conntrack.js';
 import { BackendFlag, SvcFlag, type LBMapSet, type LBServiceKey, type LBServiceValue } from './lb-maps.js';
@@ -71,8 +71,41 @@ export function serviceCtKey(p: VerdictPacket): CtKey {
   return { family: family(p.src) === 6 ? 'ipv6' : 'ipv4', daddr: p.dst, saddr: p.src, dport: p.dport, sport: p.sport ?? 0, nexthdr: p.protocol, flags: TupleFlags.SERVICE };
 }
 
+const LE = endianness() === 'LE';
+
+/** The 16 address bytes of the datapath's struct pkt as four host-order words (IPv4: the first). */
+function words(ip: string): [number, number, number, number] {
+  const b = Buffer.alloc(16);
+  const a = parseAddr(ip);
+  if (a?.family === 'ipv4') b.writeUInt32BE(Number(a.value), 0);
+  else if (a) {
+    b.writeBigUInt64BE(a.value >> 64n, 0);
+    b.writeBigUInt64BE(a.value & 0xffffffffffffffffn, 8);
+  }
+  const r = (o: number): number => (LE ? b.readUInt32LE(o) : b.readUInt32BE(o));
+  return [r(0), r(4), r(8), r(12)];
+}
+
+/** A network-order port as the datapath reads it from memory (a host-order u16). */
+const be16 = (port: number): number => (LE ? ((port & 0xff) << 8) | (port >> 8) : port);
+
+/** bpf/lib/lb.h lb_hash(): the 5-tuple hash that indexes a Maglev table (same value in the kernel). */
+export function lbHash(src: string, dst: string, sport: number, dport: number, protocol: number): number {
+  const s = words(src);
+  const d = words(dst);
+  let h = (((be16(sport) << 16) | be16(dport)) ^ protocol) >>> 0;
+  h = (h ^ s[0] ^ Math.imul(s[1], 31) ^ Math.imul(s[2], 131) ^ Math.imul(s[3], 1031)) >>> 0;
+  h = (h ^ Math.imul(d[0], 7) ^ Math.imul(d[1], 37) ^ Math.imul(d[2], 137) ^ Math.imul(d[3], 1033)) >>> 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b) >>> 0;
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35) >>> 0;
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
 function hash5(p: VerdictPacket): number {
-  return createHash('sha256').update(`${p.src}|${p.sport ?? 0}|${p.dst}|${p.dport}|${p.protocol}`).digest().readUInt32LE(0);
+  return lbHash(p.src, p.dst, p.sport ?? 0, p.dport, p.protocol);
 }
 
 const isSyn = (p: VerdictPacket): boolean => p.protocol === Proto.TCP && ((p.tcpFlags ?? 0x02) & 0x12) === 0x02;

@@ -13,6 +13,7 @@ import { LBOps, LBServiceManager, type Backend } from '../../src/cells/loadbalan
 import type { PolicyEntry } from '../../src/datapath/types.js';
 import { createTopology, ip, skipUnlessBpf, testBpfRoot, type TrafficAgent } from '../bpf/fixtures/topology.js';
 import { be, fe, svc } from './helpers.js';
+import { lbHash } from '../../src/datapath/lb-model.js';
 
 const skip = skipUnlessBpf();
 const EP = '10.161.0.2';
@@ -76,6 +77,7 @@ t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
   const allowBackends: PolicyEntry[] = [
     { identity: 1000, direction: 'egress', protocol: 6, port: 8080, deny: false },
     { identity: 1000, direction: 'egress', protocol: 6, port: 9090, deny: false },
+    { identity: 1000, direction: 'egress', protocol: 6, port: 7070, deny: false },
     { identity: 1000, direction: 'egress', protocol: 17, port: 5353, deny: false },
     { identity: 0, direction: 'ingress', protocol: 0, port: 0, deny: false },
   ];
@@ -123,7 +125,7 @@ t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
   after = readDropCounters(root);
   t.ok(after['no-backend']!.packets > before['no-backend']!.packets, 'counted as no-backend');
 
-  syncPolicyMap(policy, [{ identity: 1000, direction: 'egress', protocol: 6, port: 80, deny: false }, allowBackends[3]!]);
+  syncPolicyMap(policy, [{ identity: 1000, direction: 'egress', protocol: 6, port: 80, deny: false }, allowBackends.at(-1)!]);
   before = readDropCounters(root);
   t.notOk(await connect(topo.podAgent, VIP, 80), 'allowing the VIP port is not enough: the policy is the backend\'s, on its port');
   after = readDropCounters(root);
@@ -156,4 +158,42 @@ t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
   t.equal(hits(topo.hostAgent, echoB), 5, 'every new connection went to the active backend');
   t.equal(hits(topo.hostAgent, echoA), 1, 'the terminating backend got only the stream');
   topo.podAgent.command(`stop ${s}`);
+
+  // Maglev in the kernel: a writer with --bpf-lb-algorithm=maglev takes the maps over (as a
+  // restarted agent would) and writes the tables; the kernel's choices are the table's entry at
+  // lb_hash(5-tuple), which lbHash computes the same way.
+  const mops = new LBOps(lb, { algorithm: 'maglev', maglevTableSize: 16381, maxBackends: 65536 });
+  t.ok(mops.restore() > 0, 'the maglev writer found the frontends in the kernel');
+  const MAGLEV_VIP = '10.161.96.14';
+  mgr.upsert({ service: svc('default/maglev'), frontends: [fe(MAGLEV_VIP, 70)], backends: BACKENDS.map((b) => be(b, 7070)) });
+  t.same([...(await mops.update(mgr.frontends.all().map((o) => [o.key, o.value] as const))).keys()], []);
+  const revNat = mgr.list().find((f) => f.frontend.address.ip === MAGLEV_VIP)!.frontend.id;
+  const ports = await Promise.all(BACKENDS.map((b) => listen(topo.hostAgent, 'tcpport', b, 7070)));
+  for (let i = 0; i < 30; i++) t.ok(await connect(topo.podAgent, MAGLEV_VIP, 70), `maglev connection ${i + 1}`);
+  const chosen = new Map<number, string>();
+  ports.forEach((id, i) => {
+    for (const m of topo.hostAgent.output.matchAll(new RegExp(`^from ${id} (\\d+)$`, 'gm'))) chosen.set(Number(m[1]), BACKENDS[i]!);
+  });
+  t.equal(chosen.size, 30, 'every connection was seen with its source port');
+  const addressOf = new Map(lb.backends4.entries().map(([id, v]) => [id, v.address]));
+  const pick = (table: Uint32Array, sport: number): string | undefined => addressOf.get(table[lbHash(EP, MAGLEV_VIP, sport, 70, 6) % 16381]!);
+  const table0 = lb.maglev4.get(revNat)!;
+  const agree = [...chosen].filter(([sport, backend]) => pick(table0, sport) === backend).length;
+  t.equal(agree, 30, 'the kernel chose the Maglev table entry at lb_hash of every flow');
+  mgr.setBackends('default/maglev', BACKENDS.slice(0, 2).map((b) => be(b, 7070)));
+  await mops.update(mgr.frontends.all().map((o) => [o.key, o.value] as const));
+  const table1 = lb.maglev4.get(revNat)!;
+  let remapped = 0;
+  let movedOfOthers = 0;
+  const SAMPLE = 20000;
+  for (let sport = 1024; sport < 1024 + SAMPLE; sport++) {
+    const a = pick(table0, sport);
+    const b = pick(table1, sport);
+    if (a !== b) {
+      remapped++;
+      if (a !== BACKENDS[2]) movedOfOthers++;
+    }
+  }
+  t.ok(remapped / SAMPLE <= 1 / 3 + 0.03, `removing one of 3 backends remapped ${(100 * remapped / SAMPLE).toFixed(1)}% of ${SAMPLE} sampled flows (kernel tables)`);
+  t.ok(movedOfOthers / SAMPLE <= 0.03, `${(100 * movedOfOthers / SAMPLE).toFixed(2)}% of the flows of the remaining backends remapped`);
 });
