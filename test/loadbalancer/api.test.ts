@@ -10,7 +10,7 @@ import { serviceHandlersCell } from '../../src/cells/api-handlers/index.js';
 import { loadBalancerCell } from '../../src/cells/loadbalancer/index.js';
 import { statedirCell } from '../../src/cells/statedir/index.js';
 import { DatapathToken } from '../../src/datapath/types.js';
-import { testHive } from '../../src/hive/index.js';
+import { HealthTreeToken, testHive, type HealthNode } from '../../src/hive/index.js';
 import { config } from '../../src/hive/cell.js';
 import { BpfDatapathConfigToken, bpfDatapathConfigSchema } from '../../src/cells/datapath-bpf/index.js';
 import { mockDatapath } from '../api-server/mocks.js';
@@ -21,17 +21,18 @@ interface Res { status: number; body: unknown }
 
 async function agent(t: Test, dir: string) {
   const socketPath = join(dir, `cellium-${Math.random().toString(36).slice(2)}.sock`);
-  await testHive(t, [statedirCell, config(BpfDatapathConfigToken, bpfDatapathConfigSchema), apiServerCell, agentStatusCell, loadBalancerCell, serviceHandlersCell], {
+  const h = await testHive(t, [statedirCell, config(BpfDatapathConfigToken, bpfDatapathConfigSchema), apiServerCell, agentStatusCell, loadBalancerCell, serviceHandlersCell], {
     config: { 'socket-path': socketPath, 'state-dir': join(dir, 'state'), 'enable-api-rate-limit': false },
     replace: [[DatapathToken, mockDatapath()]],
   });
   const tr = new Transport({ socketPath });
   t.teardown(() => tr.close());
-  return async (operationId: string, method: string, path: string, opts: RequestOptions = {}): Promise<Res> => {
+  const call = async (operationId: string, method: string, path: string, opts: RequestOptions = {}): Promise<Res> => {
     const res = await tr.request(method, path, opts);
     t.same(validator.response(operationId, res.status, res.body, res.headers as Record<string, string>), [], `${method} ${path} -> ${res.status} matches the spec`);
     return res as Res;
   };
+  return Object.assign(call, { health: () => h.get(HealthTreeToken).snapshot() });
 }
 
 function tempDir(t: Test): string {
@@ -62,6 +63,13 @@ t.test('PUT, GET, list and DELETE /service/{id}', async (t) => {
   }
   t.equal(state, 'done', 'the frontend was reconciled into the (memory) LB maps');
   t.match((await call('GetServiceID', 'GET', '/service/3')).body, { status: { realized: { id: 3 } } });
+  const find = (n: HealthNode, name: string): HealthNode | undefined => (n.name === name ? n : n.children?.map((c) => find(c, name)).find(Boolean));
+  let lbHealth: HealthNode | undefined;
+  for (let i = 0; i < 80 && !/1 frontends: 1 done/.test(lbHealth?.message ?? ''); i++) {
+    lbHealth = find(call.health(), 'loadbalancer');
+    if (!/1 frontends: 1 done/.test(lbHealth?.message ?? '')) await new Promise((r) => setTimeout(r, 100));
+  }
+  t.match(lbHealth?.message, /1 frontends: 1 done, 0 pending, 0 failing/, 'the health tree reports the frontends');
   const list = await call('GetService', 'GET', '/service');
   t.equal((list.body as unknown[]).length, 1);
   t.equal((await call('DeleteServiceID', 'DELETE', '/service/3')).status, 200);

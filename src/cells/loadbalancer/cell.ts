@@ -1,5 +1,6 @@
 /** The loadbalancer cell's wiring: its module, providers and what they are built from (index.ts is its public face). */
 import { config, invoke, module, provide } from '../../hive/cell.js';
+import { HealthToken, type Health } from '../../hive/health.js';
 import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
@@ -15,6 +16,9 @@ import { LBServiceManager } from './manager.js';
 import { ServiceStore, serviceStoreFile } from './store.js';
 import { ServiceManagerToken, type FrontendDesired, type ServiceManager } from './types.js';
 import { token } from '../../hive/token.js';
+
+/** How often the frontends' status is reported to the health tree. */
+const STATUS_INTERVAL_MS = 5000;
 
 /** Token for the reconciler of frontends into the LB maps. */
 export const LBReconcilerToken = token<Reconciler<FrontendDesired>>('LBReconciler');
@@ -36,9 +40,10 @@ function newServiceManager(cfg: LBConfig, sd: StateDirConfig, lc: Lifecycle, log
 /**
  * Builds the reconciler of the frontends table into the LB maps: at start it takes over what the
  * kernel holds (backend IDs, frontends), writes every desired frontend, then prunes what nobody
- * desires; afterwards it prunes every --bpf-map-prune-interval.
+ * desires; afterwards it prunes every --bpf-map-prune-interval. The frontends' states go to the
+ * module's health (degraded with the newest errors while some fail).
  */
-function newReconciler(mgr: ServiceManager, maps: LBMapSet, cfg: LBConfig, bpf: BpfDatapathConfig, lc: Lifecycle, jobs: Jobs, log: Logger): Reconciler<FrontendDesired> {
+function newReconciler(mgr: ServiceManager, maps: LBMapSet, cfg: LBConfig, bpf: BpfDatapathConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger): Reconciler<FrontendDesired> {
   const ops = new LBOps(maps, { algorithm: cfg.bpfLbAlgorithm, maglevTableSize: cfg.bpfLbMaglevTableSize, maxBackends: cfg.bpfLbMapMax });
   const r = new Reconciler(mgr.frontends, ops, {
     pruneIntervalMs: bpf.bpfMapPruneInterval,
@@ -53,6 +58,12 @@ function newReconciler(mgr: ServiceManager, maps: LBMapSet, cfg: LBConfig, bpf: 
     },
     onStop: () => r.stop(),
   });
+  jobs.timer('lb-frontends-status', async () => {
+    const st = mgr.status();
+    const what = `${st.objects} frontends: ${st.done} done, ${st.pending} pending, ${st.errors} failing`;
+    if (st.errors) health.degraded(`${what} (${st.lastErrors.join('; ')})`);
+    else health.ok(what);
+  }, STATUS_INTERVAL_MS);
   jobs.oneShot('lb-prune-restored', async () => {
     await r.flush();
     const { pruned } = await r.prune();
@@ -68,6 +79,6 @@ export const loadBalancerCell = module(
   config(LBConfigToken, lbConfigSchema),
   provide(ServiceManagerToken, newServiceManager, LBConfigToken, StateDirConfigToken, LifecycleToken, LoggerToken),
   provide(LBMapsToken, selectLBMaps, DatapathToken, BpfDatapathConfigToken, LBConfigToken, LoggerToken),
-  provide(LBReconcilerToken, newReconciler, ServiceManagerToken, LBMapsToken, LBConfigToken, BpfDatapathConfigToken, LifecycleToken, JobsToken, LoggerToken),
+  provide(LBReconcilerToken, newReconciler, ServiceManagerToken, LBMapsToken, LBConfigToken, BpfDatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken),
   invoke('lb-reconciler', (_r: Reconciler<FrontendDesired>) => undefined, LBReconcilerToken),
 );
