@@ -211,6 +211,11 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 egress)
 	/* a packet to a service goes to a backend first (its own call chain: the stack stays small) */
 	if (egress) {
 		err = p.family == FAMILY_IPV4 ? lb4_egress(skb, &p) : lb6_egress(skb, &p);
+		if (err == -LB_REJECT) {
+			/* counted and reported as a no-backend drop; the sender gets an ICMP port unreachable */
+			drop(skb, DROP_NO_BACKEND, egress, &p, 0);
+			return p.family == FAMILY_IPV4 ? lb4_reject(skb) : TC_ACT_SHOT;
+		}
 		if (err < 0)
 			return drop(skb, -err, egress, &p, 0);
 	}

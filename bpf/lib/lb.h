@@ -119,9 +119,16 @@ static __always_inline __u32 lb_affinity_backend(const struct lb_affinity_val *v
 	return bpf_map_lookup_elem(&cellium_lb_affinity_match, &m) ? v->backend_id : 0;
 }
 
+/* lb4_egress's answer for a service without backends whose packets are rejected (ICMP unreachable). */
+#define LB_REJECT 1000
+
+/* SVC_FLAG2_NO_BACKEND_DROP in a master's flags2: drop instead of reject (--service-no-backend-response=drop). */
+#define SVC_FLAG2_NO_BACKEND_DROP (1 << 6)
+
 /*
  * Service translation of a packet from the endpoint: 0 when its destination is no service, 1 when
- * it was translated (p->rev_nat set), -reason when it is dropped. A global function.
+ * it was translated (p->rev_nat set), -reason when it is dropped, -LB_REJECT when it is answered
+ * with an ICMP port unreachable (a service without backends). A global function.
  */
 __attribute__((noinline)) int lb4_egress(struct __sk_buff *skb, struct pkt *p)
 {
@@ -166,7 +173,7 @@ __attribute__((noinline)) int lb4_egress(struct __sk_buff *skb, struct pkt *p)
 	}
 	if (!backend_id) {
 		if (svc->count == 0)
-			return -DROP_NO_BACKEND;
+			return (svc->flags2 & SVC_FLAG2_NO_BACKEND_DROP) ? -DROP_NO_BACKEND : -LB_REJECT;
 		if (svc->flags & SVC_FLAG_AFFINITY) {
 			__builtin_memcpy(&aff_key.client_ip, p->src, 4);
 			aff_key.rev_nat_id = svc->rev_nat_index;
@@ -209,6 +216,68 @@ __attribute__((noinline)) int lb4_egress(struct __sk_buff *skb, struct pkt *p)
 	if (lb4_rewrite(skb, p, be->address, be->port, 1) < 0)
 		return -DROP_INVALID;
 	return 1;
+}
+
+/* Folds a bpf_csum_diff sum into an Internet checksum. */
+static __always_inline __u16 csum_fold32(__s64 sum)
+{
+	__u32 c = (__u32)sum;
+
+	c = (c & 0xffff) + (c >> 16);
+	c = (c & 0xffff) + (c >> 16);
+	return (__u16)~c;
+}
+
+/*
+ * Turns an IPv4 packet into the ICMP port unreachable its sender gets back (from the address it
+ * sent to, quoting its IP header and 8 bytes) and sends it back out of the interface it came in
+ * on (towards the endpoint). Returns the TC action, TC_ACT_SHOT when the packet cannot be made.
+ * A global function.
+ */
+__attribute__((noinline)) int lb4_reject(struct __sk_buff *skb)
+{
+	__u8 eth[12], tmp[6];
+	struct iphdr ip;
+	__u8 icmp[36] = {};
+	__u32 saddr;
+	__s64 sum;
+
+	if (!skb)
+		return TC_ACT_SHOT;
+	if (bpf_skb_load_bytes(skb, 0, eth, 12) < 0 || bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)) < 0 || ip.ihl != 5)
+		return TC_ACT_SHOT;
+	/* the quoted packet: its IP header and the first 8 bytes of its payload */
+	if (bpf_skb_load_bytes(skb, ETH_HLEN, icmp + 8, 28) < 0)
+		return TC_ACT_SHOT;
+	icmp[0] = 3;	/* destination unreachable */
+	icmp[1] = 3;	/* port unreachable */
+	sum = bpf_csum_diff(0, 0, (__be32 *)icmp, sizeof(icmp), 0);
+	if (sum < 0)
+		return TC_ACT_SHOT;
+	*(__u16 *)&icmp[2] = csum_fold32(sum);
+	saddr = ip.saddr;
+	ip.saddr = ip.daddr;
+	ip.daddr = saddr;
+	ip.tos = 0;
+	ip.tot_len = bpf_htons(sizeof(ip) + sizeof(icmp));
+	ip.id = 0;
+	ip.frag_off = 0;
+	ip.ttl = 64;
+	ip.protocol = IPPROTO_ICMP;
+	ip.check = 0;
+	sum = bpf_csum_diff(0, 0, (__be32 *)&ip, sizeof(ip), 0);
+	if (sum < 0)
+		return TC_ACT_SHOT;
+	ip.check = csum_fold32(sum);
+	__builtin_memcpy(tmp, eth, 6);
+	__builtin_memcpy(eth, eth + 6, 6);
+	__builtin_memcpy(eth + 6, tmp, 6);
+	if (bpf_skb_change_tail(skb, ETH_HLEN + sizeof(ip) + sizeof(icmp), 0) < 0)
+		return TC_ACT_SHOT;
+	if (bpf_skb_store_bytes(skb, 0, eth, 12, 0) < 0 || bpf_skb_store_bytes(skb, ETH_HLEN, &ip, sizeof(ip), 0) < 0 ||
+	    bpf_skb_store_bytes(skb, ETH_HLEN + sizeof(ip), icmp, sizeof(icmp), 0) < 0)
+		return TC_ACT_SHOT;
+	return bpf_redirect(skb->ifindex, 0);
 }
 
 /* Puts the rev-NAT index on the entry ct_create just wrote for an allowed new connection to a service. */

@@ -66,7 +66,7 @@ export const SvcFlag = {
   loadBalancer: 1 << 5, routable: 1 << 6, sourceRange: 1 << 7,
 } as const;
 
-/** Service flags of `flags2` (SVC_FLAG_*). */
+/** Service flags of `flags2` (SVC_FLAG_*; noBackendDrop is Cellium's: --service-no-backend-response=drop). */
 export const SvcFlag2 = { localRedirect: 1 << 0, nat46x64: 1 << 1, l7LoadBalancer: 1 << 2, loopback: 1 << 3, intLocalScope: 1 << 4, twoScopes: 1 << 5, noBackendDrop: 1 << 6 } as const;
 
 /** Lookup scopes of the services key. */

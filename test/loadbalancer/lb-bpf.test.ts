@@ -65,7 +65,7 @@ t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
   mgr.upsert({ service: svc('default/dns'), frontends: [{ ...fe(VIP, 53), address: { ip: VIP, port: 53, protocol: 'udp', scope: 'external' } }], backends: [udp(be(BACKENDS[0]!, 5353))] });
   mgr.upsert({ service: svc('default/sticky', { sessionAffinity: true, sessionAffinityTimeoutSec: 60 }), frontends: [fe(STICKY_VIP, 80)], backends: BACKENDS.map((b) => be(b, 8080)) });
   mgr.upsert({ service: svc('default/web6'), frontends: [fe(VIP6, 80)], backends: BACKENDS6.map((b) => be(b, 8080)) });
-  mgr.upsert({ service: svc('default/empty'), frontends: [fe(EMPTY_VIP, 80)], backends: [] });
+  mgr.upsert({ service: svc('default/empty'), frontends: [fe(EMPTY_VIP, 80), { ...fe(EMPTY_VIP, 53), address: { ip: EMPTY_VIP, port: 53, protocol: 'udp', scope: 'external' } }], backends: [] });
   mgr.upsert({ service: svc('default/stream'), frontends: [fe(STREAM_VIP, 90)], backends: [be(BACKENDS[0]!, 9090)] });
   await sync();
 
@@ -121,9 +121,14 @@ t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
   let after = readDropCounters(root);
   t.ok(after['no-service']!.packets > before['no-service']!.packets, 'counted as no-service');
   before = after;
+  const t0 = Date.now();
   t.notOk(await connect(topo.podAgent, EMPTY_VIP, 80), 'a service without backends');
+  t.ok(Date.now() - t0 < 500, `refused at once (${Date.now() - t0} ms, the connect timeout is 600 ms): ICMP port unreachable`);
   after = readDropCounters(root);
   t.ok(after['no-backend']!.packets > before['no-backend']!.packets, 'counted as no-backend');
+  const rq = topo.podAgent.nextId();
+  topo.podAgent.command(`ask ${EMPTY_VIP} 53 - 2000 ${rq}`);
+  t.equal(await topo.podAgent.waitFor(['answered', 'refused', 'timeout'], rq, 5000), 'refused', 'UDP to a service without backends: ECONNREFUSED from the ICMP port unreachable');
 
   syncPolicyMap(policy, [{ identity: 1000, direction: 'egress', protocol: 6, port: 80, deny: false }, allowBackends.at(-1)!]);
   before = readDropCounters(root);
@@ -162,11 +167,14 @@ t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
   // Maglev in the kernel: a writer with --bpf-lb-algorithm=maglev takes the maps over (as a
   // restarted agent would) and writes the tables; the kernel's choices are the table's entry at
   // lb_hash(5-tuple), which lbHash computes the same way.
-  const mops = new LBOps(lb, { algorithm: 'maglev', maglevTableSize: 16381, maxBackends: 65536 });
+  const mops = new LBOps(lb, { algorithm: 'maglev', maglevTableSize: 16381, maxBackends: 65536, noBackendResponse: 'drop' });
   t.ok(mops.restore() > 0, 'the maglev writer found the frontends in the kernel');
   const MAGLEV_VIP = '10.161.96.14';
   mgr.upsert({ service: svc('default/maglev'), frontends: [fe(MAGLEV_VIP, 70)], backends: BACKENDS.map((b) => be(b, 7070)) });
   t.same([...(await mops.update(mgr.frontends.all().map((o) => [o.key, o.value] as const))).keys()], []);
+  const dq = topo.podAgent.nextId();
+  topo.podAgent.command(`ask ${EMPTY_VIP} 53 - 800 ${dq}`);
+  t.equal(await topo.podAgent.waitFor(['answered', 'refused', 'timeout'], dq, 5000), 'timeout', '--service-no-backend-response=drop: no answer at all');
   const revNat = mgr.list().find((f) => f.frontend.address.ip === MAGLEV_VIP)!.frontend.id;
   const ports = await Promise.all(BACKENDS.map((b) => listen(topo.hostAgent, 'tcpport', b, 7070)));
   for (let i = 0; i < 30; i++) t.ok(await connect(topo.podAgent, MAGLEV_VIP, 70), `maglev connection ${i + 1}`);

@@ -44,7 +44,7 @@ function newServiceManager(cfg: LBConfig, sd: StateDirConfig, lc: Lifecycle, log
  * module's health (degraded with the newest errors while some fail).
  */
 function newReconciler(mgr: ServiceManager, maps: LBMapSet, cfg: LBConfig, bpf: BpfDatapathConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger): Reconciler<FrontendDesired> {
-  const ops = new LBOps(maps, { algorithm: cfg.bpfLbAlgorithm, maglevTableSize: cfg.bpfLbMaglevTableSize, maxBackends: cfg.bpfLbMapMax });
+  const ops = new LBOps(maps, { algorithm: cfg.bpfLbAlgorithm, maglevTableSize: cfg.bpfLbMaglevTableSize, maxBackends: cfg.bpfLbMapMax, noBackendResponse: cfg.serviceNoBackendResponse });
   const r = new Reconciler(mgr.frontends, ops, {
     pruneIntervalMs: bpf.bpfMapPruneInterval,
     onError: (key, err) => log.warn({ frontend: key, err: err.message }, 'writing a frontend into the LB maps failed; retried with backoff'),

@@ -17,7 +17,7 @@ export const lbConfigSchema = {
     },
   },
   bpfLbMapMax: int(65536, 'Entries of the load-balancing maps (services, backends, reverse NAT, affinity); also the number of service IDs', { min: 16, max: 1 << 24 }),
-  serviceNoBackendResponse: oneOf(['reject', 'drop'] as const, 'reject', 'What a packet to a service without backends gets: reject (ICMP port unreachable) or drop'),
+  serviceNoBackendResponse: oneOf(['reject', 'drop'] as const, 'reject', 'What a packet to a service without backends gets: reject (ICMP port unreachable; IPv4, IPv6 drops) or drop'),
 };
 
 /** The resolved loadbalancer configuration. */

@@ -24,6 +24,8 @@ export interface LBOpsOptions {
   readonly maglevTableSize: number;
   /** Highest backend ID. */
   readonly maxBackends: number;
+  /** What a packet to a service without backends gets (--service-no-backend-response; default reject). */
+  readonly noBackendResponse?: 'reject' | 'drop';
 }
 
 /** What was written for one frontend. */
@@ -58,8 +60,8 @@ function stateFlag(b: Backend): number {
   return b.state === 'quarantined' ? BackendFlag.quarantined : BackendFlag.maintenance;
 }
 
-/** The master entry's flags for a frontend. */
-export function serviceFlags(fe: FrontendDesired): { flags: number; flags2: number } {
+/** The master entry's flags for a frontend (`drop`: SVC_FLAG2_NO_BACKEND_DROP, --service-no-backend-response=drop). */
+export function serviceFlags(fe: FrontendDesired, noBackendResponse: 'reject' | 'drop' = 'reject'): { flags: number; flags2: number } {
   let flags = 0;
   let flags2 = 0;
   if (fe.type === 'ExternalIPs') flags |= SvcFlag.externalIp;
@@ -72,6 +74,7 @@ export function serviceFlags(fe: FrontendDesired): { flags: number; flags2: numb
   if (fe.extTrafficPolicy === 'Local' && fe.type !== 'ClusterIP') flags |= SvcFlag.extLocalScope;
   if (fe.intTrafficPolicy === 'Local') flags2 |= SvcFlag2.intLocalScope;
   if (fe.sourceRanges.length && fe.type === 'LoadBalancer') flags |= SvcFlag.sourceRange;
+  if (noBackendResponse === 'drop') flags2 |= SvcFlag2.noBackendDrop;
   return { flags, flags2 };
 }
 
@@ -217,7 +220,7 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
     const affinity = fe.affinityTimeoutSec > 0;
     if (affinity && ids.length) this.maps.affinityMatch.set(ids.map((id) => [{ backendId: id, revNat: fe.id }, 1] as const));
     // 5. master slot 0 with the new counts
-    const { flags, flags2 } = serviceFlags(fe);
+    const { flags, flags2 } = serviceFlags(fe, this.opts.noBackendResponse);
     m.svc.set([[base, { backendId: fe.affinityTimeoutSec, count: active.length, qcount: others.length, revNat: fe.id, flags, flags2 }]]);
     if (fe.type === 'ClusterIP') this.useWildcard(family, base, key);
     // 6. slots above the new count
