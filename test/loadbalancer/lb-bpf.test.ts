@@ -5,11 +5,16 @@
 // from the VIP, the policy is the backend's after translation, a VIP's other ports and a service
 // without backends are dropped with their reasons, ClientIP affinity pins the client, and a backend
 // that starts terminating keeps its
-// established stream while new connections go elsewhere.
+// established stream while new connections go elsewhere; Maglev picks the table's entry; after a
+// writer restart (state directory + kernel maps) a stream through a VIP goes on.
 import t from 'tap';
 import { openIPCacheMap, openLBMaps, openPolicyMap, readDropCounters, syncPolicyMap } from '../../src/maps/index.js';
 import { loadEndpointProgram, unloadEndpointProgram } from '../../src/cells/datapath-bpf/lxc/index.js';
-import { LBOps, LBServiceManager, type Backend } from '../../src/cells/loadbalancer/index.js';
+import { LBOps, LBServiceManager, ServiceStore, type Backend } from '../../src/cells/loadbalancer/index.js';
+import { Reconciler } from '../../src/lib/reconciler/index.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { PolicyEntry } from '../../src/datapath/types.js';
 import { createTopology, ip, skipUnlessBpf, testBpfRoot, type TrafficAgent } from '../bpf/fixtures/topology.js';
 import { be, fe, svc } from './helpers.js';
@@ -52,7 +57,9 @@ t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
   const lb = openLBMaps(root, 65536, 16381);
   t.teardown(() => lb.close());
   const ops = new LBOps(lb, { algorithm: 'random', maglevTableSize: 16381, maxBackends: 65536 });
-  const mgr = new LBServiceManager();
+  const stateDir = mkdtempSync(join(tmpdir(), 'cellium-lb-bpf-'));
+  t.teardown(() => rmSync(stateDir, { recursive: true, force: true }));
+  const mgr = new LBServiceManager(65535, new ServiceStore(join(stateDir, 'services.json')));
   const sync = async () => {
     const dels = mgr.frontends.deletions();
     await ops.delete(dels);
@@ -204,4 +211,38 @@ t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
   }
   t.ok(remapped / SAMPLE <= 1 / 3 + 0.03, `removing one of 3 backends remapped ${(100 * remapped / SAMPLE).toFixed(1)}% of ${SAMPLE} sampled flows (kernel tables)`);
   t.ok(movedOfOthers / SAMPLE <= 0.03, `${(100 * movedOfOthers / SAMPLE).toFixed(2)}% of the flows of the remaining backends remapped`);
+
+  // The agent restarts (its writer gone, a new one from the state directory and the kernel):
+  // an established stream through a VIP goes on, the services and backend IDs are unchanged.
+  const s2 = topo.podAgent.nextId();
+  topo.podAgent.command(`stream ${STREAM_VIP} 90 - ${s2}`);
+  t.ok(await topo.podAgent.waitFor('streaming', s2, 5000), 'a stream through the VIP is up');
+  const echoes2 = async (): Promise<number> => {
+    const from = topo.podAgent.output.length;
+    topo.podAgent.command(`report ${s2}`);
+    await topo.podAgent.waitFor('echoes', s2, 2000);
+    const m = /echoes \S+ (\d+)\n/.exec(topo.podAgent.output.slice(from));
+    return m ? Number(m[1]) : -1;
+  };
+  await new Promise((r) => setTimeout(r, 300));
+  const before1 = await echoes2();
+  await mgr.flushStore();
+  const listBefore = mgr.list().map((f) => [f.frontend.id, f.frontend.address.ip, f.frontend.address.port, f.frontend.backends.map((b) => b.address.ip)]);
+  const idsBefore = lb.backends4.entries().sort((a, b) => a[0] - b[0]);
+  const mgr2 = new LBServiceManager(65535, new ServiceStore(join(stateDir, 'services.json')));
+  t.ok((await mgr2.restore()) > 0, 'services restored from the state directory');
+  const ops2 = new LBOps(lb, { algorithm: 'maglev', maglevTableSize: 16381, maxBackends: 65536, noBackendResponse: 'drop' });
+  t.ok(ops2.restore() > 0, 'the new writer found the frontends in the kernel');
+  const r2 = new Reconciler(mgr2.frontends, ops2);
+  r2.start();
+  await r2.flush();
+  t.same((await r2.prune()).pruned, 0, 'nothing to prune: every frontend in the kernel is desired');
+  await r2.stop();
+  t.same(mgr2.list().map((f) => [f.frontend.id, f.frontend.address.ip, f.frontend.address.port, f.frontend.backends.map((b) => b.address.ip)]), listBefore, 'the same services with the same IDs');
+  t.same(lb.backends4.entries().sort((a, b) => a[0] - b[0]), idsBefore, 'the same backend IDs');
+  await new Promise((r) => setTimeout(r, 400));
+  const after1 = await echoes2();
+  t.ok(after1 > before1, `the established stream went on across the restart (${before1} -> ${after1})`);
+  t.notMatch(topo.podAgent.output, new RegExp(`reset ${s2} `), 'never reset');
+  topo.podAgent.command(`stop ${s2}`);
 });
