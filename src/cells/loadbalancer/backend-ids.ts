@@ -5,6 +5,7 @@
  * conntrack entries that name them still find their backend.
  */
 import { formatL3n4 } from './addr.js';
+import { backendIdsExhausted } from './errors.js';
 import type { L3n4Addr } from './types.js';
 
 /** Allocates and counts backend IDs. */
@@ -78,6 +79,6 @@ export class BackendIds {
         return id;
       }
     }
-    throw new Error(`all ${this.max} backend IDs are in use (raise --bpf-lb-map-max)`);
+    throw backendIdsExhausted(this.max);
   }
 }

@@ -45,6 +45,11 @@ export function idsExhausted(max: number): LBError {
   return new LBError('invalid-frontend', '', `all ${max} service IDs are in use`, 'delete services that are no longer needed');
 }
 
+/** Every backend ID is taken (the backends map is full). */
+export function backendIdsExhausted(max: number): LBError {
+  return new LBError('invalid-backend', '', `all ${max} backend IDs are in use`, 'raise --bpf-lb-map-max, or remove services or backends that are no longer needed');
+}
+
 /** The service store exists but cannot be used: the agent does not start without the services it had. */
 export function storeUnreadable(file: string, problem: string): LBError {
   return new LBError(

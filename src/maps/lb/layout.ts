@@ -124,9 +124,11 @@ export const affinityMatchKeyCodec: Codec<LBAffinityMatchKey> = {
 /** The affinity match value: __u8. */
 export const u8Codec: Codec<number> = { size: 1, encode: (v, b, o) => void (b[o] = v), decode: (b, o) => b[o]! };
 
-/** Bytes of struct lb4_affinity_key (16, packed) / lb6_affinity_key (24) and of lb_affinity_val (16). */
+/** Bytes of struct lb4_affinity_key (packed). */
 export const AFFINITY_KEY4_SIZE = 16;
+/** Bytes of struct lb6_affinity_key (packed). */
 export const AFFINITY_KEY6_SIZE = 24;
+/** Bytes of struct lb_affinity_val (packed). */
 export const AFFINITY_VALUE_SIZE = 16;
 
 /** The map specs at `max` entries (--bpf-lb-map-max) and Maglev tables of `maglevSize` slots. */
