@@ -14,6 +14,8 @@ import { HealthTreeToken, testHive, type HealthNode } from '../../src/hive/index
 import { config } from '../../src/hive/cell.js';
 import { BpfDatapathConfigToken, bpfDatapathConfigSchema } from '../../src/cells/datapath-bpf/index.js';
 import { mockDatapath } from '../api-server/mocks.js';
+import { cli } from '../cli/fake-agent.js';
+import { writeFileSync } from 'node:fs';
 
 const validator = createSpecValidator();
 
@@ -32,7 +34,7 @@ async function agent(t: Test, dir: string) {
     t.same(validator.response(operationId, res.status, res.body, res.headers as Record<string, string>), [], `${method} ${path} -> ${res.status} matches the spec`);
     return res as Res;
   };
-  return Object.assign(call, { health: () => h.get(HealthTreeToken).snapshot() });
+  return Object.assign(call, { health: () => h.get(HealthTreeToken).snapshot(), socketPath });
 }
 
 function tempDir(t: Test): string {
@@ -150,4 +152,26 @@ t.test('POST /cellium/service/import; services survive a restart with their IDs'
   t.match(before, /"id":9,/);
   t.match(before, /"state":"terminating"/);
   t.equal(JSON.parse(before).length, 2, 'both services are back after a restart');
+});
+
+t.test('the CLI against the agent: import a manifest, list until done, delete', async (t) => {
+  const dir = tempDir(t);
+  const call = await agent(t, dir);
+  const file = join(dir, 'web.yaml');
+  writeFileSync(file, MANIFEST);
+  const imp = await cli(call.socketPath, ['service', 'import', file]);
+  t.equal(imp.code, 0, imp.stderr);
+  t.match(imp.stdout, /^shop\/web: 1 10\.96\.1\.10:80\/TCP \(2 backends\)$/m);
+  let list = '';
+  for (let i = 0; i < 50 && !/\bdone$/m.test(list); i++) {
+    list = (await cli(call.socketPath, ['service', 'list'])).stdout;
+    if (!/\bdone$/m.test(list)) await new Promise((r) => setTimeout(r, 20));
+  }
+  t.match(list, /^1\s+10\.96\.1\.10:80\/TCP\s+ClusterIP\s+1 => 10\.0\.2\.1:8080\/TCP \(active\)\s+done$/m);
+  t.match(list, /^\s+2 => 10\.0\.2\.2:8080\/TCP \(terminating\)$/m);
+  const bad = await cli(call.socketPath, ['service', 'update', '--id', '2', '--frontend', '10.96.1.10:80', '--backends', '10.0.2.9:80']);
+  t.equal(bad.code, 1, 'the frontend belongs to service 1');
+  t.match(bad.stderr, /already the frontend of service 1/);
+  t.equal((await cli(call.socketPath, ['service', 'delete', '--all'])).stdout, 'Deleted 1 service(s): 1\n');
+  t.equal((await cli(call.socketPath, ['service', 'list'])).stdout.trim().split('\n').length, 1, 'only the header is left');
 });
