@@ -58,16 +58,18 @@ function newReconciler(mgr: ServiceManager, maps: LBMapSet, cfg: LBConfig, bpf: 
     },
     onStop: () => r.stop(),
   });
-  jobs.timer('lb-frontends-status', async () => {
+  const report = (): void => {
     const st = mgr.status();
     const what = `${st.objects} frontends: ${st.done} done, ${st.pending} pending, ${st.errors} failing`;
     if (st.errors) health.degraded(`${what} (${st.lastErrors.join('; ')})`);
     else health.ok(what);
-  }, STATUS_INTERVAL_MS);
+  };
+  jobs.timer('lb-frontends-status', async () => report(), STATUS_INTERVAL_MS);
   jobs.oneShot('lb-prune-restored', async () => {
     await r.flush();
     const { pruned } = await r.prune();
     if (pruned) log.info({ pruned }, 'removed frontends from the LB maps that no service has any more');
+    report();
   });
   return r;
 }
