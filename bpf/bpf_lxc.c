@@ -14,6 +14,8 @@
  * cellium_events carries drops, policy verdicts of new connections and traces of forwarded packets
  * (only for new flows, new TCP flags, or once per ct_report_interval per flow direction: Cilium's
  * monitor aggregation), read by the agent's monitor.
+ * A packet from the endpoint to a service (lib/lb.h) is first translated to a backend (DNAT), and
+ * then judged against the backend; replies of such connections get the frontend as source again.
  * decide(), drop(), emit_event(), parse_l4(), ct_lookup() and ct_create() are global functions:
  * the verifier checks each once per program instead of once per path that reaches it.
  */
@@ -25,6 +27,7 @@
 
 #include "lib/common.h"
 #include "lib/conntrack.h"
+#include "lib/lb.h"
 #include "lib/maps.h"
 #include "lib/parse.h"
 #include "lib/policy.h"
@@ -159,8 +162,12 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 	if (is_neighbour_discovery(p))
 		return TC_ACT_OK;
 	ct_lookup(skb, p, egress, &ct);
-	if (ct.status == CT_REPLY || ct.status == CT_RELATED)
+	if (ct.status == CT_REPLY || ct.status == CT_RELATED) {
+		if (!egress && ct.status == CT_REPLY && ct.rev_nat &&
+		    (p->family == FAMILY_IPV4 ? lb4_rev_nat(skb, p, ct.rev_nat) : lb6_rev_nat(skb, p, ct.rev_nat)) < 0)
+			return drop(skb, DROP_INVALID, egress, p, 0);
 		return forward(skb, p, egress, &ct, ct.report ? resolve_identity(p->family, egress ? p->dst : p->src) : 0);
+	}
 	identity = resolve_identity(p->family, egress ? p->dst : p->src);
 	verdict_event = ct.status == CT_NEW || ct.status == CT_REOPENED;
 	reason = policy_verdict(egress, identity, p, verdict_event ? &m.match : 0);
@@ -177,6 +184,8 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 		return drop(skb, reason, egress, p, identity);
 	if (ct.track && ct_create(skb, p, egress, egress ? endpoint_identity : identity) < 0)
 		return drop(skb, DROP_CT_INSERT_FAILED, egress, p, identity);
+	if (ct.track && p->rev_nat)
+		lb4_ct_set_rev_nat(p, egress, p->rev_nat);
 	return forward(skb, p, egress, &ct, identity);
 }
 
@@ -199,6 +208,17 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 egress)
 	}
 	if (err < 0)
 		return drop(skb, DROP_INVALID, egress, 0, 0);
+	/* a packet to a service goes to a backend first (its own call chain: the stack stays small) */
+	if (egress) {
+		err = p.family == FAMILY_IPV4 ? lb4_egress(skb, &p) : lb6_egress(skb, &p);
+		if (err == -LB_REJECT) {
+			/* counted and reported as a no-backend drop; the sender gets an ICMP port unreachable */
+			drop(skb, DROP_NO_BACKEND, egress, &p, 0);
+			return p.family == FAMILY_IPV4 ? lb4_reject(skb) : TC_ACT_SHOT;
+		}
+		if (err < 0)
+			return drop(skb, -err, egress, &p, 0);
+	}
 	return decide(skb, egress, &p);
 }
 

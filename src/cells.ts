@@ -14,6 +14,7 @@ import { bpfDatapathCell } from './cells/datapath-bpf/index.js';
 import { endpointCell, EndpointManagerToken, type EndpointManager } from './cells/endpoint/index.js';
 import { identityCell, IdentityAllocatorToken, type IdentityAllocator } from './cells/identity/index.js';
 import { ipamCell, IPAMToken, type IPAM } from './cells/ipam/index.js';
+import { loadBalancerCell } from './cells/loadbalancer/index.js';
 import { monitorCell } from './cells/monitor/index.js';
 import { cidrIPCacheCell, policyCell, PolicyRepositoryToken, type PolicyRepository } from './cells/policy/index.js';
 import { statedirCell } from './cells/statedir/index.js';
@@ -24,9 +25,9 @@ export const infrastructure: readonly Cell[] = [statedirCell, apiServerCell, met
 /**
  * Control plane: identities, policy (with its CIDR identities in the ipcache, without which a
  * fromCIDR/toCIDR rule would match no packet), IPAM, endpoints, API handlers, the CNI server
- * (cellium-cni's agent side).
+ * (cellium-cni's agent side), services (the loadbalancer cell).
  */
-export const controlPlane: readonly Cell[] = [identityCell, policyCell, cidrIPCacheCell, ipamCell, endpointCell, ...apiHandlerCells, cniServerCell];
+export const controlPlane: readonly Cell[] = [identityCell, policyCell, cidrIPCacheCell, ipamCell, endpointCell, loadBalancerCell, ...apiHandlerCells, cniServerCell];
 
 /**
  * Datapath: the selection (memory or BPF), the BPF datapath (pinned maps and their reconcilers, the

@@ -409,6 +409,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/service": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every service (one per frontend) with its backends and reconciliation status. */
+        get: operations["GetService"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/service/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A service ID (also the reverse-NAT index of its frontend). */
+                id: components["parameters"]["ServiceId"];
+            };
+            cookie?: never;
+        };
+        /** One service (Cilium v1.15's operation). */
+        get: operations["GetServiceID"];
+        /**
+         * Creates or updates the service with this ID (Cilium v1.15's operation).
+         * @description The answer comes once the change is durable in the state directory; the LB maps follow
+         *     (the service's `status.cellium-state` says when). A frontend address that belongs to
+         *     another service ID is a 460; a backend that cannot be used a 461.
+         */
+        put: operations["PutServiceID"];
+        post?: never;
+        /** Deletes the service with this ID (Cilium v1.15's operation). */
+        delete: operations["DeleteServiceID"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/cellium/service/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Imports Kubernetes Service and EndpointSlice manifests as services.
+         * @description The body is the manifest text (YAML or JSON, several documents, `kind: List` too), as a JSON
+         *     string with `application/json` or raw with `application/yaml` or `text/plain`. Services are
+         *     translated as Cilium's Kubernetes reflector does; the EndpointSlices of a service in one
+         *     import become its backends. Nothing changes when a document is invalid (400 naming the
+         *     document and field). The answer comes once the change is durable in the state directory.
+         */
+        post: operations["PostCelliumServiceImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/cellium/cni": {
         parameters: {
             query?: never;
@@ -956,6 +1024,103 @@ export interface components {
         BPFMapList: {
             maps?: components["schemas"]["BPFMap"][];
         };
+        /** @description Layer 4 address of a service's frontend. */
+        FrontendAddress: {
+            /** @description Layer 3 address (checked by the handler: 460 or 461 when it is not an IP) */
+            ip?: string;
+            /**
+             * @description Layer 4 protocol
+             * @enum {string}
+             */
+            protocol?: "tcp" | "udp" | "any";
+            /**
+             * @description Load balancing scope for frontend address
+             * @enum {string}
+             */
+            scope?: "external" | "internal";
+            /** @description Layer 4 port number */
+            port?: number;
+        };
+        /** @description A service backend address. */
+        BackendAddress: {
+            /** @description Layer 3 address (checked by the handler: 460 or 461 when it is not an IP) */
+            ip: string;
+            /** @description Layer 4 protocol (TCP, UDP) */
+            protocol?: string;
+            /** @description Layer 4 port number */
+            port?: number;
+            /** @description Optional name of the node on which this backend runs */
+            nodeName?: string;
+            /**
+             * @description State of the backend for load-balancing service traffic
+             * @enum {string}
+             */
+            state?: "active" | "terminating" | "terminating-not-serving" | "quarantined" | "maintenance";
+            /** @description Preferred in clustermesh service affinity (accepted, not used) */
+            preferred?: boolean;
+            /** @description Backend weight */
+            weight?: number | null;
+            /** @description Optional name of the zone in which this backend runs */
+            zone?: string;
+        };
+        /** @description Configuration of a service (one frontend and its backends). */
+        ServiceSpec: {
+            /** @description Unique identification (the path's ID wins) */
+            id?: number;
+            "frontend-address": components["schemas"]["FrontendAddress"];
+            /** @description List of backend addresses */
+            "backend-addresses"?: components["schemas"]["BackendAddress"][];
+            /** @description Optional service configuration flags */
+            flags?: {
+                /** @enum {string} */
+                type?: "ClusterIP" | "NodePort" | "ExternalIPs" | "HostPort" | "LoadBalancer" | "LocalRedirect";
+                /** @enum {string} */
+                trafficPolicy?: "Cluster" | "Local";
+                /** @enum {string} */
+                extTrafficPolicy?: "Cluster" | "Local";
+                /** @enum {string} */
+                intTrafficPolicy?: "Cluster" | "Local";
+                /** @enum {string} */
+                natPolicy?: "None" | "Nat46" | "Nat64";
+                healthCheckNodePort?: number;
+                name?: string;
+                namespace?: string;
+                cluster?: string;
+            };
+            /** @description Not supported (accepted as false only) */
+            updateServices?: boolean;
+        };
+        /** @description What is realized of a service. */
+        ServiceStatus: {
+            realized?: components["schemas"]["ServiceSpec"];
+            /** @description Reconciliation of the frontend into the LB maps (pending, done, or error with the message). */
+            "cellium-state"?: {
+                /** @enum {string} */
+                state: "pending" | "done" | "error";
+                message?: string;
+            };
+        };
+        /** @description Collection of endpoints to be served. */
+        Service: {
+            spec?: components["schemas"]["ServiceSpec"];
+            status?: components["schemas"]["ServiceStatus"];
+        };
+        /** @description What an import did. */
+        CelliumServiceImport: {
+            services: {
+                /** @description namespace/name */
+                service: string;
+                frontends: {
+                    id: number;
+                    /** @description IP:PORT/PROTO */
+                    address: string;
+                    type: string;
+                }[];
+                backends: number;
+            }[];
+            /** @description Services named by EndpointSlices that are not known yet (their backends wait for them). */
+            pending: string[];
+        };
         /** @description A CNI invocation forwarded by the shim; every field is the raw string ("" when unset). */
         CniRequest: {
             /** @enum {string} */
@@ -1125,6 +1290,8 @@ export interface components {
         IpamExpiration: boolean;
         /** @description The name of a BPF map (e.g. `cellium_policy_00042`). */
         MapName: string;
+        /** @description A service ID (also the reverse-NAT index of its frontend). */
+        ServiceId: number;
     };
     requestBodies: never;
     headers: {
@@ -1971,6 +2138,164 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+        };
+    };
+    GetService: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Service"][];
+                };
+            };
+        };
+    };
+    GetServiceID: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A service ID (also the reverse-NAT index of its frontend). */
+                id: components["parameters"]["ServiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Service"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    PutServiceID: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A service ID (also the reverse-NAT index of its frontend). */
+                id: components["parameters"]["ServiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ServiceSpec"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Invalid frontend in service configuration */
+            460: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid backend in service configuration */
+            461: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Failure"];
+        };
+    };
+    DeleteServiceID: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A service ID (also the reverse-NAT index of its frontend). */
+                id: components["parameters"]["ServiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Failure"];
+        };
+    };
+    PostCelliumServiceImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": string;
+                "application/yaml": string;
+                "text/plain": string;
+            };
+        };
+        responses: {
+            /** @description Imported */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CelliumServiceImport"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description A frontend address already belongs to another service */
+            460: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Failure"];
         };
     };
     PostCelliumCni: {

@@ -26,6 +26,8 @@ enum drop_reason {
 	DROP_INVALID = 3,	/* truncated or malformed packet */
 	DROP_UNSUPPORTED_L3 = 4, /* neither IPv4, IPv6 nor ARP */
 	DROP_CT_INSERT_FAILED = 5, /* a new connection's conntrack entry could not be written */
+	DROP_NO_SERVICE = 6,	/* a port a service VIP does not have (its wildcard entry) */
+	DROP_NO_BACKEND = 7,	/* a service without backends for new flows */
 	DROP_REASON_MAX = 8,
 };
 
@@ -151,7 +153,7 @@ struct ct_entry {
 	__u64 tx_bytes;
 	__u32 lifetime;
 	__u16 flags;
-	__u16 rev_nat_index;	/* services (later); 0 */
+	__u16 rev_nat_index;	/* a connection to a service: its frontend in cellium_lb4_reverse_nat */
 	__u16 reserved;
 	__u8 tx_flags_seen;
 	__u8 rx_flags_seen;
@@ -159,6 +161,109 @@ struct ct_entry {
 	__u32 last_tx_report;
 	__u32 last_rx_report;
 };
+
+/*
+ * Load balancing (Cilium's bpf/lib/lb.h layouts; src/maps/lb/layout.ts mirrors them). A frontend
+ * is a master entry (backend_slot 0: count backends that take new flows, qcount after them that
+ * keep only theirs, the affinity timeout in backend_id, the rev-NAT index) and slots 1..count+qcount
+ * naming backend IDs; a VIP's wildcard entry (dport 0, proto 0, count 0) drops its other ports.
+ */
+struct lb4_key {
+	__be32 address;
+	__be16 dport;
+	__u16 backend_slot;
+	__u8 proto;
+	__u8 scope;
+	__u8 pad[2];
+};
+
+struct lb4_service {
+	__u32 backend_id;	/* slot: backend ID; master: affinity timeout */
+	__u16 count;
+	__u16 rev_nat_index;
+	__u8 flags;
+	__u8 flags2;
+	__u16 qcount;
+};
+
+/* Backend states (lb4_backend.flags). */
+#define BE_STATE_ACTIVE 0
+#define BE_STATE_TERMINATING 1
+
+struct lb4_backend {
+	__be32 address;
+	__be16 port;
+	__u8 proto;
+	__u8 flags;
+	__u16 cluster_id;
+	__u8 zone;
+	__u8 pad;
+};
+
+struct lb4_reverse_nat {
+	__be32 address;
+	__be16 port;
+	__u16 pad;
+};
+
+struct lb6_key {
+	__u8 address[16];
+	__be16 dport;
+	__u16 backend_slot;
+	__u8 proto;
+	__u8 scope;
+	__u8 pad[2];
+};
+
+struct lb6_backend {
+	__u8 address[16];
+	__be16 port;
+	__u8 proto;
+	__u8 flags;
+	__u16 cluster_id;
+	__u8 zone;
+	__u8 pad;
+};
+
+struct lb6_reverse_nat {
+	__u8 address[16];
+	__be16 port;
+	__u16 pad;
+};
+
+/* SVC_FLAG_AFFINITY in lb4_service.flags of a master entry: ClientIP session affinity. */
+#define SVC_FLAG_AFFINITY (1 << 4)
+
+/* ClientIP affinity (LRU): the backend a client last got for a service, and when. */
+struct lb4_affinity_key {
+	__u32 client_ip;
+	__u32 client_pad;	/* the rest of Cilium's client id union (a socket cookie) */
+	__u16 rev_nat_id;
+	__u8 netns_cookie;
+	__u8 pad1;
+	__u32 pad2;
+} __attribute__((packed));
+
+struct lb6_affinity_key {
+	__u8 client_ip[16];
+	__u16 rev_nat_id;
+	__u8 netns_cookie;
+	__u8 pad1;
+	__u32 pad2;
+} __attribute__((packed));
+
+struct lb_affinity_val {
+	__u64 last_used;	/* seconds of CLOCK_MONOTONIC */
+	__u32 backend_id;
+	__u32 pad;
+} __attribute__((packed));
+
+/* cellium_lb_affinity_match: the backends of affinity services (a chosen backend must still be one). */
+struct lb_affinity_match {
+	__u32 backend_id;
+	__u16 rev_nat_id;
+	__u16 pad;
+} __attribute__((packed));
 
 /* cellium_events (ring buffer) record types. */
 #define EVENT_DROP 1

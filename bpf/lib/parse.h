@@ -44,6 +44,8 @@ struct pkt {
 	__u8 pad;
 	__be16 inner_sport;	/* the inner packet's conntrack ports, as its sender sent it */
 	__be16 inner_dport;
+	__u16 rev_nat;		/* set by lb4_egress: the service the packet was translated for */
+	__u16 pad2;
 	__u8 src[16];
 	__u8 dst[16];
 	__u8 inner_src[16];

@@ -23,6 +23,9 @@ import type {
   Policy,
   PolicyTraceQuery,
   SelectorCache,
+  Service,
+  ServiceSpec,
+  CelliumServiceImport,
   StatusResponse,
 } from './models.js';
 import { Transport, errorFromResponse, type ApiResponse, type ApiTarget, type RequestOptions, type TransportOptions } from './transport.js';
@@ -234,6 +237,31 @@ export class CelliumClient {
   /** GET /map/{name}. */
   getMap(name: string): Promise<BPFMap> {
     return this.body('GET', `/map/${enc(name)}`);
+  }
+
+  /** GET /service: every service (one per frontend). */
+  listServices(): Promise<Service[]> {
+    return this.body('GET', '/service');
+  }
+
+  /** GET /service/{id}. */
+  getService(id: number): Promise<Service> {
+    return this.body('GET', `/service/${id}`);
+  }
+
+  /** PUT /service/{id}: creates (true) or updates (false) a service. */
+  async putService(id: number, spec: ServiceSpec): Promise<boolean> {
+    return (await this.call('PUT', `/service/${id}`, { body: spec })).status === 201;
+  }
+
+  /** DELETE /service/{id}. */
+  async deleteService(id: number): Promise<void> {
+    await this.call('DELETE', `/service/${id}`);
+  }
+
+  /** POST /cellium/service/import: Kubernetes Service and EndpointSlice manifests (YAML or JSON text). */
+  importServices(text: string): Promise<CelliumServiceImport> {
+    return this.body('POST', '/cellium/service/import', { body: text });
   }
 
   /** Closes idle connections (call when done, so the process can exit). */

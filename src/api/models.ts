@@ -62,3 +62,13 @@ export type ValidationError = Schemas['ValidationError'];
 export type PolicyTraceQuery = NonNullable<operations['GetCelliumPolicyTrace']['parameters']['query']>;
 /** Layer 4 protocols of the trace. */
 export type TraceProtocol = NonNullable<PolicyTraceQuery['proto']>;
+/** A service (one frontend with its backends and status). */
+export type Service = Schemas['Service'];
+/** The body of PUT /service/{id}. */
+export type ServiceSpec = Schemas['ServiceSpec'];
+/** A service's frontend address. */
+export type FrontendAddress = Schemas['FrontendAddress'];
+/** A service's backend address. */
+export type BackendAddress = Schemas['BackendAddress'];
+/** The answer of POST /cellium/service/import. */
+export type CelliumServiceImport = Schemas['CelliumServiceImport'];

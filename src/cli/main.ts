@@ -18,6 +18,7 @@ import { ipamCommands } from './commands/ipam.js';
 import { mapCommands } from './commands/map.js';
 import { monitorCommands } from './commands/monitor.js';
 import { policyCommands } from './commands/policy.js';
+import { serviceCommands } from './commands/service.js';
 import { statusCommands } from './commands/status.js';
 
 /** Every command group, in help order. Add a group here (e.g. install-cni) to make it a command. */
@@ -26,6 +27,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   endpointCommands,
   identityCommands,
   policyCommands,
+  serviceCommands,
   ipamCommands,
   mapCommands,
   bpfCommands,

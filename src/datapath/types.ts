@@ -5,6 +5,7 @@
  */
 import type { Observable } from 'rxjs';
 import { token } from '../hive/token.js';
+import type { LBMapSet } from './lb-maps.js';
 
 /** Traffic direction, seen from the endpoint. */
 export type Direction = 'ingress' | 'egress';
@@ -93,10 +94,19 @@ export interface MapSummary {
 /** Verdict for one packet. */
 export interface Verdict {
   readonly allowed: boolean;
-  /** Drop reason when not allowed: 'policy' (no match), 'policy-deny' (a deny entry), 'ct-insert-failed' (a new connection's conntrack entry could not be written). */
-  readonly reason?: 'policy' | 'policy-deny' | 'ct-insert-failed';
-  /** Identity the peer address resolved to. */
+  /**
+   * Drop reason when not allowed: 'policy' (no match), 'policy-deny' (a deny entry),
+   * 'ct-insert-failed' (a new connection's conntrack entry could not be written), 'no-service' (a
+   * port a service VIP does not have), 'no-backend' (a service without backends for new flows).
+   */
+  readonly reason?: 'policy' | 'policy-deny' | 'ct-insert-failed' | 'no-service' | 'no-backend';
+  /** Identity the peer address resolved to (after service translation: the backend's). */
   readonly peerIdentity: number;
+  /**
+   * Service translation: an egress packet to `frontend` went to `backend` (DNAT), or a reply from
+   * `backend` has its source rewritten to `frontend` (rev-NAT). Absent for other packets.
+   */
+  readonly service?: { readonly frontend: string; readonly backend: string; readonly revNat: number };
 }
 
 /** A packet as the verdict function sees it. */
@@ -176,6 +186,8 @@ export interface Datapath {
   verdict(endpointId: number, direction: Direction, packet: PacketSpec): Promise<Verdict>;
   /** Drop counters by reason, as the program counts them. */
   dropCounters(): Promise<Readonly<Record<string, number>>>;
+  /** The datapath's own load-balancing maps (the memory datapath's); absent: the loadbalancer cell opens the kernel's. */
+  readonly lbMaps?: LBMapSet;
   /**
    * Endpoints whose programs the datapath's periodic check found gone from their interface (BPF:
    * each prune); the endpoint cell marks them and reloads them. Absent when nothing can vanish.

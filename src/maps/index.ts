@@ -1,7 +1,8 @@
 /**
  * Cellium's BPF maps (Cilium's pkg/maps): the C layouts of bpf/lib/common.h as codecs, the map
  * specs of bpf/lib/maps.h, and the maps opened, sized and synced: cellium_lxc, cellium_ipcache,
- * the per-endpoint policy maps, cellium_metrics, and the global conntrack maps (ct/).
+ * the per-endpoint policy maps, cellium_metrics, the global conntrack maps (ct/) and the
+ * load-balancing maps (lb/).
  */
 export * from './layout.js';
 export {
@@ -14,3 +15,4 @@ export {
   CtMaps, flushCtMaps, layoutText, openExact, sweepAddresses, sweepExpired, sweepMap,
   type CtMap, type MapReplacement, type SweepOptions, type SweepResult,
 } from './ct/maps.js';
+export * from './lb/index.js';

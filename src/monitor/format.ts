@@ -31,6 +31,8 @@ export const DROP_REASON_TEXT: Readonly<Record<string, readonly [string, string]
   invalid: ['Invalid packet', 'INVALID_PACKET_DROPPED'],
   'unsupported-l3': ['Unsupported L3 protocol', 'UNSUPPORTED_L3_PROTOCOL'],
   'ct-insert-failed': ['CT: Map insertion failed', 'CT_MAP_INSERTION_FAILED'],
+  'no-service': ['Service backend not found', 'SERVICE_BACKEND_NOT_FOUND'],
+  'no-backend': ['No service backend', 'NO_SERVICE'],
 };
 
 const TCP_FLAGS: ReadonlyArray<readonly [number, string]> = [[0x02, 'SYN'], [0x10, 'ACK'], [0x01, 'FIN'], [0x04, 'RST'], [0x08, 'PSH'], [0x20, 'URG'], [0x40, 'ECE'], [0x80, 'CWR']];

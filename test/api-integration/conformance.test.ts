@@ -61,6 +61,8 @@ t.test('answers of every shared operation validate against Cilium\'s models', { 
   await call('GetPolicySelectors', 'GET', '/policy/selectors');
   await call('DeletePolicy', 'DELETE', '/policy', { body: ['k8s:p=1'] });
   await call('DeletePolicy', 'DELETE', '/policy', { body: ['k8s:p=1'] });
+  await call('PutServiceID', 'PUT', '/service/5', { body: { 'frontend-address': { ip: '10.96.3.1', port: 80 }, 'backend-addresses': [{ ip: '10.0.3.1', port: 8080 }] } });
+  await call('GetService', 'GET', '/service');
   await call('GetMap', 'GET', '/map');
   await call('GetMapName', 'GET', '/map/cellium_lxc');
   await call('GetMapName', 'GET', '/map/nope');

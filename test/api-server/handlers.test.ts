@@ -14,6 +14,7 @@ import { EndpointAPIManagerToken, EndpointManagerToken } from '../../src/cells/e
 import { IdentityAllocatorToken } from '../../src/cells/identity/types.js';
 import { PolicyRepositoryToken } from '../../src/cells/policy/types.js';
 import { DatapathToken } from '../../src/datapath/types.js';
+import { LBServiceManager, ServiceManagerToken } from '../../src/cells/loadbalancer/index.js';
 import { MockEndpoints, MockPolicy, mockDatapath, mockIdentities } from './mocks.js';
 
 const validator = createSpecValidator();
@@ -28,7 +29,7 @@ async function setup(t: Test) {
   const policy = new MockPolicy();
   const h = await testHive(t, [apiServerCell, agentStatusCell, ipamCell, ...apiHandlerCells], {
     config: { 'socket-path': socketPath, 'enable-api-rate-limit': false, 'ipv4-range': '10.200.0.0/24' },
-    replace: [[EndpointManagerToken, eps], [EndpointAPIManagerToken, eps], [IdentityAllocatorToken, mockIdentities()], [PolicyRepositoryToken, policy], [DatapathToken, mockDatapath()]],
+    replace: [[EndpointManagerToken, eps], [EndpointAPIManagerToken, eps], [IdentityAllocatorToken, mockIdentities()], [PolicyRepositoryToken, policy], [DatapathToken, mockDatapath()], [ServiceManagerToken, new LBServiceManager()]],
   });
   const tr = new Transport({ socketPath });
   t.teardown(() => tr.close());

@@ -39,6 +39,11 @@ t.test('every operation through the client', async (t) => {
   t.same(await c.deletePolicy('all'), fx.policy);
   t.same(await c.policySelectors(), fx.selectors);
   t.same(await c.policyTrace({ src: ['k8s:a=b'], 'dst-identity': 1, dport: 80, proto: 'TCP' }), fx.traceAllowed);
+  t.same(await c.listServices(), [fx.service7]);
+  t.same(await c.getService(7), fx.service7);
+  t.equal(await c.putService(7, fx.service7.spec!), true, '201: created');
+  await c.deleteService(7);
+  t.same(await c.importServices('apiVersion: v1\nkind: Service\n'), fx.serviceImport);
   t.same(await c.listMaps(), fx.mapList);
   t.same(await c.getMap('cellium_lxc'), fx.mapLxc);
   const records: unknown[] = [];

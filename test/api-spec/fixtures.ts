@@ -18,6 +18,8 @@ import type {
   LabelConfiguration,
   Policy,
   SelectorCache,
+  Service,
+  CelliumServiceImport,
   StatusResponse,
 } from '../../src/api/models.js';
 
@@ -223,6 +225,24 @@ export const mapList: BPFMapList = {
 /** GET /map/{name}. */
 export const mapLxc: BPFMap = mapList.maps![0]!;
 
+/** GET /service/{id}: a reconciled ClusterIP service with an active and a terminating backend. */
+export const service7: Service = {
+  spec: {
+    id: 7,
+    'frontend-address': { ip: '10.96.0.10', port: 80, protocol: 'tcp', scope: 'external' },
+    'backend-addresses': [{ ip: '10.200.0.12', port: 8080, protocol: 'TCP', state: 'active', weight: 100 }, { ip: '10.200.0.13', port: 8080, protocol: 'TCP', state: 'terminating', weight: 100 }],
+    flags: { type: 'ClusterIP', trafficPolicy: 'Cluster', extTrafficPolicy: 'Cluster', intTrafficPolicy: 'Cluster', name: 'web', namespace: 'default' },
+  },
+  status: { 'cellium-state': { state: 'done' } },
+};
+service7.status!.realized = service7.spec;
+
+/** POST /cellium/service/import. */
+export const serviceImport: CelliumServiceImport = {
+  services: [{ service: 'default/web', frontends: [{ id: 7, address: '10.96.0.10:80/TCP', type: 'ClusterIP' }], backends: 2 }],
+  pending: [],
+};
+
 /** Every fixture with the operation and status it answers, for the validation tests. */
 export const FIXTURES: readonly { readonly operationId: string; readonly status: number; readonly body: unknown }[] = [
   { operationId: 'GetHealthz', status: 200, body: statusResponse },
@@ -245,6 +265,12 @@ export const FIXTURES: readonly { readonly operationId: string; readonly status:
   { operationId: 'GetPolicySelectors', status: 200, body: selectors },
   { operationId: 'GetCelliumPolicyTrace', status: 200, body: traceAllowed },
   { operationId: 'GetCelliumMonitor', status: 200, body: { kind: 'info', message: 'Listening for events (types drop, endpoints 12). Press Ctrl-C to quit' } },
+  { operationId: 'GetService', status: 200, body: [service7] },
+  { operationId: 'GetServiceID', status: 200, body: service7 },
+  { operationId: 'PutServiceID', status: 201, body: undefined },
+  { operationId: 'DeleteServiceID', status: 200, body: undefined },
+  { operationId: 'PostCelliumServiceImport', status: 200, body: serviceImport },
+  { operationId: 'PutServiceID', status: 460, body: '/body/frontend-address/ip: "10.96.0.300" is not an IP address; fix: give the frontend an IPv4 or IPv6 address such as 10.96.0.10' },
   { operationId: 'GetMap', status: 200, body: mapList },
   { operationId: 'GetMapName', status: 200, body: mapLxc },
   { operationId: 'DeleteEndpointID', status: 206, body: 2 },

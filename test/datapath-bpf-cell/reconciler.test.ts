@@ -118,7 +118,7 @@ t.test('deleting an endpoint\'s policy removes its entries and unpins its map; m
   t.same(summary.find((m) => m.name === 'cellium_lxc')?.size, 1);
   const lxcDump = await dp.maps.get('cellium_lxc');
   t.same(lxcDump?.entries, [{ key: 'fd00::11', value: 'id=11 ifindex=9 identity=1000 mac=00:00:00:00:00:00' }]);
-  t.match((await dp.maps.get('cellium_metrics'))?.entries.map((e) => e.key), ['policy', 'policy-deny', 'invalid', 'unsupported-l3', 'ct-insert-failed']);
+  t.match((await dp.maps.get('cellium_metrics'))?.entries.map((e) => e.key), ['policy', 'policy-deny', 'invalid', 'unsupported-l3', 'ct-insert-failed', 'no-service', 'no-backend']);
   dp.maps.deletePolicy(11);
   dp.maps.deleteEndpoint(11);
   t.same(await dp.maps.flush(), []);

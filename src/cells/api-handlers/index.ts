@@ -1,6 +1,6 @@
 /**
  * The API handler cells, one per API group, each depending only on what it calls: endpoint,
- * identity, IPAM, policy, BPF maps, agent configuration and health. Each contributes an express
+ * identity, IPAM, policy, services, BPF maps, agent configuration and health. Each contributes an express
  * Router to the API through ApiRoutersToken.
  */
 import type { Cell } from '../../hive/cell.js';
@@ -11,6 +11,7 @@ import { identityHandlersCell } from './identity.js';
 import { ipamHandlersCell } from './ipam.js';
 import { mapHandlersCell } from './map.js';
 import { policyHandlersCell } from './policy.js';
+import { serviceHandlersCell } from './service.js';
 
 export { configHandlersCell, configRouter } from './config.js';
 export { endpointHandlersCell, endpointRouter, numericPathId } from './endpoint.js';
@@ -19,6 +20,7 @@ export { identityHandlersCell, identityRouter, identityModel } from './identity.
 export { ipamHandlersCell, ipamRouter, hostAddressing, IPAM_EXPIRATION_MS, DEFAULT_POOL } from './ipam.js';
 export { mapHandlersCell, mapRouter, mapModel } from './map.js';
 export { policyHandlersCell, policyRouter, policyModel } from './policy.js';
+export { serviceHandlersCell, serviceRouter, lbHttpError } from './service.js';
 export { DaemonOptionsToken, DaemonOptionsStore, normalizeOption, type DaemonOptions, type DaemonOptionsState, type PolicyEnforcement } from './daemon-config.js';
 export { toHttpError, domainErrors, badField, notFound, bodyPointer, ENDPOINT_STATUS, IPAM_STATUS } from './errors.js';
 
@@ -31,4 +33,5 @@ export const apiHandlerCells: readonly Cell[] = [
   ipamHandlersCell,
   policyHandlersCell,
   mapHandlersCell,
+  serviceHandlersCell,
 ];

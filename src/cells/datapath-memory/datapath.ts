@@ -6,9 +6,12 @@
  * LPM table. `verdict()` asks without changing anything; `process()` is a packet going through
  * (conntrack entries refreshed and created). Drops are counted by reason. Host interfaces are
  * simulated: every interface exists until removeLink() says it is gone (so endpoint GC can be
- * exercised unprivileged).
+ * exercised unprivileged). A packet from a pod to a service is translated first (lb-model.ts: the
+ * LB maps the loadbalancer cell writes into `lbMaps`), and judged against its backend.
  */
-import { Conntrack, DEFAULT_CT_TIMEOUTS, MemoryCtStore, type CtTimeouts } from '../../datapath/conntrack.js';
+import { Conntrack, DEFAULT_CT_TIMEOUTS, MemoryCtStore, forwardKey, type CtTimeouts } from '../../datapath/conntrack.js';
+import { memoryLBMaps } from '../../datapath/lb-maps.js';
+import { lbTranslate, revNat, type AffinityEntry } from '../../datapath/lb-model.js';
 import { ReservedIdentity, type Datapath, type Direction, type PacketSpec, type Verdict } from '../../datapath/types.js';
 import { decidePacket, peerAddress, type PacketOutcome, type VerdictPacket } from '../../datapath/verdict-model.js';
 import { MemoryLoader } from './loader.js';
@@ -22,6 +25,8 @@ export interface MemoryDatapathOptions {
   readonly clock?: () => number;
   /** Conntrack entries per kind before the least recently used go (default: Cilium's map sizes). */
   readonly ctMaxEntries?: { readonly tcp: number; readonly any: number };
+  /** Random numbers in [0, 1) for the backend of a new flow (default Math.random). */
+  readonly random?: () => number;
 }
 
 /** The process's CLOCK_MONOTONIC in seconds (bpf_ktime_get_ns()'s clock). */
@@ -32,6 +37,12 @@ export class MemoryDatapath implements Datapath {
   readonly mode = 'memory' as const;
   readonly loader = new MemoryLoader();
   readonly maps = new MemoryMaps();
+  /** The load-balancing maps (the loadbalancer cell writes them). */
+  readonly lbMaps = memoryLBMaps();
+  /** ClientIP affinity choices (the LRU affinity maps). */
+  private readonly affinity = new Map<string, AffinityEntry>();
+  private readonly random: () => number;
+  private readonly timeouts: CtTimeouts;
   /** The conntrack table (both families, TCP and non-TCP). */
   readonly conntrack: MemoryCtStore;
   private readonly ct: Conntrack;
@@ -40,6 +51,8 @@ export class MemoryDatapath implements Datapath {
 
   constructor(opts: MemoryDatapathOptions = {}) {
     this.conntrack = new MemoryCtStore(opts.ctMaxEntries);
+    this.random = opts.random ?? Math.random;
+    this.timeouts = opts.ctTimeouts ?? DEFAULT_CT_TIMEOUTS;
     this.ct = new Conntrack(this.conntrack, opts.ctTimeouts ?? DEFAULT_CT_TIMEOUTS, opts.clock ?? monotonicClock);
   }
 
@@ -56,13 +69,40 @@ export class MemoryDatapath implements Datapath {
   private decide(endpointId: number, direction: Direction, packet: VerdictPacket, commit: boolean): PacketOutcome {
     const table = this.maps.policyTable(endpointId);
     if (!table) throw new Error(`endpoint ${endpointId} has no policy map (${direction} verdict): is it regenerated?`);
-    const peer = this.maps.lookupIPCache(peerAddress(direction, packet))?.identity ?? ReservedIdentity.world;
     const cfg = this.loader.get(endpointId)?.config;
     const ct = cfg?.options?.Conntrack === 'Disabled' ? undefined : this.ct;
-    const out = decidePacket(ct, table, direction, peer, packet, cfg?.identity ?? 0, commit);
+    // a packet from the pod to a service goes to a backend first; policy is the backend's
+    const lb = direction === 'egress' ? lbTranslate({ maps: this.lbMaps, ct: this.conntrack, now: this.ct.now(), serviceLifetime: packet.protocol === 6 ? this.timeouts.tcp : this.timeouts.any, random: this.random, affinity: this.affinity }, packet, commit) : { kind: 'none' as const };
+    if (lb.kind === 'no-service' || lb.kind === 'no-backend') {
+      this.drops.set(lb.kind, (this.drops.get(lb.kind) ?? 0) + 1);
+      return { verdict: { allowed: false, reason: lb.kind, peerIdentity: ReservedIdentity.world }, ct: 'new' };
+    }
+    const pkt = lb.kind === 'translated' ? lb.packet : packet;
+    const peer = this.maps.lookupIPCache(peerAddress(direction, pkt))?.identity ?? ReservedIdentity.world;
+    let out = decidePacket(ct, table, direction, peer, pkt, cfg?.identity ?? 0, commit);
+    if (lb.kind === 'translated') {
+      const frontend = `${lb.vip.includes(':') ? `[${lb.vip}]` : lb.vip}:${lb.vport}`;
+      out = { ...out, verdict: { ...out.verdict, service: { frontend, backend: `${pkt.dst.includes(':') ? `[${pkt.dst}]` : pkt.dst}:${pkt.dport}`, revNat: lb.revNat } } };
+      // the connection's entry carries the rev-NAT index, for its replies
+      const k = forwardKey('egress', pkt);
+      const e = out.verdict.allowed && commit ? this.conntrack.get(k) : undefined;
+      if (e && e.revNat !== lb.revNat) this.conntrack.set(k, { ...e, revNat: lb.revNat });
+    } else if (direction === 'ingress' && (out.ct === 'reply' || out.ct === 'related')) {
+      out = this.revNat(out, packet);
+    }
     const reason = out.verdict.reason;
     if (reason) this.drops.set(reason, (this.drops.get(reason) ?? 0) + 1);
     return out;
+  }
+
+  /** A reply of a connection made to a service: its source is rewritten to the frontend. */
+  private revNat(out: PacketOutcome, p: VerdictPacket): PacketOutcome {
+    const orig = forwardKey('egress', { src: p.dst, dst: p.src, sport: p.dport, dport: p.sport ?? 0, protocol: p.protocol });
+    const e = this.conntrack.get(orig);
+    const fe = e && revNat(this.lbMaps, e.revNat, p.src.includes(':'));
+    if (!fe) return out;
+    const host = (ip: string, port: number): string => `${ip.includes(':') ? `[${ip}]` : ip}:${port}`;
+    return { ...out, verdict: { ...out.verdict, service: { frontend: host(fe.address, fe.port), backend: host(p.src, p.sport ?? 0), revNat: e.revNat } } };
   }
 
   /** Deletes the expired conntrack entries (the BPF datapath's garbage collection); returns how many. */

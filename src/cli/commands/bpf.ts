@@ -8,6 +8,7 @@ import type { CtMaps } from '../../maps/index.js';
 import type { CtEntry, CtKey } from '../../datapath/conntrack.js';
 import type { CliContext, CommandGroup } from '../context.js';
 import { CliFailure, UsageError } from '../errors.js';
+import { registerBpfLb } from './bpf-lb.js';
 
 const DEFAULT_ROOT = '/sys/fs/bpf/cellium';
 
@@ -83,4 +84,5 @@ export const bpfCommands: CommandGroup = (program, rt) => {
     .action(rt.action(async (ctx, which: string, opts: { bpfRoot: string }) => list(ctx, which, opts.bpfRoot)));
   withRoot(ct.command('flush').description('delete every tracked connection (established ones are then judged as new by the policy)').argument('<global>', 'which tables: global'))
     .action(rt.action(async (ctx, which: string, opts: { bpfRoot: string }) => flush(ctx, which, opts.bpfRoot)));
+  registerBpfLb(bpf, rt, DEFAULT_ROOT);
 };

@@ -1,0 +1,188 @@
+/**
+ * The cost of service translation in bpf_lxc: two pod namespaces on veths into a routing "node"
+ * namespace (as in datapath-traffic.bench.ts), bpf_lxc with conntrack and policy on both host-side
+ * veths, and a ClusterIP service whose backend is the server pod. Interleaved, the same client
+ * talks to the server straight to its IP and through the VIP: iperf3 TCP throughput (goal: VIP >=
+ * 0.95x direct) and TCP connections per second, each a connect and close from a Node loop (goal:
+ * VIP >= 0.9x direct). Needs root, BPF and iperf3; skips with one line otherwise.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { bpfAvailable, ensureBpffs } from '../src/bpf/index.js';
+import { CtMaps, openIPCacheMap, openLBMaps, openPolicyMap, syncPolicyMap } from '../src/maps/index.js';
+import { loadEndpointProgram, unloadEndpointProgram } from '../src/cells/datapath-bpf/lxc/index.js';
+import { LBOps, LBServiceManager } from '../src/cells/loadbalancer/index.js';
+import type { PolicyEntry } from '../src/datapath/types.js';
+import { printTable, ratio } from './lib/report.js';
+
+const ROUNDS = 4;
+const SECONDS = 3;
+const IPERF_PORT = 5201;
+const CONN_PORT = 7000;
+const ip = (...args: string[]): string => execFileSync('ip', args, { encoding: 'utf8' });
+const id = randomBytes(3).toString('hex');
+const NODE = `clbln-${id}`;
+const PODS = { client: { ns: `clblc-${id}`, addr: '10.163.0.2', lxc: `lxlc${id}` }, server: { ns: `clbls-${id}`, addr: '10.163.0.3', lxc: `lxls${id}` } };
+const GATEWAY = '10.163.0.1';
+const VIP = '10.163.96.1';
+const ROOT = `/sys/fs/bpf/cellium-bench-lb-${id}`;
+
+function missing(): string | undefined {
+  if (process.getuid?.() !== 0) return 'needs root (network namespaces, BPF)';
+  const a = bpfAvailable();
+  if (!a.ok) return `BPF unavailable: ${a.reason}`;
+  try {
+    execFileSync('which', ['iperf3']);
+  } catch {
+    return 'iperf3 missing (npm run setup installs it: scripts/packages.d/40-bench.txt)';
+  }
+  return undefined;
+}
+
+function topology(): void {
+  ip('netns', 'add', NODE);
+  ip('-n', NODE, 'link', 'set', 'lo', 'up');
+  execFileSync('ip', ['netns', 'exec', NODE, 'sysctl', '-qw', 'net.ipv4.ip_forward=1']);
+  for (const p of Object.values(PODS)) {
+    ip('netns', 'add', p.ns);
+    ip('-n', NODE, 'link', 'add', p.lxc, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', p.ns);
+    ip('-n', NODE, 'link', 'set', p.lxc, 'up');
+    const mac = (JSON.parse(ip('-n', NODE, '-j', 'link', 'show', p.lxc)) as { address: string }[])[0]!.address;
+    ip('-n', p.ns, 'link', 'set', 'lo', 'up');
+    ip('-n', p.ns, 'addr', 'add', `${p.addr}/32`, 'dev', 'eth0');
+    ip('-n', p.ns, 'link', 'set', 'eth0', 'up');
+    ip('-n', p.ns, 'route', 'add', 'default', 'via', GATEWAY, 'dev', 'eth0', 'onlink');
+    ip('-n', p.ns, 'neigh', 'add', GATEWAY, 'lladdr', mac, 'dev', 'eth0', 'nud', 'permanent');
+    ip('-n', NODE, 'route', 'add', `${p.addr}/32`, 'dev', p.lxc, 'scope', 'link');
+  }
+}
+
+function cleanup(): void {
+  for (const ns of [NODE, PODS.client.ns, PODS.server.ns]) {
+    try {
+      ip('netns', 'del', ns);
+    } catch {
+      // not created
+    }
+  }
+  rmSync(ROOT, { recursive: true, force: true });
+}
+
+/** bpf_lxc on both veths (conntrack, ipcache, policies) and the service VIP -> server in the LB maps. */
+async function attach(): Promise<() => void> {
+  ensureBpffs(ROOT);
+  const ct = CtMaps.open(ROOT, { tcp: 65536, any: 65536 });
+  const lb = openLBMaps(ROOT, 65536, 16381);
+  const mgr = new LBServiceManager();
+  for (const port of [IPERF_PORT, CONN_PORT]) {
+    mgr.upsert({
+      service: { key: `bench/svc-${port}`, name: `svc-${port}`, namespace: 'bench', source: 'k8s', sessionAffinity: false, sessionAffinityTimeoutSec: 0, extTrafficPolicy: 'Cluster', intTrafficPolicy: 'Cluster', sourceRanges: [] },
+      frontends: [{ address: { ip: VIP, port, protocol: 'tcp', scope: 'external' }, type: 'ClusterIP' }],
+      backends: [{ address: { ip: PODS.server.addr, port, protocol: 'tcp', scope: 'external' }, state: 'active', weight: 100 }],
+    });
+  }
+  const failed = await new LBOps(lb, { algorithm: 'random', maglevTableSize: 16381, maxBackends: 65536 }).update(mgr.frontends.all().map((o) => [o.key, o.value] as const));
+  if (failed.size) throw new Error(`LB maps: ${[...failed.values()].map((e) => e.message).join('; ')}`);
+  const ipcache = openIPCacheMap(ROOT);
+  ipcache.setMany([[`${PODS.client.addr}/32`, { identity: 1001, flags: 0 }], [`${PODS.server.addr}/32`, { identity: 1002, flags: 0 }]]);
+  const allow = (identity: number, direction: 'ingress' | 'egress', port: number): PolicyEntry => ({ identity, direction, protocol: 6, port, deny: false });
+  const policies: Record<'client' | 'server', PolicyEntry[]> = {
+    client: [allow(1002, 'egress', IPERF_PORT), allow(1002, 'egress', CONN_PORT)],
+    server: [allow(1001, 'ingress', IPERF_PORT), allow(1001, 'ingress', CONN_PORT)],
+  };
+  const undo: Array<() => void> = [];
+  for (const [i, name] of (['client', 'server'] as const).entries()) {
+    const p = PODS[name];
+    const policy = openPolicyMap(ROOT, i + 1);
+    syncPolicyMap(policy, policies[name]);
+    const ifIndex = (JSON.parse(ip('-n', NODE, '-j', 'link', 'show', p.lxc)) as { ifindex: number }[])[0]!.ifindex;
+    await loadEndpointProgram(
+      { id: i + 1, identity: 1001 + i, ipv4: p.addr, ifName: p.lxc, ifIndex, mac: '', hostMac: '' },
+      { bpfRoot: ROOT, netns: `/var/run/netns/${NODE}`, mode: 'legacy', reuseMaps: { ...ct.fds(), cellium_ipcache: ipcache.map.fd, cellium_policy: policy.map.fd } },
+    );
+    undo.push(() => {
+      unloadEndpointProgram(i + 1, ifIndex, { bpfRoot: ROOT, netns: `/var/run/netns/${NODE}` });
+      policy.close();
+    });
+  }
+  return () => {
+    for (const u of undo) u();
+    ct.close();
+    lb.close();
+    ipcache.close();
+  };
+}
+
+function inNs(ns: string, args: string[]): ChildProcess {
+  return spawn('ip', ['netns', 'exec', ns, ...args], { stdio: 'ignore' });
+}
+
+const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 500));
+
+/** iperf3 TCP throughput from the client to `dst`, Gbit/s. */
+async function iperf(dst: string): Promise<number> {
+  const s = inNs(PODS.server.ns, ['iperf3', '-s', '-1', '-B', PODS.server.addr, '-p', String(IPERF_PORT)]);
+  try {
+    await settle();
+    const out = execFileSync('ip', ['netns', 'exec', PODS.client.ns, 'iperf3', '-c', dst, '-p', String(IPERF_PORT), '-t', String(SECONDS), '-J'], { encoding: 'utf8' });
+    const r = JSON.parse(out) as { error?: string; end?: { sum_received?: { bits_per_second: number } } };
+    if (!r.end?.sum_received) throw new Error(`iperf3: ${r.error ?? 'no result'}`);
+    return r.end.sum_received.bits_per_second / 1e9;
+  } finally {
+    s.kill('SIGKILL');
+  }
+}
+
+const CONNECT_LOOP = `const net=require('node:net');const end=Date.now()+${SECONDS * 1000};let n=0;
+const one=()=>{if(Date.now()>=end){console.log(n/${SECONDS});return;}const s=net.connect(${CONN_PORT},process.argv[1],()=>{n++;s.destroy();one();});s.on('error',(e)=>{console.error(e.message);process.exit(1);});};one();`;
+
+/** TCP connections per second (connect, then close) from the client to `dst`. */
+async function connRate(dst: string): Promise<number> {
+  const s = inNs(PODS.server.ns, [process.execPath, '-e', `require('node:net').createServer((c)=>{c.on('error',()=>{});c.destroy();}).listen(${CONN_PORT},'${PODS.server.addr}')`]);
+  try {
+    await settle();
+    const out = execFileSync('ip', ['netns', 'exec', PODS.client.ns, process.execPath, '-e', CONNECT_LOOP, dst], { encoding: 'utf8' });
+    return Number(out.trim());
+  } finally {
+    s.kill('SIGKILL');
+  }
+}
+
+function median(v: readonly number[]): number {
+  const s = [...v].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+async function main(): Promise<void> {
+  const why = missing();
+  if (why) {
+    console.log(`lb-traffic: skipped: ${why}`);
+    return;
+  }
+  const r = { direct: { gbps: [] as number[], cps: [] as number[] }, vip: { gbps: [] as number[], cps: [] as number[] } };
+  try {
+    topology();
+    const detach = await attach();
+    try {
+      for (let i = 0; i < ROUNDS; i++) {
+        // the order alternates, so neither side always runs first (after the other's TIME_WAITs)
+        const sides = i % 2 ? (['vip', 'direct'] as const) : (['direct', 'vip'] as const);
+        for (const side of sides) r[side].gbps.push(await iperf(side === 'vip' ? VIP : PODS.server.addr));
+        for (const side of sides) r[side].cps.push(await connRate(side === 'vip' ? VIP : PODS.server.addr));
+      }
+    } finally {
+      detach();
+    }
+  } finally {
+    cleanup();
+  }
+  const d = { gbps: median(r.direct.gbps), cps: median(r.direct.cps) };
+  const v = { gbps: median(r.vip.gbps), cps: median(r.vip.cps) };
+  printTable(`pod to pod through bpf_lxc (conntrack + policy on both veths), median of ${ROUNDS} interleaved rounds of ${SECONDS} s: through a ClusterIP VIP vs straight to the backend's IP`, ['measure', 'through the VIP', "straight to the backend's IP", 'VIP / direct'], [
+    ['iperf3 TCP throughput (Gbit/s)', v.gbps, d.gbps, ratio(v.gbps, d.gbps, '>= 0.95x')],
+    ['TCP connections per second (connect + close)', v.cps, d.cps, ratio(v.cps, d.cps, '>= 0.9x')],
+  ]);
+}
+
+await main();

@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Service load balancing for packets from the endpoint (Cilium's lb4_lookup_service, lb4_local,
+ * lb4_rev_nat), IPv4 and IPv6 (lb6_*: the same, without the IP checksum):
+ *   - the destination is looked up in cellium_lb4_services (address, port, protocol; then protocol
+ *     0); not found but the address has a wildcard entry (port 0): DROP_NO_SERVICE;
+ *   - the CT_SERVICE entry (TUPLE_F_SERVICE, the backend ID in rx_bytes) keeps a flow on its
+ *     backend; a backend that is gone, or not active for a new TCP connection (pure SYN), is
+ *     replaced: by the client's unexpired ClientIP-affinity choice (SVC_FLAG_AFFINITY), else by
+ *     the service's Maglev table (--bpf-lb-algorithm=maglev) at a hash of the 5-tuple, else by a
+ *     random slot 1..count (none: DROP_NO_BACKEND);
+ *   - the packet is DNATed to the backend (addresses, ports, checksums) before conntrack and the
+ *     policy, which is the backend's; the connection's entry then carries the rev-NAT index;
+ *   - a reply (to_container, CT_REPLY with a rev-NAT index) gets its source rewritten to the
+ *     frontend from cellium_lb4_reverse_nat.
+ * The memory datapath's model is src/datapath/lb-model.ts.
+ */
+#ifndef CELLIUM_LB_H
+#define CELLIUM_LB_H
+
+#include <stddef.h>
+#include <linux/ip.h>
+#include "conntrack.h"
+
+#ifndef BPF_F_PSEUDO_HDR
+#define BPF_F_PSEUDO_HDR (1ULL << 4)
+#endif
+#ifndef BPF_F_MARK_MANGLED_0
+#define BPF_F_MARK_MANGLED_0 (1ULL << 5)
+#endif
+
+/*
+ * Rewrites the IPv4 destination (dst) or source address and port of the packet, fixing the IP and
+ * L4 checksums, and `p` with it. Returns < 0 when the packet cannot be written. A global function.
+ */
+__attribute__((noinline)) int lb4_rewrite(struct __sk_buff *skb, struct pkt *p, __u32 addr, __u32 port, __u32 dst)
+{
+	__u8 vihl;
+	__u32 l4off, old_addr, csum_off, flags;
+	__be16 new_port = (__be16)port, old_port;
+
+	if (!skb || !p)
+		return -1;
+	if (bpf_skb_load_bytes(skb, ETH_HLEN, &vihl, 1) < 0)
+		return -1;
+	l4off = ETH_HLEN + (vihl & 0xf) * 4;
+	csum_off = l4off + (p->protocol == IPPROTO_TCP ? 16 : 6);
+	flags = p->protocol == IPPROTO_UDP ? BPF_F_MARK_MANGLED_0 : 0;
+	__builtin_memcpy(&old_addr, dst ? p->dst : p->src, 4);
+	old_port = dst ? p->ct_dport : p->ct_sport;
+	if (old_addr != addr) {
+		if (bpf_l4_csum_replace(skb, csum_off, old_addr, addr, flags | BPF_F_PSEUDO_HDR | 4) < 0)
+			return -1;
+		if (bpf_l3_csum_replace(skb, ETH_HLEN + offsetof(struct iphdr, check), old_addr, addr, 4) < 0)
+			return -1;
+		if (bpf_skb_store_bytes(skb, ETH_HLEN + (dst ? offsetof(struct iphdr, daddr) : offsetof(struct iphdr, saddr)), &addr, 4, 0) < 0)
+			return -1;
+	}
+	if (old_port != new_port) {
+		if (bpf_l4_csum_replace(skb, csum_off, old_port, new_port, flags | 2) < 0)
+			return -1;
+		if (bpf_skb_store_bytes(skb, l4off + (dst ? 2 : 0), &new_port, 2, 0) < 0)
+			return -1;
+	}
+	if (dst) {
+		__builtin_memcpy(p->dst, &addr, 4);
+		p->dport = new_port;
+		p->ct_dport = new_port;
+	} else {
+		__builtin_memcpy(p->src, &addr, 4);
+		p->ct_sport = new_port;
+	}
+	return 0;
+}
+
+/* A hash of the packet's 5-tuple (a murmur3 finalizer over the words): the Maglev table's index. */
+static __always_inline __u32 lb_hash(const struct pkt *p)
+{
+	const __u32 *s = (const __u32 *)p->src, *d = (const __u32 *)p->dst;
+	__u32 h = ((__u32)p->ct_sport << 16 | p->ct_dport) ^ p->protocol;
+
+	h ^= s[0] ^ (s[1] * 31) ^ (s[2] * 131) ^ (s[3] * 1031);
+	h ^= (d[0] * 7) ^ (d[1] * 37) ^ (d[2] * 137) ^ (d[3] * 1033);
+	h ^= h >> 16;
+	h *= 0x85ebca6b;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35;
+	h ^= h >> 16;
+	return h;
+}
+
+/* The backend a Maglev table picks for the packet (0: the service has no table: random selection). */
+static __always_inline __u32 lb_maglev_backend(const struct lb_maglev_lut *t, const struct pkt *p)
+{
+	__u32 idx;
+
+	if (!t)
+		return 0;
+	idx = lb_hash(p) % LB_MAGLEV_LUT_SIZE;
+	/* the verifier does not bound a modulo: the compiler must keep this check */
+	asm volatile("" : "+r"(idx));
+	if (idx >= LB_MAGLEV_LUT_SIZE)
+		return 0;
+	return t->backend_ids[idx];
+}
+
+/*
+ * ClientIP affinity: the backend a client's unexpired choice names (the master's backend_id is the
+ * timeout in seconds), when it is still one of the service's (cellium_lb_affinity_match); else 0.
+ */
+static __always_inline __u32 lb_affinity_backend(const struct lb_affinity_val *v, const struct lb4_service *svc, __u32 now)
+{
+	struct lb_affinity_match m = {};
+
+	if (!v || v->last_used + svc->backend_id < now)
+		return 0;
+	m.backend_id = v->backend_id;
+	m.rev_nat_id = svc->rev_nat_index;
+	return bpf_map_lookup_elem(&cellium_lb_affinity_match, &m) ? v->backend_id : 0;
+}
+
+/* lb4_egress's answer for a service without backends whose packets are rejected (ICMP unreachable). */
+#define LB_REJECT 1000
+
+/* SVC_FLAG2_NO_BACKEND_DROP in a master's flags2: drop instead of reject (--service-no-backend-response=drop). */
+#define SVC_FLAG2_NO_BACKEND_DROP (1 << 6)
+
+/*
+ * Service translation of a packet from the endpoint: 0 when its destination is no service, 1 when
+ * it was translated (p->rev_nat set), -reason when it is dropped, -LB_REJECT when it is answered
+ * with an ICMP port unreachable (a service without backends). A global function.
+ */
+__attribute__((noinline)) int lb4_egress(struct __sk_buff *skb, struct pkt *p)
+{
+	struct lb4_key key = {};
+	struct lb4_affinity_key aff_key = {};
+	struct lb_affinity_val aff = {};
+	struct lb4_service *svc, *slot;
+	struct lb4_backend *be = 0;
+	union ct_key k = {};
+	struct ct_entry *e, ne = {};
+	__u32 backend_id = 0, now, lifetime;
+	__u16 rev_nat;
+	int syn;
+
+	if (!skb || !p)
+		return 0;
+	if (p->family != FAMILY_IPV4 || p->fragment || (p->protocol != IPPROTO_TCP && p->protocol != IPPROTO_UDP))
+		return 0;
+	__builtin_memcpy(&key.address, p->dst, 4);
+	key.dport = p->dport;
+	key.proto = p->protocol;
+	svc = bpf_map_lookup_elem(&cellium_lb4_services, &key);
+	if (!svc) {
+		key.proto = 0;
+		svc = bpf_map_lookup_elem(&cellium_lb4_services, &key);
+	}
+	if (!svc) {
+		key.dport = 0;
+		return bpf_map_lookup_elem(&cellium_lb4_services, &key) ? -DROP_NO_SERVICE : 0;
+	}
+	p->rev_nat = svc->rev_nat_index;
+	now = ct_now();
+	lifetime = now + (p->protocol == IPPROTO_TCP ? ct_lifetime_tcp : ct_lifetime_any);
+	syn = p->protocol == IPPROTO_TCP && (p->tcp_flags & (TCP_SYN | TCP_ACK)) == TCP_SYN;
+	ct_key_fill(&k, FAMILY_IPV4, p->src, p->dst, p->ct_sport, p->ct_dport, p->protocol, TUPLE_F_SERVICE);
+	e = ct_map_lookup(&k, FAMILY_IPV4);
+	if (e && e->lifetime >= now && e->rev_nat_index == svc->rev_nat_index) {
+		backend_id = e->rx_bytes;
+		be = bpf_map_lookup_elem(&cellium_lb4_backends, &backend_id);
+		if (!be || (be->flags != BE_STATE_ACTIVE && syn))
+			backend_id = 0;
+	}
+	if (!backend_id) {
+		if (svc->count == 0)
+			return (svc->flags2 & SVC_FLAG2_NO_BACKEND_DROP) ? -DROP_NO_BACKEND : -LB_REJECT;
+		if (svc->flags & SVC_FLAG_AFFINITY) {
+			__builtin_memcpy(&aff_key.client_ip, p->src, 4);
+			aff_key.rev_nat_id = svc->rev_nat_index;
+			backend_id = lb_affinity_backend(bpf_map_lookup_elem(&cellium_lb4_affinity, &aff_key), svc, now);
+			be = backend_id ? bpf_map_lookup_elem(&cellium_lb4_backends, &backend_id) : 0;
+			if (!be || be->flags != BE_STATE_ACTIVE)
+				backend_id = 0;
+		}
+		if (!backend_id) {
+			rev_nat = svc->rev_nat_index;
+			backend_id = lb_maglev_backend(bpf_map_lookup_elem(&cellium_lb4_maglev, &rev_nat), p);
+			be = backend_id ? bpf_map_lookup_elem(&cellium_lb4_backends, &backend_id) : 0;
+		}
+		if (!be) {
+			key.backend_slot = (bpf_get_prandom_u32() % svc->count) + 1;
+			slot = bpf_map_lookup_elem(&cellium_lb4_services, &key);
+			if (!slot)
+				return -DROP_NO_BACKEND;
+			backend_id = slot->backend_id;
+			be = bpf_map_lookup_elem(&cellium_lb4_backends, &backend_id);
+			if (!be)
+				return -DROP_NO_BACKEND;
+		}
+		if (svc->flags & SVC_FLAG_AFFINITY) {
+			aff.last_used = now;
+			aff.backend_id = backend_id;
+			bpf_map_update_elem(&cellium_lb4_affinity, &aff_key, &aff, BPF_ANY);
+		}
+		ne.rx_bytes = backend_id;
+		ne.rev_nat_index = svc->rev_nat_index;
+		ne.lifetime = lifetime;
+		ne.tx_packets = 1;
+		if (ct_map_update(&k, FAMILY_IPV4, &ne) < 0)
+			return -DROP_CT_INSERT_FAILED;
+	} else if (e->lifetime != lifetime) {
+		e->lifetime = lifetime;
+	}
+	if (!be)
+		return -DROP_NO_BACKEND;
+	if (lb4_rewrite(skb, p, be->address, be->port, 1) < 0)
+		return -DROP_INVALID;
+	return 1;
+}
+
+/* Folds a bpf_csum_diff sum into an Internet checksum. */
+static __always_inline __u16 csum_fold32(__s64 sum)
+{
+	__u32 c = (__u32)sum;
+
+	c = (c & 0xffff) + (c >> 16);
+	c = (c & 0xffff) + (c >> 16);
+	return (__u16)~c;
+}
+
+/*
+ * Turns an IPv4 packet into the ICMP port unreachable its sender gets back (from the address it
+ * sent to, quoting its IP header and 8 bytes) and sends it back out of the interface it came in
+ * on (towards the endpoint). Returns the TC action, TC_ACT_SHOT when the packet cannot be made.
+ * A global function.
+ */
+__attribute__((noinline)) int lb4_reject(struct __sk_buff *skb)
+{
+	__u8 eth[12], tmp[6];
+	struct iphdr ip;
+	__u8 icmp[36] = {};
+	__u32 saddr;
+	__s64 sum;
+
+	if (!skb)
+		return TC_ACT_SHOT;
+	if (bpf_skb_load_bytes(skb, 0, eth, 12) < 0 || bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)) < 0 || ip.ihl != 5)
+		return TC_ACT_SHOT;
+	/* the quoted packet: its IP header and the first 8 bytes of its payload */
+	if (bpf_skb_load_bytes(skb, ETH_HLEN, icmp + 8, 28) < 0)
+		return TC_ACT_SHOT;
+	icmp[0] = 3;	/* destination unreachable */
+	icmp[1] = 3;	/* port unreachable */
+	sum = bpf_csum_diff(0, 0, (__be32 *)icmp, sizeof(icmp), 0);
+	if (sum < 0)
+		return TC_ACT_SHOT;
+	*(__u16 *)&icmp[2] = csum_fold32(sum);
+	saddr = ip.saddr;
+	ip.saddr = ip.daddr;
+	ip.daddr = saddr;
+	ip.tos = 0;
+	ip.tot_len = bpf_htons(sizeof(ip) + sizeof(icmp));
+	ip.id = 0;
+	ip.frag_off = 0;
+	ip.ttl = 64;
+	ip.protocol = IPPROTO_ICMP;
+	ip.check = 0;
+	sum = bpf_csum_diff(0, 0, (__be32 *)&ip, sizeof(ip), 0);
+	if (sum < 0)
+		return TC_ACT_SHOT;
+	ip.check = csum_fold32(sum);
+	__builtin_memcpy(tmp, eth, 6);
+	__builtin_memcpy(eth, eth + 6, 6);
+	__builtin_memcpy(eth + 6, tmp, 6);
+	if (bpf_skb_change_tail(skb, ETH_HLEN + sizeof(ip) + sizeof(icmp), 0) < 0)
+		return TC_ACT_SHOT;
+	if (bpf_skb_store_bytes(skb, 0, eth, 12, 0) < 0 || bpf_skb_store_bytes(skb, ETH_HLEN, &ip, sizeof(ip), 0) < 0 ||
+	    bpf_skb_store_bytes(skb, ETH_HLEN + sizeof(ip), icmp, sizeof(icmp), 0) < 0)
+		return TC_ACT_SHOT;
+	return bpf_redirect(skb->ifindex, 0);
+}
+
+/* Puts the rev-NAT index on the entry ct_create just wrote for an allowed new connection to a service. */
+static __always_inline void lb4_ct_set_rev_nat(const struct pkt *p, __u32 egress, __u32 rev_nat)
+{
+	union ct_key k = {};
+	struct ct_entry *e;
+
+	ct_key_fill(&k, p->family, p->dst, p->src, p->ct_dport, p->ct_sport, p->protocol, egress ? TUPLE_F_OUT : TUPLE_F_IN);
+	e = ct_map_lookup(&k, p->family);
+	if (e)
+		e->rev_nat_index = rev_nat;
+}
+
+/* A reply of a connection to a service: its source becomes the frontend again. */
+static __always_inline int lb4_rev_nat(struct __sk_buff *skb, struct pkt *p, __u16 index)
+{
+	struct lb4_reverse_nat *rn;
+
+	if (p->family != FAMILY_IPV4 || (p->protocol != IPPROTO_TCP && p->protocol != IPPROTO_UDP))
+		return 0;
+	rn = bpf_map_lookup_elem(&cellium_lb4_reverse_nat, &index);
+	if (!rn)
+		return 0;
+	return lb4_rewrite(skb, p, rn->address, rn->port, 0);
+}
+
+/*
+ * IPv6: rewrites the destination (dst) or source address and port (no IP checksum; the L4 one
+ * covers the pseudo header). Only a TCP/UDP header right after the IPv6 header is rewritten.
+ */
+struct lb6_addr {
+	__u8 b[16];
+};
+
+__attribute__((noinline)) int lb6_rewrite(struct __sk_buff *skb, struct pkt *p, const struct lb6_addr *addr, __u32 port, __u32 dst)
+{
+	__u32 l4off = ETH_HLEN + 40, csum_off, flags;
+	__be16 new_port = (__be16)port, old_port;
+	__u8 old[16], new[16];
+	__s64 diff;
+
+	if (!skb || !p || !addr)
+		return -1;
+	csum_off = l4off + (p->protocol == IPPROTO_TCP ? 16 : 6);
+	flags = p->protocol == IPPROTO_UDP ? BPF_F_MARK_MANGLED_0 : 0;
+	__builtin_memcpy(old, dst ? p->dst : p->src, 16);
+	__builtin_memcpy(new, addr->b, 16);
+	old_port = dst ? p->ct_dport : p->ct_sport;
+	diff = bpf_csum_diff((__be32 *)old, 16, (__be32 *)new, 16, 0);
+	if (diff < 0)
+		return -1;
+	if (bpf_l4_csum_replace(skb, csum_off, 0, diff, flags | BPF_F_PSEUDO_HDR) < 0)
+		return -1;
+	if (bpf_skb_store_bytes(skb, ETH_HLEN + (dst ? 24 : 8), new, 16, 0) < 0)
+		return -1;
+	if (old_port != new_port) {
+		if (bpf_l4_csum_replace(skb, csum_off, old_port, new_port, flags | 2) < 0)
+			return -1;
+		if (bpf_skb_store_bytes(skb, l4off + (dst ? 2 : 0), &new_port, 2, 0) < 0)
+			return -1;
+	}
+	if (dst) {
+		__builtin_memcpy(p->dst, new, 16);
+		p->dport = new_port;
+		p->ct_dport = new_port;
+	} else {
+		__builtin_memcpy(p->src, new, 16);
+		p->ct_sport = new_port;
+	}
+	return 0;
+}
+
+/* IPv6 service translation, as lb4_egress. A global function. */
+__attribute__((noinline)) int lb6_egress(struct __sk_buff *skb, struct pkt *p)
+{
+	struct lb6_key key = {};
+	struct lb6_affinity_key aff_key = {};
+	struct lb_affinity_val aff = {};
+	struct lb4_service *svc, *slot;
+	struct lb6_backend *be = 0;
+	union ct_key k = {};
+	struct ct_entry *e, ne = {};
+	__u32 backend_id = 0, now, lifetime;
+	__u16 rev_nat;
+	__u8 nexthdr;
+	int syn;
+
+	if (!skb || !p)
+		return 0;
+	if (p->family != FAMILY_IPV6 || p->fragment || (p->protocol != IPPROTO_TCP && p->protocol != IPPROTO_UDP))
+		return 0;
+	__builtin_memcpy(key.address, p->dst, 16);
+	key.dport = p->dport;
+	key.proto = p->protocol;
+	svc = bpf_map_lookup_elem(&cellium_lb6_services, &key);
+	if (!svc) {
+		key.proto = 0;
+		svc = bpf_map_lookup_elem(&cellium_lb6_services, &key);
+	}
+	if (!svc) {
+		key.dport = 0;
+		return bpf_map_lookup_elem(&cellium_lb6_services, &key) ? -DROP_NO_SERVICE : 0;
+	}
+	/* extension headers: not translated (the L4 header is not where lb6_rewrite writes) */
+	if (bpf_skb_load_bytes(skb, ETH_HLEN + 6, &nexthdr, 1) < 0 || nexthdr != p->protocol)
+		return -DROP_INVALID;
+	p->rev_nat = svc->rev_nat_index;
+	now = ct_now();
+	lifetime = now + (p->protocol == IPPROTO_TCP ? ct_lifetime_tcp : ct_lifetime_any);
+	syn = p->protocol == IPPROTO_TCP && (p->tcp_flags & (TCP_SYN | TCP_ACK)) == TCP_SYN;
+	ct_key_fill(&k, FAMILY_IPV6, p->src, p->dst, p->ct_sport, p->ct_dport, p->protocol, TUPLE_F_SERVICE);
+	e = ct_map_lookup(&k, FAMILY_IPV6);
+	if (e && e->lifetime >= now && e->rev_nat_index == svc->rev_nat_index) {
+		backend_id = e->rx_bytes;
+		be = bpf_map_lookup_elem(&cellium_lb6_backends, &backend_id);
+		if (!be || (be->flags != BE_STATE_ACTIVE && syn))
+			backend_id = 0;
+	}
+	if (!backend_id) {
+		if (svc->count == 0)
+			return -DROP_NO_BACKEND;
+		if (svc->flags & SVC_FLAG_AFFINITY) {
+			__builtin_memcpy(aff_key.client_ip, p->src, 16);
+			aff_key.rev_nat_id = svc->rev_nat_index;
+			backend_id = lb_affinity_backend(bpf_map_lookup_elem(&cellium_lb6_affinity, &aff_key), svc, now);
+			be = backend_id ? bpf_map_lookup_elem(&cellium_lb6_backends, &backend_id) : 0;
+			if (!be || be->flags != BE_STATE_ACTIVE)
+				backend_id = 0;
+		}
+		if (!backend_id) {
+			rev_nat = svc->rev_nat_index;
+			backend_id = lb_maglev_backend(bpf_map_lookup_elem(&cellium_lb6_maglev, &rev_nat), p);
+			be = backend_id ? bpf_map_lookup_elem(&cellium_lb6_backends, &backend_id) : 0;
+		}
+		if (!be) {
+			key.backend_slot = (bpf_get_prandom_u32() % svc->count) + 1;
+			slot = bpf_map_lookup_elem(&cellium_lb6_services, &key);
+			if (!slot)
+				return -DROP_NO_BACKEND;
+			backend_id = slot->backend_id;
+			be = bpf_map_lookup_elem(&cellium_lb6_backends, &backend_id);
+			if (!be)
+				return -DROP_NO_BACKEND;
+		}
+		if (svc->flags & SVC_FLAG_AFFINITY) {
+			aff.last_used = now;
+			aff.backend_id = backend_id;
+			bpf_map_update_elem(&cellium_lb6_affinity, &aff_key, &aff, BPF_ANY);
+		}
+		ne.rx_bytes = backend_id;
+		ne.rev_nat_index = svc->rev_nat_index;
+		ne.lifetime = lifetime;
+		ne.tx_packets = 1;
+		if (ct_map_update(&k, FAMILY_IPV6, &ne) < 0)
+			return -DROP_CT_INSERT_FAILED;
+	} else if (e->lifetime != lifetime) {
+		e->lifetime = lifetime;
+	}
+	if (!be)
+		return -DROP_NO_BACKEND;
+	if (lb6_rewrite(skb, p, (const struct lb6_addr *)be->address, be->port, 1) < 0)
+		return -DROP_INVALID;
+	return 1;
+}
+
+/* An IPv6 reply of a connection to a service: its source becomes the frontend again. */
+static __always_inline int lb6_rev_nat(struct __sk_buff *skb, struct pkt *p, __u16 index)
+{
+	struct lb6_reverse_nat *rn;
+	__u8 nexthdr;
+
+	if (p->family != FAMILY_IPV6 || (p->protocol != IPPROTO_TCP && p->protocol != IPPROTO_UDP))
+		return 0;
+	rn = bpf_map_lookup_elem(&cellium_lb6_reverse_nat, &index);
+	if (!rn)
+		return 0;
+	if (bpf_skb_load_bytes(skb, ETH_HLEN + 6, &nexthdr, 1) < 0 || nexthdr != p->protocol)
+		return -1;
+	return lb6_rewrite(skb, p, (const struct lb6_addr *)rn->address, rn->port, 0);
+}
+
+#endif

@@ -1,0 +1,86 @@
+/** The loadbalancer cell's wiring: its module, providers and what they are built from (index.ts is its public face). */
+import { config, invoke, module, provide } from '../../hive/cell.js';
+import { HealthToken, type Health } from '../../hive/health.js';
+import { JobsToken, type Jobs } from '../../hive/jobs.js';
+import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
+import { LoggerToken, type Logger } from '../../hive/logger.js';
+import { Reconciler } from '../../lib/reconciler/index.js';
+import { LBMapsToken, type LBMapSet } from '../../datapath/lb-maps.js';
+import { DatapathToken } from '../datapath/index.js';
+import { BpfDatapathConfigToken, type BpfDatapathConfig } from '../datapath-bpf/index.js';
+import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
+import { LBConfigToken, lbConfigSchema, type LBConfig } from './config.js';
+import { selectLBMaps } from './lb-maps.js';
+import { LBOps } from './lb-ops.js';
+import { LBServiceManager } from './manager.js';
+import { ServiceStore, serviceStoreFile } from './store.js';
+import { ServiceManagerToken, type FrontendDesired, type ServiceManager } from './types.js';
+import { token } from '../../hive/token.js';
+
+/** How often the frontends' status is reported to the health tree. */
+const STATUS_INTERVAL_MS = 5000;
+
+/** Token for the reconciler of frontends into the LB maps. */
+export const LBReconcilerToken = token<Reconciler<FrontendDesired>>('LBReconciler');
+
+/** Builds the service manager; its services come back from the store at start. */
+function newServiceManager(cfg: LBConfig, sd: StateDirConfig, lc: Lifecycle, log: Logger): LBServiceManager {
+  const mgr = new LBServiceManager(Math.min(cfg.bpfLbMapMax, 65535), new ServiceStore(serviceStoreFile(sd.stateDir), log));
+  lc.append({
+    name: 'lb-services-restore',
+    onStart: async () => {
+      const n = await mgr.restore();
+      if (n) log.info({ services: n }, 'restored services from the state directory');
+    },
+    onStop: () => mgr.flushStore(),
+  });
+  return mgr;
+}
+
+/**
+ * Builds the reconciler of the frontends table into the LB maps: at start it takes over what the
+ * kernel holds (backend IDs, frontends), writes every desired frontend, then prunes what nobody
+ * desires; afterwards it prunes every --bpf-map-prune-interval. The frontends' states go to the
+ * module's health (degraded with the newest errors while some fail).
+ */
+function newReconciler(mgr: ServiceManager, maps: LBMapSet, cfg: LBConfig, bpf: BpfDatapathConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger): Reconciler<FrontendDesired> {
+  const ops = new LBOps(maps, { algorithm: cfg.bpfLbAlgorithm, maglevTableSize: cfg.bpfLbMaglevTableSize, maxBackends: cfg.bpfLbMapMax, noBackendResponse: cfg.serviceNoBackendResponse });
+  const r = new Reconciler(mgr.frontends, ops, {
+    pruneIntervalMs: bpf.bpfMapPruneInterval,
+    onError: (key, err) => log.warn({ frontend: key, err: err.message }, 'writing a frontend into the LB maps failed; retried with backoff'),
+  });
+  lc.append({
+    name: 'lb-reconciler',
+    onStart: () => {
+      const found = ops.restore();
+      if (found) log.info({ frontends: found }, 'found frontends in the LB maps of a previous run');
+      r.start();
+    },
+    onStop: () => r.stop(),
+  });
+  const report = (): void => {
+    const st = mgr.status();
+    const what = `${st.objects} frontends: ${st.done} done, ${st.pending} pending, ${st.errors} failing`;
+    if (st.errors) health.degraded(`${what} (${st.lastErrors.join('; ')})`);
+    else health.ok(what);
+  };
+  jobs.timer('lb-frontends-status', async () => report(), STATUS_INTERVAL_MS);
+  jobs.oneShot('lb-prune-restored', async () => {
+    await r.flush();
+    const { pruned } = await r.prune();
+    if (pruned) log.info({ pruned }, 'removed frontends from the LB maps that no service has any more');
+    report();
+  });
+  return r;
+}
+
+/** The loadbalancer cell. */
+export const loadBalancerCell = module(
+  'loadbalancer',
+  'Services: frontends and backends reconciled into the LB maps',
+  config(LBConfigToken, lbConfigSchema),
+  provide(ServiceManagerToken, newServiceManager, LBConfigToken, StateDirConfigToken, LifecycleToken, LoggerToken),
+  provide(LBMapsToken, selectLBMaps, DatapathToken, BpfDatapathConfigToken, LBConfigToken, LoggerToken),
+  provide(LBReconcilerToken, newReconciler, ServiceManagerToken, LBMapsToken, LBConfigToken, BpfDatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken),
+  invoke('lb-reconciler', (_r: Reconciler<FrontendDesired>) => undefined, LBReconcilerToken),
+);

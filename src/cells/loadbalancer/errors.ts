@@ -1,0 +1,66 @@
+/** Errors of the loadbalancer cell: each names the field and the fix. */
+import { dirname } from 'node:path';
+
+/**
+ * What went wrong: an invalid frontend (API 460), an invalid backend (461), other invalid input
+ * (400), an unknown service (404), the service store (500).
+ */
+export type LBErrorCode = 'invalid-frontend' | 'invalid-backend' | 'invalid' | 'not-found' | 'store';
+
+/** A load-balancing error. `field` is a JSON pointer into the input when one field is at fault. */
+export class LBError extends Error {
+  override readonly name = 'LBError';
+  constructor(
+    readonly code: LBErrorCode,
+    readonly field: string,
+    readonly problem: string,
+    readonly fix: string,
+  ) {
+    super(`${field ? `${field}: ` : ''}${problem}; fix: ${fix}`);
+  }
+}
+
+/** A frontend field that cannot be used. */
+export function invalidFrontend(field: string, problem: string, fix: string): LBError {
+  return new LBError('invalid-frontend', field, problem, fix);
+}
+
+/** A backend field that cannot be used. */
+export function invalidBackend(field: string, problem: string, fix: string): LBError {
+  return new LBError('invalid-backend', field, problem, fix);
+}
+
+/** Any other field (flags, a manifest's field) that cannot be used. */
+export function invalidField(field: string, problem: string, fix: string): LBError {
+  return new LBError('invalid', field, problem, fix);
+}
+
+/** No service with this ID. */
+export function serviceNotFound(id: number | string): LBError {
+  return new LBError('not-found', '', `service ${id} does not exist`, 'list the services with `cellium service list`');
+}
+
+/** Every service ID is taken. */
+export function idsExhausted(max: number): LBError {
+  return new LBError('invalid-frontend', '', `all ${max} service IDs are in use`, 'delete services that are no longer needed');
+}
+
+/** Every backend ID is taken (the backends map is full). */
+export function backendIdsExhausted(max: number): LBError {
+  return new LBError('invalid-backend', '', `all ${max} backend IDs are in use`, 'raise --bpf-lb-map-max, or remove services or backends that are no longer needed');
+}
+
+/** The service store exists but cannot be used: the agent does not start without the services it had. */
+export function storeUnreadable(file: string, problem: string): LBError {
+  return new LBError(
+    'store',
+    '',
+    `service store ${file} ${problem}; the agent does not start without the services it had`,
+    `restore ${file} from a backup, or move it aside (mv ${file} ${file}.bad) to start with no services and import them again`,
+  );
+}
+
+/** A change could not be made durable. */
+export function storeWriteFailed(file: string, problem: string): LBError {
+  return new LBError('store', '', `cannot write the service store ${file} (${problem})`, `make ${dirname(file)} writable (free space, permissions) and send the change again`);
+}

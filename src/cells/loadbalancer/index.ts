@@ -1,0 +1,20 @@
+/**
+ * The loadbalancer cell (module `loadbalancer`): the ServiceManager (services, frontends with
+ * their service IDs, backends; persisted in `<state-dir>/services.json`) and the `--bpf-lb-*`
+ * configuration, and the reconciler that writes every frontend into the LB maps (kernel maps under
+ * --bpf-root with the BPF datapath, in memory otherwise) in Cilium's order. Needs the statedir,
+ * datapath and datapath-bpf (its --bpf-root) cells. docs/cells/loadbalancer.md describes it.
+ */
+export * from './types.js';
+export { LBConfigToken, lbConfigSchema, MAGLEV_TABLE_SIZES, type LBConfig } from './config.js';
+export { LBError, type LBErrorCode } from './errors.js';
+export { formatL3n4, parseHostPort, parseProto, canonicalIP, isIPv6 } from './addr.js';
+export { LBServiceManager, apiServiceKey } from './manager.js';
+export { ServiceStore, serviceStoreFile, type StoredService } from './store.js';
+export { specToUpsert, frontendToModel, DEFAULT_BACKEND_WEIGHT } from './api-model.js';
+export { parseManifests, translateService, translateEndpointSlice, DEFAULT_AFFINITY_TIMEOUT_SEC, type K8sManifests, type K8sService, type K8sEndpointSlice } from './k8s.js';
+export { applyManifests, type ImportResult } from './k8s-import.js';
+export { LBOps, PROTO_NUMBER, serviceFlags, takesNewFlows, type LBOpsOptions } from './lb-ops.js';
+export { BackendIds } from './backend-ids.js';
+export { selectLBMaps, lazyLBMaps } from './lb-maps.js';
+export * from './cell.js';

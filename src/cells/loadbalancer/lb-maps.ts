@@ -1,0 +1,38 @@
+/**
+ * The LB maps of the selected datapath: its own when it has them (the memory datapath's, which its
+ * verdicts read), else in memory (a datapath without LB); for the BPF datapath,
+ * the maps pinned under --bpf-root, opened on first use (the reconciler's start, after the
+ * datapath's own start has mounted the BPF file system).
+ */
+import type { Logger } from '../../hive/logger.js';
+import { memoryLBMaps, type LBMapSet } from '../../datapath/lb-maps.js';
+import { openLBMaps } from '../../maps/lb/index.js';
+import type { Datapath } from '../datapath/index.js';
+import type { BpfDatapathConfig } from '../datapath-bpf/index.js';
+import type { LBConfig } from './config.js';
+
+/** An LBMapSet whose maps are made by `open` when first touched. */
+export function lazyLBMaps(open: () => LBMapSet): LBMapSet {
+  let maps: LBMapSet | undefined;
+  const get = (): LBMapSet => (maps ??= open());
+  return {
+    get services4() { return get().services4; },
+    get services6() { return get().services6; },
+    get backends4() { return get().backends4; },
+    get backends6() { return get().backends6; },
+    get revNat4() { return get().revNat4; },
+    get revNat6() { return get().revNat6; },
+    get maglev4() { return get().maglev4; },
+    get maglev6() { return get().maglev6; },
+    get affinityMatch() { return get().affinityMatch; },
+  };
+}
+
+/** The selected datapath's LB maps. */
+export function selectLBMaps(dp: Datapath, bpf: BpfDatapathConfig, cfg: LBConfig, log: Logger): LBMapSet {
+  if (dp.lbMaps) return dp.lbMaps;
+  if (dp.mode !== 'bpf') return memoryLBMaps(cfg.bpfLbMapMax);
+  return lazyLBMaps(() =>
+    openLBMaps(bpf.bpfRoot, cfg.bpfLbMapMax, cfg.bpfLbMaglevTableSize, (r) => log.warn({ map: r.name, path: r.path, have: r.have, want: r.want }, 'replaced a pinned LB map of another layout (its entries are rewritten)')),
+  );
+}

@@ -1,0 +1,177 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
+import { Transport, type RequestOptions } from '../../src/api/transport.js';
+import { createSpecValidator } from '../../src/api/spec.js';
+import { apiServerCell } from '../../src/cells/api-server/index.js';
+import { agentStatusCell } from '../../src/cells/agent-status/index.js';
+import { serviceHandlersCell } from '../../src/cells/api-handlers/index.js';
+import { loadBalancerCell } from '../../src/cells/loadbalancer/index.js';
+import { statedirCell } from '../../src/cells/statedir/index.js';
+import { DatapathToken } from '../../src/datapath/types.js';
+import { HealthTreeToken, testHive, type HealthNode } from '../../src/hive/index.js';
+import { config } from '../../src/hive/cell.js';
+import { BpfDatapathConfigToken, bpfDatapathConfigSchema } from '../../src/cells/datapath-bpf/index.js';
+import { mockDatapath } from '../api-server/mocks.js';
+import { cli } from '../cli/fake-agent.js';
+import { writeFileSync } from 'node:fs';
+
+const validator = createSpecValidator();
+
+interface Res { status: number; body: unknown }
+
+async function agent(t: Test, dir: string) {
+  const socketPath = join(dir, `cellium-${Math.random().toString(36).slice(2)}.sock`);
+  const h = await testHive(t, [statedirCell, config(BpfDatapathConfigToken, bpfDatapathConfigSchema), apiServerCell, agentStatusCell, loadBalancerCell, serviceHandlersCell], {
+    config: { 'socket-path': socketPath, 'state-dir': join(dir, 'state'), 'enable-api-rate-limit': false },
+    replace: [[DatapathToken, mockDatapath()]],
+  });
+  const tr = new Transport({ socketPath });
+  t.teardown(() => tr.close());
+  const call = async (operationId: string, method: string, path: string, opts: RequestOptions = {}): Promise<Res> => {
+    const res = await tr.request(method, path, opts);
+    t.same(validator.response(operationId, res.status, res.body, res.headers as Record<string, string>), [], `${method} ${path} -> ${res.status} matches the spec`);
+    return res as Res;
+  };
+  return Object.assign(call, { health: () => h.get(HealthTreeToken).snapshot(), socketPath });
+}
+
+function tempDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'cellium-lb-api-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+const spec = (ip: string, port: number, backends: string[], extra: Record<string, unknown> = {}) => ({
+  'frontend-address': { ip, port, protocol: 'tcp' },
+  'backend-addresses': backends.map((b) => ({ ip: b, port: 8080 })),
+  flags: { type: 'ClusterIP', name: 'web', namespace: 'default' },
+  ...extra,
+});
+
+t.test('PUT, GET, list and DELETE /service/{id}', async (t) => {
+  const call = await agent(t, tempDir(t));
+  t.equal((await call('PutServiceID', 'PUT', '/service/3', { body: spec('10.96.0.10', 80, ['10.0.1.2', '10.0.1.1']) })).status, 201);
+  t.equal((await call('PutServiceID', 'PUT', '/service/3', { body: spec('10.96.0.10', 80, ['10.0.1.1']) })).status, 200);
+  const got = await call('GetServiceID', 'GET', '/service/3');
+  t.match(got.body, {
+    spec: { id: 3, 'frontend-address': { ip: '10.96.0.10', port: 80, protocol: 'tcp' }, 'backend-addresses': [{ ip: '10.0.1.1', port: 8080, state: 'active', weight: 100 }], flags: { type: 'ClusterIP', name: 'web', namespace: 'default' } },
+  });
+  let state = '';
+  for (let i = 0; i < 50 && state !== 'done'; i++) {
+    state = ((await call('GetServiceID', 'GET', '/service/3')).body as { status: { 'cellium-state': { state: string } } }).status['cellium-state'].state;
+    if (state !== 'done') await new Promise((r) => setTimeout(r, 20));
+  }
+  t.equal(state, 'done', 'the frontend was reconciled into the (memory) LB maps');
+  t.match((await call('GetServiceID', 'GET', '/service/3')).body, { status: { realized: { id: 3 } } });
+  const find = (n: HealthNode, name: string): HealthNode | undefined => (n.name === name ? n : n.children?.map((c) => find(c, name)).find(Boolean));
+  let lbHealth: HealthNode | undefined;
+  for (let i = 0; i < 80 && !/1 frontends: 1 done/.test(lbHealth?.message ?? ''); i++) {
+    lbHealth = find(call.health(), 'loadbalancer');
+    if (!/1 frontends: 1 done/.test(lbHealth?.message ?? '')) await new Promise((r) => setTimeout(r, 100));
+  }
+  t.match(lbHealth?.message, /1 frontends: 1 done, 0 pending, 0 failing/, 'the health tree reports the frontends');
+  const list = await call('GetService', 'GET', '/service');
+  t.equal((list.body as unknown[]).length, 1);
+  t.equal((await call('DeleteServiceID', 'DELETE', '/service/3')).status, 200);
+  t.equal((await call('DeleteServiceID', 'DELETE', '/service/3')).status, 404);
+  t.equal((await call('GetServiceID', 'GET', '/service/3')).status, 404);
+});
+
+t.test('bad ServiceSpecs: 400 naming the field, 460 frontend, 461 backend', async (t) => {
+  const call = await agent(t, tempDir(t));
+  const noFe = await call('PutServiceID', 'PUT', '/service/1', { body: { 'backend-addresses': [] } });
+  t.equal(noFe.status, 400);
+  t.match(noFe.body, { error: { field: '/body/frontend-address' } });
+  const unknown = await call('PutServiceID', 'PUT', '/service/1', { body: { ...spec('10.96.0.10', 80, []), frontend: 1 } });
+  t.equal(unknown.status, 400);
+  const badId = await call('PutServiceID', 'PUT', '/service/0', { body: spec('10.96.0.10', 80, []) });
+  t.match(badId.body, { error: { field: '/path/id' } });
+  const badState = await call('PutServiceID', 'PUT', '/service/1', { body: { ...spec('10.96.0.10', 80, []), 'backend-addresses': [{ ip: '10.0.1.1', state: 'sleeping' }] } });
+  t.match(badState.body, { error: { field: '/body/backend-addresses/0/state' } });
+  const feIp = await call('PutServiceID', 'PUT', '/service/1', { body: spec('10.96.0.300', 80, []) });
+  t.equal(feIp.status, 460);
+  t.match(feIp.body, /\/body\/frontend-address\/ip: "10.96.0.300" is not an IP address; fix: /);
+  const fePort = await call('PutServiceID', 'PUT', '/service/1', { body: spec('10.96.0.10', 0, []) });
+  t.equal(fePort.status, 460);
+  const beIp = await call('PutServiceID', 'PUT', '/service/1', { body: spec('10.96.0.10', 80, ['10.0.1.1', 'nope']) });
+  t.equal(beIp.status, 461);
+  t.match(beIp.body, /\/body\/backend-addresses\/1\/ip/);
+  const family = await call('PutServiceID', 'PUT', '/service/1', { body: spec('10.96.0.10', 80, ['fd00::1']) });
+  t.equal(family.status, 461);
+  t.match(family.body, /backend-addresses\/0\/ip: fd00::1 is not of the frontend's address family/);
+  t.equal((await call('PutServiceID', 'PUT', '/service/1', { body: spec('10.96.0.10', 80, []) })).status, 201);
+  const taken = await call('PutServiceID', 'PUT', '/service/2', { body: spec('10.96.0.10', 80, []) });
+  t.equal(taken.status, 460);
+  t.match(taken.body, /already the frontend of service 1/);
+  const upd = await call('PutServiceID', 'PUT', '/service/2', { body: { ...spec('10.96.0.11', 80, []), updateServices: true } });
+  t.equal(upd.status, 400);
+  t.match(upd.body, { error: { field: '/body/updateServices' } });
+  t.equal(((await call('GetService', 'GET', '/service')).body as unknown[]).length, 1, 'nothing bad was applied');
+});
+
+const MANIFEST = `
+apiVersion: v1
+kind: Service
+metadata: { name: web, namespace: shop }
+spec:
+  clusterIP: 10.96.1.10
+  sessionAffinity: ClientIP
+  ports:
+  - { name: http, port: 80, targetPort: web, protocol: TCP }
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-abc
+  namespace: shop
+  labels: { kubernetes.io/service-name: web }
+addressType: IPv4
+ports: [{ name: http, port: 8080, protocol: TCP }]
+endpoints:
+- addresses: [10.0.2.1]
+  conditions: { ready: true }
+- addresses: [10.0.2.2]
+  conditions: { ready: false, serving: true, terminating: true }
+`;
+
+t.test('POST /cellium/service/import; services survive a restart with their IDs', async (t) => {
+  const dir = tempDir(t);
+  {
+    const call = await agent(t, dir);
+    await call('PutServiceID', 'PUT', '/service/9', { body: spec('10.96.0.10', 80, ['10.0.1.1']) });
+    const imp = await call('PostCelliumServiceImport', 'POST', '/cellium/service/import', { body: MANIFEST });
+    t.equal(imp.status, 200);
+    t.match(imp.body, { services: [{ service: 'shop/web', frontends: [{ address: '10.96.1.10:80/TCP', type: 'ClusterIP' }], backends: 2 }], pending: [] });
+    const bad = await call('PostCelliumServiceImport', 'POST', '/cellium/service/import', { body: 'apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {clusterIP: 10.96.1.11, ports: [{port: 99999}]}\n' });
+    t.equal(bad.status, 400);
+    t.match(bad.body, { error: { message: /document 1 \/spec\/ports\/0\/port: 99999 is not a port; fix: / } });
+  }
+  const before = JSON.stringify(((await (await agent(t, dir))('GetService', 'GET', '/service')).body as { spec: unknown }[]).map((s) => s.spec));
+  t.match(before, /"id":9,/);
+  t.match(before, /"state":"terminating"/);
+  t.equal(JSON.parse(before).length, 2, 'both services are back after a restart');
+});
+
+t.test('the CLI against the agent: import a manifest, list until done, delete', async (t) => {
+  const dir = tempDir(t);
+  const call = await agent(t, dir);
+  const file = join(dir, 'web.yaml');
+  writeFileSync(file, MANIFEST);
+  const imp = await cli(call.socketPath, ['service', 'import', file]);
+  t.equal(imp.code, 0, imp.stderr);
+  t.match(imp.stdout, /^shop\/web: 1 10\.96\.1\.10:80\/TCP \(2 backends\)$/m);
+  let list = '';
+  for (let i = 0; i < 50 && !/\bdone$/m.test(list); i++) {
+    list = (await cli(call.socketPath, ['service', 'list'])).stdout;
+    if (!/\bdone$/m.test(list)) await new Promise((r) => setTimeout(r, 20));
+  }
+  t.match(list, /^1\s+10\.96\.1\.10:80\/TCP\s+ClusterIP\s+1 => 10\.0\.2\.1:8080\/TCP \(active\)\s+done$/m);
+  t.match(list, /^\s+2 => 10\.0\.2\.2:8080\/TCP \(terminating\)$/m);
+  const bad = await cli(call.socketPath, ['service', 'update', '--id', '2', '--frontend', '10.96.1.10:80', '--backends', '10.0.2.9:80']);
+  t.equal(bad.code, 1, 'the frontend belongs to service 1');
+  t.match(bad.stderr, /already the frontend of service 1/);
+  t.equal((await cli(call.socketPath, ['service', 'delete', '--all'])).stdout, 'Deleted 1 service(s): 1\n');
+  t.equal((await cli(call.socketPath, ['service', 'list'])).stdout.trim().split('\n').length, 1, 'only the header is left');
+});

@@ -1,0 +1,90 @@
+import t from 'tap';
+import { LBError, LBServiceManager, applyManifests, parseManifests } from '../../src/cells/loadbalancer/index.js';
+
+const SVC = {
+  apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'shop' },
+  spec: {
+    clusterIP: '10.96.1.10', clusterIPs: ['10.96.1.10', 'fd00:96::10'], externalIPs: ['192.0.2.10'],
+    sessionAffinity: 'ClientIP', sessionAffinityConfig: { clientIP: { timeoutSeconds: 60 } },
+    externalTrafficPolicy: 'Local', loadBalancerSourceRanges: ['192.0.2.0/24'],
+    ports: [{ name: 'http', port: 80, targetPort: 'web' }, { name: 'dns', port: 53, protocol: 'UDP', targetPort: 5353 }],
+  },
+  status: { loadBalancer: { ingress: [{ ip: '198.51.100.1' }] } },
+};
+const SLICE = {
+  apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice',
+  metadata: { name: 'web-1', namespace: 'shop', labels: { 'kubernetes.io/service-name': 'web' } },
+  addressType: 'IPv4',
+  ports: [{ name: 'http', port: 8080, protocol: 'TCP' }, { name: 'dns', port: 5353, protocol: 'UDP' }],
+  endpoints: [
+    { addresses: ['10.0.2.1'], conditions: { ready: true }, nodeName: 'n1' },
+    { addresses: ['10.0.2.2'], conditions: { ready: false, serving: true, terminating: true } },
+    { addresses: ['10.0.2.3'], conditions: { ready: false, serving: false, terminating: true } },
+    { addresses: ['10.0.2.4'], conditions: { ready: false } },
+    { addresses: ['10.0.2.5'] },
+  ],
+};
+
+t.test('a Service and its EndpointSlice, as Cilium translates them', async (t) => {
+  const m = parseManifests(`${JSON.stringify(SVC)}\n---\n${JSON.stringify(SLICE)}\n`);
+  const [s] = m.services;
+  t.match(s!.service, { key: 'shop/web', sessionAffinity: true, sessionAffinityTimeoutSec: 60, extTrafficPolicy: 'Local', intTrafficPolicy: 'Cluster', sourceRanges: ['192.0.2.0/24'] });
+  t.same(s!.frontends.map((f) => `${f.type} ${f.address.ip}:${f.address.port}/${f.address.protocol} ${f.portName}`), [
+    'ClusterIP 10.96.1.10:80/tcp http', 'ClusterIP fd00:96::10:80/tcp http', 'ExternalIPs 192.0.2.10:80/tcp http', 'LoadBalancer 198.51.100.1:80/tcp http',
+    'ClusterIP 10.96.1.10:53/udp dns', 'ClusterIP fd00:96::10:53/udp dns', 'ExternalIPs 192.0.2.10:53/udp dns', 'LoadBalancer 198.51.100.1:53/udp dns',
+  ]);
+  const [sl] = m.slices;
+  t.same(sl!.backends.filter((b) => b.portName === 'http').map((b) => `${b.address.ip} ${b.state}`), ['10.0.2.1 active', '10.0.2.2 terminating', '10.0.2.5 active'], 'not ready and not serving-terminating endpoints are no backends');
+  const mgr = new LBServiceManager();
+  const r = applyManifests(mgr, m);
+  t.equal(r.services[0]!.frontends.length, 8);
+  const http = mgr.list().find((f) => f.frontend.address.ip === '10.96.1.10' && f.frontend.address.port === 80)!;
+  t.same(http.frontend.backends.map((b) => `${b.address.ip}:${b.address.port}`), ['10.0.2.1:8080', '10.0.2.2:8080', '10.0.2.5:8080'], 'named target port resolved through the slice');
+  t.equal(http.frontend.affinityTimeoutSec, 60);
+  const dns = mgr.list().find((f) => f.frontend.address.ip === '10.96.1.10' && f.frontend.address.port === 53)!;
+  t.same(dns.frontend.backends.map((b) => `${b.address.port}/${b.address.protocol}`), ['5353/udp', '5353/udp', '5353/udp']);
+  const v6 = mgr.list().find((f) => f.frontend.address.ip === 'fd00:96::10' && f.frontend.address.port === 80)!;
+  t.same(v6.frontend.backends, [], 'an IPv4 slice gives the IPv6 frontend no backends');
+});
+
+t.test('YAML, a List, slices before their Service, headless services', async (t) => {
+  const mgr = new LBServiceManager();
+  const first = applyManifests(mgr, parseManifests(`apiVersion: v1\nkind: List\nitems:\n- ${JSON.stringify(SLICE)}\n`));
+  t.same(first.pending, ['shop/web']);
+  applyManifests(mgr, parseManifests(`apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec:\n  clusterIP: 10.96.1.10\n  ports: [{name: http, port: 80}]\n`));
+  t.equal(mgr.list()[0]!.frontend.backends.length, 3, 'the waiting backends joined the service');
+  const headless = parseManifests('apiVersion: v1\nkind: Service\nmetadata: {name: h}\nspec: {clusterIP: None, ports: [{port: 80}]}\n');
+  t.same(headless.services[0]!.frontends, []);
+  t.equal(headless.services[0]!.service.key, 'default/h');
+});
+
+t.test('bad manifests name the document and the field', async (t) => {
+  const bad = (text: string, re: RegExp) => {
+    let err: unknown;
+    try {
+      parseManifests(text);
+    } catch (e) {
+      err = e;
+    }
+    t.ok(err instanceof LBError, `${re.source}: an LBError`);
+    t.match((err as Error | undefined)?.message, re);
+  };
+  bad('a: [', /document 1: is not YAML or JSON/);
+  bad('apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n', /document 1 \/kind: "apps\/v1" "Deployment" is not supported; fix: give v1 Service/);
+  bad('---\n{}\n---\napiVersion: v1\nkind: Service\nspec: {}\n', /document 2 \/kind|document 1 \/kind/);
+  bad('apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {clusterIP: 10.96.0.1, ports: [{port: 80}, {port: 81}]}\n', /\/spec\/ports\/0\/name: is missing on a service with several ports/);
+  bad('apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {clusterIP: 10.96.0.999, ports: [{port: 80}]}\n', /\/spec\/clusterIPs\/0: "10.96.0.999" is not an IP address/);
+  bad('apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {clusterIP: 10.96.0.1, ports: [{port: 80, protocol: ICMP}]}\n', /\/spec\/ports\/0\/protocol/);
+  bad('apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {clusterIP: 10.96.0.1, sessionAffinity: Sticky}\n', /\/spec\/sessionAffinity/);
+  bad(`${JSON.stringify({ ...SLICE, metadata: { name: 's' } })}`, /kubernetes.io~1service-name: is missing/);
+  bad(`${JSON.stringify({ ...SLICE, endpoints: [{ addresses: ['fd00::1'] }] })}`, /\/endpoints\/0\/addresses\/0: fd00::1 is not an IPv4 address/);
+  bad(`${JSON.stringify({ ...SLICE, addressType: 'IPX' })}`, /\/addressType/);
+  bad('apiVersion: v1\nkind: List\nitems: [5]\n', /document 1 \/items\/0: is not an object/);
+});
+
+t.test('an import is checked before anything is applied', async (t) => {
+  const mgr = new LBServiceManager();
+  const two = parseManifests(`${JSON.stringify(SVC)}\n---\n${JSON.stringify({ ...SVC, metadata: { name: 'db', namespace: 'shop' }, spec: { ...SVC.spec, sessionAffinityConfig: undefined, loadBalancerSourceRanges: ['nope'] } })}`);
+  t.throws(() => applyManifests(mgr, two), /sourceRanges\/0: "nope" is not a CIDR/);
+  t.same(mgr.list(), []);
+});
