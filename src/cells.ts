@@ -14,12 +14,13 @@ import { bpfDatapathCell } from './cells/datapath-bpf/index.js';
 import { endpointCell, EndpointManagerToken, type EndpointManager } from './cells/endpoint/index.js';
 import { identityCell, IdentityAllocatorToken, type IdentityAllocator } from './cells/identity/index.js';
 import { ipamCell, IPAMToken, type IPAM } from './cells/ipam/index.js';
+import { kvstoreCell } from './cells/kvstore/index.js';
 import { monitorCell } from './cells/monitor/index.js';
 import { cidrIPCacheCell, policyCell, PolicyRepositoryToken, type PolicyRepository } from './cells/policy/index.js';
 import { statedirCell } from './cells/statedir/index.js';
 
-/** Infrastructure: state directory, API server, metrics, status. */
-export const infrastructure: readonly Cell[] = [statedirCell, apiServerCell, metricsCell, agentStatusCell];
+/** Infrastructure: state directory, API server, metrics, status, the cluster's kvstore (etcd, with --kvstore). */
+export const infrastructure: readonly Cell[] = [statedirCell, apiServerCell, metricsCell, agentStatusCell, kvstoreCell];
 
 /**
  * Control plane: identities, policy (with its CIDR identities in the ipcache, without which a

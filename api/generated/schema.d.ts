@@ -844,6 +844,8 @@ export interface components {
             cilium?: components["schemas"]["Status"];
             "cni-file"?: components["schemas"]["Status"];
             kubernetes?: components["schemas"]["K8sStatus"];
+            /** @description The kvstore (etcd) connection: `etcd: 1/1 connected, leases=1, …`; Disabled without --kvstore. */
+            kvstore?: components["schemas"]["Status"];
             "datapath-mode"?: components["schemas"]["DatapathMode"];
             "attach-mode"?: components["schemas"]["AttachMode"];
             ipam?: components["schemas"]["IPAMStatus"];
