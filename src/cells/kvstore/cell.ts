@@ -6,7 +6,9 @@ import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { StatusSectionsToken, type StatusSection } from '../agent-status/index.js';
+import { IdentityBackendChoicesToken, type IdentityBackendChoice } from '../identity/index.js';
 import { EtcdKVStore } from './client.js';
+import { EtcdIdentityBackend } from './identity-backend.js';
 import { KVStoreConfigToken, kvstoreConfigSchema, type KVStoreConfig } from './config.js';
 import { KVStoreToken, type KVStore } from './types.js';
 
@@ -40,5 +42,10 @@ export const kvstoreCell = module(
   'Cluster key-value store (etcd)',
   config(KVStoreConfigToken, kvstoreConfigSchema),
   provide(KVStoreToken, newKVStore, KVStoreConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken),
+  provideInto(
+    IdentityBackendChoicesToken,
+    (kv: KVStore, log: Logger): IdentityBackendChoice => ({ backend: kv.enabled ? new EtcdIdentityBackend(kv, log) : undefined }),
+    KVStoreToken, LoggerToken,
+  ),
   provideInto(StatusSectionsToken, (kv: KVStore): StatusSection => ({ key: 'kvstore', status: () => kv.status() }), KVStoreToken),
 );

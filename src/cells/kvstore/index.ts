@@ -8,5 +8,7 @@ export * from './types.js';
 export { KVStoreConfigToken, kvstoreConfigSchema, kvstoreOpt, KVSTORE_KINDS, type KVStoreConfig } from './config.js';
 export { readEtcdConfig, type EtcdConfig } from './etcd-config.js';
 export { EtcdKVStore, CALL_TIMEOUT_MS } from './client.js';
+export { EtcdIdentityBackend, sortedList, parseSortedList } from './identity-backend.js';
+export { PrefixMirror, type MirrorEvent } from './mirror.js';
 export { KVStoreError, type KVStoreErrorCode } from './errors.js';
 export * from './cell.js';
