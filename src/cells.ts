@@ -8,6 +8,7 @@ import { apiHandlerCells } from './cells/api-handlers/index.js';
 import { metricsCell } from './cells/api-metrics/index.js';
 import { apiServerCell } from './cells/api-server/index.js';
 import { cniServerCell } from './cells/cni-server/index.js';
+import { clusterCell } from './cells/cluster/index.js';
 import { datapathCell } from './cells/datapath/index.js';
 import { memoryDatapathCell } from './cells/datapath-memory/index.js';
 import { bpfDatapathCell } from './cells/datapath-bpf/index.js';
@@ -27,7 +28,7 @@ export const infrastructure: readonly Cell[] = [statedirCell, apiServerCell, met
  * fromCIDR/toCIDR rule would match no packet), IPAM, endpoints, API handlers, the CNI server
  * (cellium-cni's agent side).
  */
-export const controlPlane: readonly Cell[] = [identityCell, policyCell, cidrIPCacheCell, ipamCell, endpointCell, ...apiHandlerCells, cniServerCell];
+export const controlPlane: readonly Cell[] = [identityCell, policyCell, cidrIPCacheCell, ipamCell, endpointCell, ...apiHandlerCells, cniServerCell, clusterCell];
 
 /**
  * Datapath: the selection (memory or BPF), the BPF datapath (pinned maps and their reconcilers, the

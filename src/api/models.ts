@@ -62,3 +62,11 @@ export type ValidationError = Schemas['ValidationError'];
 export type PolicyTraceQuery = NonNullable<operations['GetCelliumPolicyTrace']['parameters']['query']>;
 /** Layer 4 protocols of the trace. */
 export type TraceProtocol = NonNullable<PolicyTraceQuery['proto']>;
+/** GET /cluster/nodes: the nodes of the cluster (kvstore mode). */
+export type ClusterNodeStatus = Schemas['ClusterNodeStatus'];
+/** One node of ClusterNodeStatus. */
+export type NodeElement = Schemas['NodeElement'];
+/** GET /ip: one ipcache entry. */
+export type IPListEntry = Schemas['IPListEntry'];
+/** GET /node/ids: a node's ID and addresses. */
+export type NodeID = Schemas['NodeID'];
