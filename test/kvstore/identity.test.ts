@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { invoke, testHive, type TestLike } from '../../src/hive/index.js';
 import { statedirCell } from '../../src/cells/statedir/index.js';
 import { identityCell, IdentityAllocatorToken, parseLabels, type IdentityAllocator } from '../../src/cells/identity/index.js';
-import { kvstoreCell, KEYS } from '../../src/cells/kvstore/index.js';
+import { GC_LOCK, KVIdentityGC, kvstoreCell, KEYS } from '../../src/cells/kvstore/index.js';
+import { silentLogger } from '../../src/hive/index.js';
 import { etcdSkip, startEtcd, type TestEtcd } from './etcd.js';
 
 const use = invoke('use-identity', (_a: IdentityAllocator) => undefined, IdentityAllocatorToken);
@@ -125,4 +126,29 @@ t.test('3 agents allocate 10,000 overlapping label sets concurrently: 0 conflict
     }
   }
   t.equal(disagree, 0, 'every agent got the number etcd holds, and agents agree');
+});
+
+t.test('identity GC: two rounds under a lock; claimed identities and those claimed again in between survive', { skip: etcdSkip() }, async (t) => {
+  const etcd = await startEtcd(t);
+  const a = await agent(t, etcd, 'node-a');
+  const b = await agent(t, etcd, 'node-b');
+  const x = (await a.allocate(parseLabels(['k8s:app=x']))).identity.id;
+  const y = (await a.allocate(parseLabels(['k8s:app=y']))).identity.id;
+  const z = (await a.allocate(parseLabels(['k8s:app=z']))).identity.id;
+  await a.release(x);
+  await a.release(z);
+  await until('b to know x', () => b.lookup(x) !== undefined);
+  const gc = new KVIdentityGC(etcd.client, silentLogger());
+  t.same(await gc.run(), { skipped: false, marked: 2, deleted: 0 }, 'round 1 marks x and z');
+  await a.allocate(parseLabels(['k8s:app=z'])); // z is claimed again before round 2
+  t.same(await gc.run(), { skipped: false, marked: 0, deleted: 1 }, 'round 2 deletes x only');
+  t.equal(await etcd.client.get(`${KEYS.identitiesId}${x}`).string(), null);
+  t.equal(await etcd.client.get(`${KEYS.identitiesId}${y}`).string(), 'k8s:app=y;', 'claimed: kept');
+  t.equal(await etcd.client.get(`${KEYS.identitiesId}${z}`).string(), 'k8s:app=z;', 'claimed again in between: kept');
+  await until('both agents to forget x', () => a.lookup(x) === undefined && b.lookup(x) === undefined);
+  t.equal(a.lookup(y)?.id, y);
+
+  const other = await etcd.client.lock(GC_LOCK).ttl(30).acquire();
+  t.same(await gc.run(), { skipped: true, marked: 0, deleted: 0 }, 'another agent holds the lock: nothing done');
+  await other.release();
 });

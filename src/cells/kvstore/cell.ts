@@ -6,9 +6,10 @@ import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { StatusSectionsToken, type StatusSection } from '../agent-status/index.js';
-import { IdentityBackendChoicesToken, type IdentityBackendChoice } from '../identity/index.js';
+import { IdentityBackendChoicesToken, IdentityConfigToken, type IdentityBackendChoice, type IdentityConfig } from '../identity/index.js';
 import { EtcdKVStore } from './client.js';
 import { EtcdIdentityBackend } from './identity-backend.js';
+import { KVIdentityGC } from './identity-gc.js';
 import { KVStoreConfigToken, kvstoreConfigSchema, type KVStoreConfig } from './config.js';
 import { KVStoreToken, type KVStore } from './types.js';
 
@@ -36,16 +37,22 @@ function newKVStore(cfg: KVStoreConfig, lc: Lifecycle, jobs: Jobs, health: Healt
   return kv;
 }
 
+/** With --kvstore=etcd: the etcd identity backend, and cluster-wide identity GC every --identity-gc-interval. */
+function newIdentityBackend(kv: KVStore, cfg: IdentityConfig, jobs: Jobs, log: Logger): IdentityBackendChoice {
+  if (!kv.enabled) return { backend: undefined };
+  const gc = new KVIdentityGC(kv.etcd, log);
+  jobs.timer('identity-gc-kvstore', async () => {
+    await gc.run();
+  }, cfg.identityGcInterval);
+  return { backend: new EtcdIdentityBackend(kv, log) };
+}
+
 /** The kvstore cell. */
 export const kvstoreCell = module(
   'kvstore',
   'Cluster key-value store (etcd)',
   config(KVStoreConfigToken, kvstoreConfigSchema),
   provide(KVStoreToken, newKVStore, KVStoreConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken),
-  provideInto(
-    IdentityBackendChoicesToken,
-    (kv: KVStore, log: Logger): IdentityBackendChoice => ({ backend: kv.enabled ? new EtcdIdentityBackend(kv, log) : undefined }),
-    KVStoreToken, LoggerToken,
-  ),
+  provideInto(IdentityBackendChoicesToken, newIdentityBackend, KVStoreToken, IdentityConfigToken, JobsToken, LoggerToken),
   provideInto(StatusSectionsToken, (kv: KVStore): StatusSection => ({ key: 'kvstore', status: () => kv.status() }), KVStoreToken),
 );

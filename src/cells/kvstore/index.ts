@@ -9,6 +9,7 @@ export { KVStoreConfigToken, kvstoreConfigSchema, kvstoreOpt, KVSTORE_KINDS, typ
 export { readEtcdConfig, type EtcdConfig } from './etcd-config.js';
 export { EtcdKVStore, CALL_TIMEOUT_MS } from './client.js';
 export { EtcdIdentityBackend, sortedList, parseSortedList } from './identity-backend.js';
+export { KVIdentityGC, GC_LOCK, type GCRound } from './identity-gc.js';
 export { PrefixMirror, type MirrorEvent } from './mirror.js';
 export { KVStoreError, type KVStoreErrorCode } from './errors.js';
 export * from './cell.js';
