@@ -8,7 +8,7 @@ import { apiHandlerCells } from './cells/api-handlers/index.js';
 import { metricsCell } from './cells/api-metrics/index.js';
 import { apiServerCell } from './cells/api-server/index.js';
 import { cniServerCell } from './cells/cni-server/index.js';
-import { clusterCell } from './cells/cluster/index.js';
+import { clusterCell, PodCIDRToken, type PodCIDR } from './cells/cluster/index.js';
 import { datapathCell } from './cells/datapath/index.js';
 import { memoryDatapathCell } from './cells/datapath-memory/index.js';
 import { bpfDatapathCell } from './cells/datapath-bpf/index.js';
@@ -43,8 +43,9 @@ export const datapath: readonly Cell[] = [datapathCell, memoryDatapathCell, bpfD
 const agentInvokes: readonly Cell[] = [
   invoke(
     'control-plane',
-    (_i: IdentityAllocator, _p: PolicyRepository, _ipam: IPAM, _e: EndpointManager) => undefined,
-    IdentityAllocatorToken, PolicyRepositoryToken, IPAMToken, EndpointManagerToken,
+    (_i: IdentityAllocator, _p: PolicyRepository, _ipam: IPAM, _c: PodCIDR, _e: EndpointManager) => undefined,
+    // the pod CIDR claim before the endpoints: its start hook sets the IPAM pool before restore
+    IdentityAllocatorToken, PolicyRepositoryToken, IPAMToken, PodCIDRToken, EndpointManagerToken,
   ),
 ];
 

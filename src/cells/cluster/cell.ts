@@ -1,5 +1,7 @@
 /** The cluster cell's wiring: its module, providers and what they are built from (index.ts is its public face). */
-import { module, provide, provideInto } from '../../hive/cell.js';
+import { join } from 'node:path';
+import { config, invoke, module, provide, provideInto } from '../../hive/cell.js';
+import { token } from '../../hive/token.js';
 import { HealthToken, type Health } from '../../hive/health.js';
 import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
@@ -9,25 +11,46 @@ import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-
 import { EndpointManagerToken, type EndpointManager } from '../endpoint/index.js';
 import { IPAMToken, type IPAM } from '../ipam/index.js';
 import { KVStoreToken, type KVStore } from '../kvstore/index.js';
+import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
+import { ClusterConfigToken, clusterConfigSchema, type ClusterConfig } from './config.js';
+import { PodCIDRClaimer } from './pod-cidr.js';
+import { NodeRoutes } from './routes.js';
+import { Netlink } from '../../netlink/index.js';
 import { clusterRouter } from './api.js';
 import { KVIPCache } from './ipcache.js';
 import { detectNodeIP } from './node-ip.js';
 import { KVNodeRegistry } from './nodes.js';
-import { ClusterIPCacheToken, NodeRegistryToken, type ClusterIPCache, type NodeRegistry } from './types.js';
+import { ClusterIPCacheToken, NodeRegistryToken, PodCIDRToken, type ClusterIPCache, type NodeRegistry, type PodCIDR } from './types.js';
 
 /** How often local endpoints are compared with what was published (identity changes without an event). */
 export const IPCACHE_RESYNC_MS = 1000;
 
-/** Builds the node registry: this node from the flags and the IPAM pool; registered and watched from start to stop. */
-function newNodeRegistry(kv: KVStore, ipam: IPAM, lc: Lifecycle, health: Health, log: Logger): KVNodeRegistry {
-  const pool = ipam.status().find((p) => p.family === 'ipv4');
-  const reg = new KVNodeRegistry(kv, {
-    name: kv.config.nodeName, cluster: kv.config.clusterName, ipv4: detectNodeIP(kv.config.nodeIp),
-    ...(pool ? { ipv4AllocCidr: pool.cidr } : {}),
-  }, log);
+/**
+ * Builds the pod CIDR claim: with --cluster-pool-ipv4-cidr, claimed in etcd at start and set as the
+ * IPAM's IPv4 pool; otherwise the pool stays --ipv4-range.
+ */
+function newPodCIDR(kv: KVStore, cfg: ClusterConfig, ipam: IPAM, sd: StateDirConfig, lc: Lifecycle, log: Logger): PodCIDR {
+  if (!cfg.clusterPoolIpv4Cidr) return { current: () => undefined };
+  if (!kv.enabled) throw new Error('--cluster-pool-ipv4-cidr needs a kvstore to claim the node\'s pod CIDR in: add --kvstore=etcd --kvstore-opt=etcd.config=FILE, or use --ipv4-range for a fixed pool');
+  if (!ipam.setPool) throw new Error('the IPAM in use cannot take a pod CIDR from the cluster pool: use --ipv4-range');
+  const claimer = new PodCIDRClaimer(kv, cfg.clusterPoolIpv4Cidr, cfg.clusterPoolIpv4MaskSize, join(sd.stateDir, 'pod-cidr.json'), log);
+  lc.append({
+    name: 'cluster-pod-cidr',
+    onStart: async () => {
+      ipam.setPool!('ipv4', await claimer.claim());
+    },
+    onStop: () => claimer.stop(),
+  });
+  return claimer;
+}
+
+/** Builds the node registry: this node from the flags and the IPAM pool (read at start); registered and watched from start to stop. */
+function newNodeRegistry(kv: KVStore, ipam: IPAM, _claim: PodCIDR, lc: Lifecycle, health: Health, log: Logger): KVNodeRegistry {
+  const reg = new KVNodeRegistry(kv, { name: kv.config.nodeName, cluster: kv.config.clusterName, ipv4: detectNodeIP(kv.config.nodeIp) }, () => ipam.status().find((p) => p.family === 'ipv4')?.cidr, log);
   const self = `${kv.config.clusterName}/${kv.config.nodeName}`;
   if (!kv.enabled) {
     health.ok(`single node ${self} (no --kvstore)`);
+    lc.append({ name: 'cluster-nodes', onStart: () => reg.start() });
     return reg;
   }
   const report = (): void => health.ok(`${self} registered; ${reg.list().length} node(s) known`);
@@ -52,11 +75,42 @@ function newIPCache(kv: KVStore, nodes: NodeRegistry, eps: EndpointManager, dp: 
   return c;
 }
 
+/** How often the routes to other nodes are compared with the nodes and repaired. */
+export const ROUTES_RESYNC_MS = 10_000;
+
+/** With --auto-direct-node-routes (and a kvstore): routes to other nodes' pod CIDRs, from start on. */
+function newNodeRoutes(kv: KVStore, cfg: ClusterConfig, nodes: NodeRegistry, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger): NodeRoutes | undefined {
+  if (!cfg.autoDirectNodeRoutes || !kv.enabled) return undefined;
+  let nl: Netlink | undefined;
+  const writer = {
+    addRoute: (spec: Parameters<Netlink['addRoute']>[0]) => (nl ??= Netlink.open()).addRoute(spec),
+    deleteRoute: (spec: Parameters<Netlink['deleteRoute']>[0]) => (nl ??= Netlink.open()).deleteRoute(spec),
+  };
+  const routes = new NodeRoutes(nodes, writer, health.scope('routes'), log);
+  lc.append({
+    name: 'cluster-routes',
+    onStart: () => routes.start(),
+    onStop: async () => {
+      await routes.stop();
+      await nl?.close();
+    },
+  });
+  jobs.timer('node-routes-resync', () => routes.resync(), ROUTES_RESYNC_MS);
+  return routes;
+}
+
+/** Token for the routes to other nodes (undefined without --auto-direct-node-routes). */
+export const NodeRoutesToken = token<NodeRoutes | undefined>('NodeRoutes');
+
 /** The cluster cell. */
 export const clusterCell = module(
   'cluster',
   'Nodes and ipcache of the cluster (kvstore)',
-  provide(NodeRegistryToken, newNodeRegistry, KVStoreToken, IPAMToken, LifecycleToken, HealthToken, LoggerToken),
+  config(ClusterConfigToken, clusterConfigSchema),
+  provide(PodCIDRToken, newPodCIDR, KVStoreToken, ClusterConfigToken, IPAMToken, StateDirConfigToken, LifecycleToken, LoggerToken),
+  provide(NodeRegistryToken, newNodeRegistry, KVStoreToken, IPAMToken, PodCIDRToken, LifecycleToken, HealthToken, LoggerToken),
+  provide(NodeRoutesToken, newNodeRoutes, KVStoreToken, ClusterConfigToken, NodeRegistryToken, LifecycleToken, JobsToken, HealthToken, LoggerToken),
+  invoke('cluster-routes', (_r: NodeRoutes | undefined) => undefined, NodeRoutesToken),
   provide(ClusterIPCacheToken, newIPCache, KVStoreToken, NodeRegistryToken, EndpointManagerToken, DatapathToken, LifecycleToken, JobsToken, LoggerToken),
   provideInto(
     ApiRoutersToken,

@@ -12,4 +12,7 @@ export { nodeJson, parseNodeJson } from './node-json.js';
 export { ipJson, parseIPJson, type IPRecord } from './ip-json.js';
 export { detectNodeIP } from './node-ip.js';
 export { clusterRouter, nodeElement } from './api.js';
+export { ClusterConfigToken, clusterConfigSchema, type ClusterConfig } from './config.js';
+export { PodCIDRClaimer, PODCIDR_PREFIX, subnets } from './pod-cidr.js';
+export { NodeRoutes, type RouteWriter } from './routes.js';
 export * from './cell.js';

@@ -19,11 +19,12 @@ export class KVNodeRegistry implements NodeRegistry {
   readonly events$ = this.subject.asObservable();
   private mirror?: PrefixMirror;
   private renewals?: { unsubscribe(): void };
-  private readonly me: ClusterNode;
+  private me: ClusterNode;
 
   constructor(
     private readonly kv: KVStore,
-    self: Omit<ClusterNode, 'local'>,
+    self: Omit<ClusterNode, 'local' | 'ipv4AllocCidr'>,
+    private readonly podCidr: () => string | undefined,
     private readonly log: Logger,
   ) {
     this.me = { ...self, local: true };
@@ -38,6 +39,9 @@ export class KVNodeRegistry implements NodeRegistry {
 
   /** Registers this node and starts mirroring the others. */
   async start(): Promise<void> {
+    const cidr = this.podCidr();
+    this.me = { ...this.me, ...(cidr ? { ipv4AllocCidr: cidr } : {}) };
+    this.nodes.set(this.me.name, this.me);
     if (!this.kv.enabled) return;
     await this.register();
     this.renewals = this.kv.sessionRenewed$.subscribe(() => {

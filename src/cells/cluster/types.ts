@@ -56,3 +56,11 @@ export interface ClusterIPCache {
 
 /** Token for the cluster ipcache. */
 export const ClusterIPCacheToken = token<ClusterIPCache>('ClusterIPCache');
+
+/** This node's pod CIDR claimed from the cluster pool (--cluster-pool-ipv4-cidr), once claimed at start. */
+export interface PodCIDR {
+  current(): string | undefined;
+}
+
+/** Token for the pod CIDR claim (constructed before the endpoints, so the pool is set before restore). */
+export const PodCIDRToken = token<PodCIDR>('PodCIDR');
