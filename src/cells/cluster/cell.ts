@@ -22,8 +22,8 @@ import { detectNodeIP } from './node-ip.js';
 import { KVNodeRegistry } from './nodes.js';
 import { ClusterIPCacheToken, NodeRegistryToken, PodCIDRToken, type ClusterIPCache, type NodeRegistry, type PodCIDR } from './types.js';
 
-/** How often local endpoints are compared with what was published (identity changes without an event). */
-export const IPCACHE_RESYNC_MS = 1000;
+/** How often local endpoints are compared with what was published (identity changes without an event; cheap: no etcd call unless something changed). */
+export const IPCACHE_RESYNC_MS = 250;
 
 /**
  * Builds the pod CIDR claim: with --cluster-pool-ipv4-cidr, claimed in etcd at start and set as the
