@@ -51,3 +51,14 @@ t.test('two agents claim different pod CIDRs; a restart keeps its CIDR', { skip:
   const a2 = await node(t, etcd, 'node-a', '10.165.0.1', dirs[0]!);
   t.equal(await poolOf(a2), ca, 'the restarted agent has its CIDR back');
 });
+
+t.test('a full cluster pool refuses the next node naming the fix', { skip: etcdSkip() }, async (t) => {
+  const etcd = await startEtcd(t);
+  const start = (name: string) => startAgent(t, {
+    kvstore: 'etcd', 'kvstore-opt': `etcd.config=${etcd.configFile()}`, 'node-name': name, 'ipv6-range': '',
+    'cluster-pool-ipv4-cidr': '10.166.254.0/24', 'cluster-pool-ipv4-mask-size': 25,
+  });
+  await start('node-a');
+  await start('node-b');
+  await t.rejects(start('node-c'), /the cluster pool 10\.166\.254\.0\/24 has no free \/25 left: use a larger --cluster-pool-ipv4-cidr/);
+});

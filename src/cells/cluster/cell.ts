@@ -12,6 +12,7 @@ import { EndpointManagerToken, type EndpointManager } from '../endpoint/index.js
 import { IPAMToken, type IPAM } from '../ipam/index.js';
 import { KVStoreToken, type KVStore } from '../kvstore/index.js';
 import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
+import { clusterPoolNeedsKVStore, ipamCannotSetPool } from './errors.js';
 import { ClusterConfigToken, clusterConfigSchema, type ClusterConfig } from './config.js';
 import { PodCIDRClaimer } from './pod-cidr.js';
 import { NodeRoutes } from './routes.js';
@@ -31,8 +32,8 @@ export const IPCACHE_RESYNC_MS = 250;
  */
 function newPodCIDR(kv: KVStore, cfg: ClusterConfig, ipam: IPAM, sd: StateDirConfig, lc: Lifecycle, log: Logger): PodCIDR {
   if (!cfg.clusterPoolIpv4Cidr) return { current: () => undefined };
-  if (!kv.enabled) throw new Error('--cluster-pool-ipv4-cidr needs a kvstore to claim the node\'s pod CIDR in: add --kvstore=etcd --kvstore-opt=etcd.config=FILE, or use --ipv4-range for a fixed pool');
-  if (!ipam.setPool) throw new Error('the IPAM in use cannot take a pod CIDR from the cluster pool: use --ipv4-range');
+  if (!kv.enabled) throw clusterPoolNeedsKVStore();
+  if (!ipam.setPool) throw ipamCannotSetPool();
   const claimer = new PodCIDRClaimer(kv, cfg.clusterPoolIpv4Cidr, cfg.clusterPoolIpv4MaskSize, join(sd.stateDir, 'pod-cidr.json'), log);
   lc.append({
     name: 'cluster-pod-cidr',

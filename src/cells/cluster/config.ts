@@ -6,6 +6,7 @@
 import { bool, int, string, type Field, type ValuesOf } from '../../hive/config/fields.js';
 import { token } from '../../hive/token.js';
 import { parseCidr, formatCidr } from '../../lib/addr.js';
+import { badClusterPool } from './errors.js';
 
 function poolField(): Field<string> {
   const base = string('', 'Cluster pool of pod CIDRs (IPv4 CIDR, kvstore mode): each node claims one /--cluster-pool-ipv4-mask-size of it in etcd; empty: --ipv4-range is this node\'s fixed pool');
@@ -18,9 +19,9 @@ function poolField(): Field<string> {
       try {
         c = parseCidr(v);
       } catch (err) {
-        throw new Error(`--cluster-pool-ipv4-cidr=${JSON.stringify(v)}: ${(err as Error).message}; give an IPv4 CIDR such as 10.0.0.0/8`, { cause: err });
+        throw badClusterPool(v, (err as Error).message, err);
       }
-      if (c.family !== 'ipv4' || !v.includes('/')) throw new Error(`--cluster-pool-ipv4-cidr=${JSON.stringify(v)}: give an IPv4 CIDR such as 10.0.0.0/8`);
+      if (c.family !== 'ipv4' || !v.includes('/')) throw badClusterPool(v);
       return formatCidr(c);
     },
   };

@@ -15,4 +15,5 @@ export { clusterRouter, nodeElement } from './api.js';
 export { ClusterConfigToken, clusterConfigSchema, type ClusterConfig } from './config.js';
 export { PodCIDRClaimer, PODCIDR_PREFIX, subnets } from './pod-cidr.js';
 export { NodeRoutes, type RouteWriter } from './routes.js';
+export { ClusterError, type ClusterErrorCode } from './errors.js';
 export * from './cell.js';

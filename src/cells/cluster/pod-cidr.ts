@@ -10,6 +10,7 @@ import type { Logger } from '../../hive/logger.js';
 import { writeFileAtomic } from '../../lib/atomic-file.js';
 import { cidrContains, formatCidr, parseCidr } from '../../lib/addr.js';
 import type { KVStore } from '../kvstore/index.js';
+import { badMaskSize, poolExhausted } from './errors.js';
 
 /** Where pod CIDR claims live. */
 export const PODCIDR_PREFIX = 'cilium/state/podcidrs/v1/';
@@ -17,7 +18,7 @@ export const PODCIDR_PREFIX = 'cilium/state/podcidrs/v1/';
 /** The subnets of `pool` with prefix `mask`, in address order. */
 export function* subnets(pool: string, mask: number): Generator<string> {
   const c = parseCidr(pool);
-  if (mask < c.prefix) throw new Error(`--cluster-pool-ipv4-mask-size=${mask} is shorter than the pool's /${c.prefix}: give ${c.prefix} or more`);
+  if (mask < c.prefix) throw badMaskSize(mask, c.prefix);
   const count = 1n << BigInt(mask - c.prefix);
   const step = 1n << BigInt(c.bits - mask);
   for (let i = 0n; i < count; i++) yield formatCidr({ family: c.family, network: c.network + i * step, prefix: mask, bits: c.bits });
@@ -90,7 +91,7 @@ export class PodCIDRClaimer {
       });
       return cidr;
     }
-    throw new Error(`the cluster pool ${this.pool} has no free /${this.mask} left: use a larger --cluster-pool-ipv4-cidr or a longer --cluster-pool-ipv4-mask-size`);
+    throw poolExhausted(this.pool, this.mask);
   }
 
   private async previous(): Promise<string | undefined> {
