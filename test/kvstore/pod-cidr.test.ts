@@ -62,3 +62,42 @@ t.test('a full cluster pool refuses the next node naming the fix', { skip: etcdS
   await start('node-b');
   await t.rejects(start('node-c'), /the cluster pool 10\.166\.254\.0\/24 has no free \/25 left: use a larger --cluster-pool-ipv4-cidr/);
 });
+
+t.test('after a new session lease the node claims the same CIDR again, or says clearly that another node took it', { skip: etcdSkip() }, async (t) => {
+  const { Subject } = await import('rxjs');
+  const { PodCIDRClaimer } = await import('../../src/cells/cluster/index.js');
+  const { pino } = await import('pino');
+  const etcd = await startEtcd(t);
+  const dir = mkdtempSync(join(tmpdir(), 'cellium-podcidr-renew-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const renewed = new Subject<void>();
+  const lease = etcd.client.lease(30);
+  t.teardown(() => lease.revoke().catch(() => undefined));
+  const kv = { enabled: true, config: { clusterName: 'default', nodeName: 'node-a' }, etcd: etcd.client, session: async () => lease, sessionRenewed$: renewed.asObservable() };
+  const logged: string[] = [];
+  const log = pino({ level: 'info' }, { write: (line: string) => void logged.push(line) });
+  const claimer = new PodCIDRClaimer(kv as never, '10.166.128.0/20', 24, join(dir, 'pod-cidr.json'), log);
+  t.teardown(() => claimer.stop());
+  const cidr = await claimer.claim();
+  const key = `${PODCIDR_PREFIX}default/${cidr.replace('/', '_')}`;
+  t.equal(await etcd.client.get(key).string(), 'node-a');
+
+  await etcd.client.delete().key(key); // the claim expired with the old lease
+  renewed.next();
+  await until(async () => (await etcd.client.get(key).string()) === 'node-a');
+  t.pass('claimed again');
+
+  await etcd.client.put(key).value('node-z'); // another node took it meanwhile
+  renewed.next();
+  await until(async () => logged.some((l) => l.includes(`pod CIDR ${cidr} was claimed by node-z`)));
+  t.equal(await etcd.client.get(key).string(), 'node-z', 'the other node keeps it');
+  t.equal(claimer.current(), cidr, 'this node goes on with its pool');
+});
+
+async function until(fn: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await fn())) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

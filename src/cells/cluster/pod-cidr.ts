@@ -87,11 +87,32 @@ export class PodCIDRClaimer {
       await writeFileAtomic(this.stateFile, `${JSON.stringify({ cidr })}\n`);
       this.log.info({ cidr, pool: this.pool }, 'pod CIDR claimed from the cluster pool');
       this.renewals ??= this.kv.sessionRenewed$.subscribe(() => {
-        void this.claim().catch((err: Error) => this.log.warn({ err: err.message }, 'could not claim the pod CIDR again'));
+        void this.reclaim().catch((err: Error) => this.log.warn({ err: err.message }, 'could not claim the pod CIDR again'));
       });
       return cidr;
     }
     throw poolExhausted(this.pool, this.mask);
+  }
+
+  /**
+   * After a new session lease: claims the same CIDR again (its pods keep their addresses). Another
+   * node that took it while this node's lease had run out keeps it; that is logged as an error
+   * naming the fix, and this node goes on with its pool (a restart claims a free CIDR).
+   */
+  private async reclaim(): Promise<void> {
+    const cidr = this.cidr;
+    if (!cidr) return;
+    const me = this.kv.config.nodeName;
+    const key = this.keyOf(cidr);
+    const lease = await this.kv.session();
+    const res = await this.kv.etcd.if(key, 'Create', '==', 0).then(this.kv.etcd.put(key).value(me).lease(await lease.grant())).else(this.kv.etcd.get(key)).commit();
+    const holder = res.succeeded ? me : res.responses[0]?.response_range.kvs[0]?.value.toString();
+    if (holder === me) {
+      if (!res.succeeded) await lease.put(key).value(me);
+      this.log.info({ cidr }, 'pod CIDR claimed again under the new session lease');
+      return;
+    }
+    this.log.error({ cidr, holder }, `pod CIDR ${cidr} was claimed by ${holder} while this node's lease had run out: its pods' addresses may clash; restart this agent (its pods too) to claim a free CIDR`);
   }
 
   private async previous(): Promise<string | undefined> {
