@@ -8,6 +8,7 @@ import { apiHandlerCells } from './cells/api-handlers/index.js';
 import { metricsCell } from './cells/api-metrics/index.js';
 import { apiServerCell } from './cells/api-server/index.js';
 import { cniServerCell } from './cells/cni-server/index.js';
+import { clusterCell, PodCIDRToken, type PodCIDR } from './cells/cluster/index.js';
 import { datapathCell } from './cells/datapath/index.js';
 import { memoryDatapathCell } from './cells/datapath-memory/index.js';
 import { bpfDatapathCell } from './cells/datapath-bpf/index.js';
@@ -15,19 +16,20 @@ import { endpointCell, EndpointManagerToken, type EndpointManager } from './cell
 import { identityCell, IdentityAllocatorToken, type IdentityAllocator } from './cells/identity/index.js';
 import { ipamCell, IPAMToken, type IPAM } from './cells/ipam/index.js';
 import { loadBalancerCell } from './cells/loadbalancer/index.js';
+import { kvstoreCell } from './cells/kvstore/index.js';
 import { monitorCell } from './cells/monitor/index.js';
 import { cidrIPCacheCell, policyCell, PolicyRepositoryToken, type PolicyRepository } from './cells/policy/index.js';
 import { statedirCell } from './cells/statedir/index.js';
 
-/** Infrastructure: state directory, API server, metrics, status. */
-export const infrastructure: readonly Cell[] = [statedirCell, apiServerCell, metricsCell, agentStatusCell];
+/** Infrastructure: state directory, API server, metrics, status, the cluster's kvstore (etcd, with --kvstore). */
+export const infrastructure: readonly Cell[] = [statedirCell, apiServerCell, metricsCell, agentStatusCell, kvstoreCell];
 
 /**
  * Control plane: identities, policy (with its CIDR identities in the ipcache, without which a
  * fromCIDR/toCIDR rule would match no packet), IPAM, endpoints, API handlers, the CNI server
  * (cellium-cni's agent side), services (the loadbalancer cell).
  */
-export const controlPlane: readonly Cell[] = [identityCell, policyCell, cidrIPCacheCell, ipamCell, endpointCell, loadBalancerCell, ...apiHandlerCells, cniServerCell];
+export const controlPlane: readonly Cell[] = [identityCell, policyCell, cidrIPCacheCell, ipamCell, endpointCell, loadBalancerCell, ...apiHandlerCells, cniServerCell, clusterCell];
 
 /**
  * Datapath: the selection (memory or BPF), the BPF datapath (pinned maps and their reconcilers, the
@@ -42,8 +44,9 @@ export const datapath: readonly Cell[] = [datapathCell, memoryDatapathCell, bpfD
 const agentInvokes: readonly Cell[] = [
   invoke(
     'control-plane',
-    (_i: IdentityAllocator, _p: PolicyRepository, _ipam: IPAM, _e: EndpointManager) => undefined,
-    IdentityAllocatorToken, PolicyRepositoryToken, IPAMToken, EndpointManagerToken,
+    (_i: IdentityAllocator, _p: PolicyRepository, _ipam: IPAM, _c: PodCIDR, _e: EndpointManager) => undefined,
+    // the pod CIDR claim before the endpoints: its start hook sets the IPAM pool before restore
+    IdentityAllocatorToken, PolicyRepositoryToken, IPAMToken, PodCIDRToken, EndpointManagerToken,
   ),
 ];
 

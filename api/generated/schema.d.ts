@@ -25,6 +25,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/cluster/nodes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The nodes of the cluster (kvstore mode; only this node without --kvstore).
+         * @description Every known node is in nodes-added; client-id is always 0 (no diffs are kept).
+         */
+        get: operations["GetClusterNodes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/config": {
         parameters: {
             query?: never;
@@ -282,6 +302,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ip": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The ipcache, local endpoints and what other nodes published (kvstore mode). */
+        get: operations["GetIP"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ipam": {
         parameters: {
             query?: never;
@@ -324,6 +361,23 @@ export interface paths {
         post: operations["PostIpamIP"];
         /** Releases an allocated IP. */
         delete: operations["DeleteIpamIP"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/node/ids": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The node IDs this agent gave the nodes of the cluster, with their addresses. */
+        get: operations["GetNodeIds"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -912,6 +966,8 @@ export interface components {
             cilium?: components["schemas"]["Status"];
             "cni-file"?: components["schemas"]["Status"];
             kubernetes?: components["schemas"]["K8sStatus"];
+            /** @description The kvstore (etcd) connection: `etcd: 1/1 connected, leases=1, …`; Disabled without --kvstore. */
+            kvstore?: components["schemas"]["Status"];
             "datapath-mode"?: components["schemas"]["DatapathMode"];
             "attach-mode"?: components["schemas"]["AttachMode"];
             ipam?: components["schemas"]["IPAMStatus"];
@@ -941,6 +997,49 @@ export interface components {
         NodeAddressing: {
             ipv4?: components["schemas"]["NodeAddressingElement"];
             ipv6?: components["schemas"]["NodeAddressingElement"];
+        };
+        /** @description Status of the cluster's nodes. */
+        ClusterNodeStatus: {
+            /** @description Name of the local node (<cluster>/<name>). */
+            self?: string;
+            "nodes-added"?: components["schemas"]["NodeElement"][];
+            "nodes-removed"?: components["schemas"]["NodeElement"][];
+            "client-id"?: number;
+        };
+        /** @description A known node of the cluster. */
+        NodeElement: {
+            /** @description <cluster>/<name> */
+            name?: string;
+            "primary-address"?: components["schemas"]["NodeAddressing"];
+            "secondary-addresses"?: components["schemas"]["NodeAddressingElement"][];
+            "health-endpoint-address"?: components["schemas"]["NodeAddressing"];
+            "ingress-address"?: components["schemas"]["NodeAddressing"];
+            /** @description Where the node is known from: local or kvstore. */
+            source?: string;
+        };
+        /** @description Node ID with the node's IP addresses. */
+        NodeID: {
+            /** @description ID this agent gave the node. */
+            id: number;
+            ips: string[];
+        };
+        /** @description An ipcache entry. */
+        IPListEntry: {
+            /** @description The entry's prefix. */
+            cidr: string;
+            /** @description Numeric identity of the prefix. */
+            identity: number;
+            /** @description Address of the node the IP lives on. */
+            hostIP?: string;
+            encryptKey?: number;
+            metadata?: components["schemas"]["IPListEntryMetadata"];
+        };
+        /** @description Metadata of an ipcache entry. */
+        IPListEntryMetadata: {
+            /** @description local (an endpoint of this node) or kvstore (published by another node). */
+            source?: string;
+            namespace?: string;
+            name?: string;
         };
         /** @description The changeable configuration of the agent. */
         DaemonConfigurationSpec: {
@@ -1324,6 +1423,26 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+        };
+    };
+    GetClusterNodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterNodeStatus"];
+                };
+            };
         };
     };
     GetConfig: {
@@ -1832,6 +1951,31 @@ export interface operations {
             404: components["responses"]["NotFound"];
         };
     };
+    GetIP: {
+        parameters: {
+            query?: {
+                /** @description Only entries whose prefix lies within this CIDR. */
+                cidr?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IPListEntry"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+        };
+    };
     GetIpam: {
         parameters: {
             query?: {
@@ -1985,6 +2129,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    GetNodeIds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeID"][];
                 };
             };
         };

@@ -8,6 +8,7 @@ import type {
   BPFMapList,
   CelliumIPAM,
   CelliumTraceResult,
+  ClusterNodeStatus,
   DaemonConfiguration,
   DaemonConfigurationSpec,
   Endpoint,
@@ -27,6 +28,8 @@ import type {
   ServiceSpec,
   CelliumServiceImport,
   StatusResponse,
+  IPListEntry,
+  NodeID,
 } from './models.js';
 import { Transport, errorFromResponse, type ApiResponse, type ApiTarget, type RequestOptions, type TransportOptions } from './transport.js';
 
@@ -179,6 +182,21 @@ export class CelliumClient {
   /** GET /identity/endpoints. */
   identityEndpoints(): Promise<IdentityEndpoints[]> {
     return this.body('GET', '/identity/endpoints');
+  }
+
+  /** GET /cluster/nodes: the nodes of the cluster (only this one without a kvstore). */
+  clusterNodes(): Promise<ClusterNodeStatus> {
+    return this.body('GET', '/cluster/nodes');
+  }
+
+  /** GET /ip: the ipcache (local endpoints and what other nodes published), within `cidr` when given. */
+  ipList(opts: { cidr?: string } = {}): Promise<IPListEntry[]> {
+    return this.body('GET', '/ip', { query: { cidr: opts.cidr } });
+  }
+
+  /** GET /node/ids: the node IDs this agent gave the cluster's nodes. */
+  nodeIds(): Promise<NodeID[]> {
+    return this.body('GET', '/node/ids');
   }
 
   /** GET /ipam (ours): the pools and every address in use (of one family when given). */

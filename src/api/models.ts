@@ -72,3 +72,11 @@ export type FrontendAddress = Schemas['FrontendAddress'];
 export type BackendAddress = Schemas['BackendAddress'];
 /** The answer of POST /cellium/service/import. */
 export type CelliumServiceImport = Schemas['CelliumServiceImport'];
+/** GET /cluster/nodes: the nodes of the cluster (kvstore mode). */
+export type ClusterNodeStatus = Schemas['ClusterNodeStatus'];
+/** One node of ClusterNodeStatus. */
+export type NodeElement = Schemas['NodeElement'];
+/** GET /ip: one ipcache entry. */
+export type IPListEntry = Schemas['IPListEntry'];
+/** GET /node/ids: a node's ID and addresses. */
+export type NodeID = Schemas['NodeID'];

@@ -10,6 +10,7 @@ import { packageVersion } from '../api/repo-files.js';
 import { defaultSocketPath } from '../api/socket-path.js';
 import { CliRuntime, EXIT, describeError, type CliIO, type CommandGroup } from './context.js';
 import { bpfCommands } from './commands/bpf.js';
+import { clusterCommands } from './commands/cluster.js';
 import { configCommands } from './commands/config.js';
 import { endpointCommands } from './commands/endpoint.js';
 import { identityCommands } from './commands/identity.js';
@@ -34,6 +35,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   monitorCommands,
   configCommands,
   installCniCommands,
+  clusterCommands,
 ];
 
 /** The CLI's version (package.json's). */

@@ -55,6 +55,10 @@ t.test('answers of every shared operation validate against Cilium\'s models', { 
   await call('GetIdentityID', 'GET', '/identity/1');
   await call('GetIdentityID', 'GET', '/identity/4000000');
   await call('GetIdentityEndpoints', 'GET', '/identity/endpoints');
+  await call('GetClusterNodes', 'GET', '/cluster/nodes');
+  await call('GetIP', 'GET', '/ip');
+  await call('GetIP', 'GET', '/ip', { query: { cidr: '10.210.0.0/16' } });
+  await call('GetNodeIds', 'GET', '/node/ids');
   await call('PutPolicy', 'PUT', '/policy', { body: JSON.stringify([{ endpointSelector: { matchLabels: { app: 'web' } }, ingress: [{}], labels: ['k8s:p=1'] }]) });
   await call('PutPolicy', 'PUT', '/policy', { body: '[{"ingress": 5}]' });
   await call('GetPolicy', 'GET', '/policy');

@@ -31,6 +31,9 @@ t.test('every operation through the client', async (t) => {
   t.same(await c.getIdentity(31245), fx.identities[1]);
   t.same(await c.identityEndpoints(), fx.identityEndpoints);
   t.same(await c.ipam({ family: 'ipv6' }), fx.ipamView);
+  t.same(await c.clusterNodes(), fx.clusterNodes);
+  t.same(await c.ipList({ cidr: '10.1.0.0/16' }), fx.ipList);
+  t.same(await c.nodeIds(), fx.nodeIds);
   t.same(await c.ipamAllocate({ family: 'ipv4', owner: 'x', expiration: true }), fx.ipamResponse);
   await c.ipamAllocateIP('fd00::7', { owner: 'x' });
   await c.ipamRelease('fd00::7');

@@ -244,6 +244,25 @@ export const serviceImport: CelliumServiceImport = {
 };
 
 /** Every fixture with the operation and status it answers, for the validation tests. */
+/** GET /cluster/nodes of a two-node cluster. */
+export const clusterNodes = {
+  self: 'default/node-a',
+  'nodes-added': [
+    { name: 'default/node-a', 'primary-address': { ipv4: { enabled: true, ip: '192.168.1.1', 'alloc-range': '10.1.0.0/24', 'address-type': 'InternalIP' } }, source: 'local' },
+    { name: 'default/node-b', 'primary-address': { ipv4: { enabled: true, ip: '192.168.1.2', 'alloc-range': '10.1.1.0/24', 'address-type': 'InternalIP' } }, source: 'kvstore' },
+  ],
+  'client-id': 0,
+};
+
+/** GET /ip: a local and a remote endpoint. */
+export const ipList = [
+  { cidr: '10.1.0.5/32', identity: 31245, hostIP: '192.168.1.1', metadata: { source: 'local', namespace: 'default', name: 'web-1' } },
+  { cidr: '10.1.1.7/32', identity: 31246, hostIP: '192.168.1.2', metadata: { source: 'kvstore', namespace: 'default', name: 'db-0' } },
+];
+
+/** GET /node/ids. */
+export const nodeIds = [{ id: 1, ips: ['192.168.1.1'] }, { id: 2, ips: ['192.168.1.2'] }];
+
 export const FIXTURES: readonly { readonly operationId: string; readonly status: number; readonly body: unknown }[] = [
   { operationId: 'GetHealthz', status: 200, body: statusResponse },
   { operationId: 'GetConfig', status: 200, body: daemonConfig },
@@ -258,6 +277,9 @@ export const FIXTURES: readonly { readonly operationId: string; readonly status:
   { operationId: 'GetIdentityID', status: 200, body: identities[1] },
   { operationId: 'GetIdentityEndpoints', status: 200, body: identityEndpoints },
   { operationId: 'GetIpam', status: 200, body: ipamView },
+  { operationId: 'GetClusterNodes', status: 200, body: clusterNodes },
+  { operationId: 'GetIP', status: 200, body: ipList },
+  { operationId: 'GetNodeIds', status: 200, body: nodeIds },
   { operationId: 'PostIpam', status: 201, body: ipamResponse },
   { operationId: 'GetPolicy', status: 200, body: policy },
   { operationId: 'PutPolicy', status: 200, body: policy },

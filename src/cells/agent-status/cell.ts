@@ -3,7 +3,7 @@ import { module, provide } from '../../hive/cell.js';
 import { ControllerManagerToken, type ControllerManager } from '../../hive/controller/manager.js';
 import { HealthTreeToken, type HealthNode, type HealthTree } from '../../hive/health.js';
 import { JobsToken, type Jobs } from '../../hive/jobs.js';
-import { token } from '../../hive/token.js';
+import { groupToken, token } from '../../hive/token.js';
 import { packageVersion } from '../../api/repo-files.js';
 import type { StatusResponse } from '../../api/models.js';
 import { DatapathToken, type Datapath } from '../../datapath/types.js';
@@ -20,6 +20,15 @@ export interface AgentStatus {
 
 /** Token for the status collector. */
 export const AgentStatusToken = token<AgentStatus>('AgentStatus');
+
+/** A component status another cell adds to the StatusResponse (e.g. the kvstore's `kvstore` line). */
+export interface StatusSection {
+  readonly key: 'kvstore';
+  status(): { readonly state: 'Ok' | 'Warning' | 'Failure' | 'Disabled'; readonly msg: string };
+}
+
+/** Value group of the status sections cells contribute (provideInto). */
+export const StatusSectionsToken = groupToken<StatusSection>('StatusSections');
 
 /** The agent's version (package.json), shown in the state message. */
 export function agentVersion(): string {
@@ -65,6 +74,7 @@ export class StatusCollector implements AgentStatus {
     private readonly identities: IdentityAllocator,
     private readonly datapath: Datapath,
     jobs: Jobs,
+    private readonly sections: readonly StatusSection[] = [],
   ) {
     jobs.timer('status-probe-bpf-maps', async () => {
       const next = this.probeMaps();
@@ -107,7 +117,9 @@ export class StatusCollector implements AgentStatus {
     const controllers = this.controllers.statuses();
     const allocations = this.ipam.allocations();
     const mapsProbe = this.maps;
+    const sections = this.sections.map((x) => [x.key, x.status()] as const);
     const key = [
+      sections.map(([k, v]) => `${k}=${v.state}:${v.msg}`).join(','),
       tree,
       mapsProbe,
       controllers.map((c) => `${c.name}:${c.status['success-count']}:${c.status['failure-count']}`).join(','),
@@ -125,6 +137,7 @@ export class StatusCollector implements AgentStatus {
       ...(bpf ? { 'datapath-mode': 'veth' as const } : {}),
       ipam: ipamSummary(this.ipam.status(), allocations),
       controllers: controllers.map((c) => ({ ...c, configuration: { ...c.configuration }, status: { ...c.status } })),
+      ...Object.fromEntries(sections.map(([k, v]) => [k, { ...v }])),
       'identity-range': { 'min-identity': range.minGlobal, 'max-identity': range.maxGlobal },
       ...(bpf ? { 'bpf-maps': { maps: maps.map((m) => ({ ...m })) } } : {}),
       'cellium-health': healthModel(tree),
@@ -138,5 +151,5 @@ export class StatusCollector implements AgentStatus {
 export const agentStatusCell = module(
   'agent-status',
   'Agent status collector',
-  provide(AgentStatusToken, StatusCollector, HealthTreeToken, ControllerManagerToken, IPAMToken, IdentityAllocatorToken, DatapathToken, JobsToken),
+  provide(AgentStatusToken, StatusCollector, HealthTreeToken, ControllerManagerToken, IPAMToken, IdentityAllocatorToken, DatapathToken, JobsToken, StatusSectionsToken),
 );

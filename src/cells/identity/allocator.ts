@@ -5,11 +5,11 @@
  * the reserved identities is reference counted: the last release frees an identity, and `gc`
  * frees those nobody references (restored from the backend but not re-allocated).
  */
-import { Subject } from 'rxjs';
+import { Subject, type Subscription } from 'rxjs';
 import type { Logger } from '../../hive/logger.js';
 import { formatLabels, labelsKey, parseLabel, sortLabels, type Label } from '../../lib/labels.js';
 import { formatCidr, parseCidr } from '../../lib/addr.js';
-import type { IdentityBackend } from './backend.js';
+import type { IdentityBackend, IdentityBackendEvent } from './backend.js';
 import { cidrLabel } from './cidr.js';
 import { backendConflict, invalidLabels, rangeExhausted } from './errors.js';
 import { makeIdentity, reservedFor, reservedIdentities } from './reserved.js';
@@ -25,6 +25,12 @@ interface Entry {
   readonly key: string;
   readonly scope: 'global' | 'local';
   refs: number;
+  /**
+   * Whether this node holds its claim on the identity in the backend. False for identities a
+   * cluster-wide backend reports from other nodes (and for ours after the last release): known,
+   * so policy recognises them, but claimed again before this node uses one.
+   */
+  held: boolean;
 }
 
 /** Allocates identities; see the module comment. */
@@ -41,6 +47,7 @@ export class LocalIdentityAllocator implements IdentityAllocator {
   private nextGlobal = IDENTITY_RANGE.minGlobal;
   private nextLocal = IDENTITY_RANGE.localScope + 1;
   private loaded?: Promise<void>;
+  private events?: Subscription;
 
   constructor(
     private readonly backend: IdentityBackend,
@@ -50,13 +57,12 @@ export class LocalIdentityAllocator implements IdentityAllocator {
   /** Loads the backend's identities (once); they start without references until allocated. */
   load(): Promise<void> {
     this.loaded ??= this.backend.load().then((stored) => {
-      for (const s of stored) {
-        const ls = sortLabels(s.labels.map(parseLabel));
-        const key = labelsKey(ls);
-        if (this.byKey.has(key) || this.byId.has(s.id) || s.id < IDENTITY_RANGE.minGlobal || s.id > IDENTITY_RANGE.maxGlobal) continue;
-        this.insert({ identity: makeIdentity(s.id, ls, false), key, scope: 'global', refs: 0 });
-      }
+      const shared = !!this.backend.events$;
+      for (const s of stored) this.mirror(s, !shared);
       this.log?.info({ backend: this.backend.name, restored: stored.length }, 'identities restored');
+      // numbers start at a random point when agents share the range, so that they rarely race for one
+      if (shared) this.jumpGlobal();
+      this.events = this.backend.events$?.subscribe((ev) => this.onBackendEvent(ev));
     });
     return this.loaded;
   }
@@ -118,7 +124,7 @@ export class LocalIdentityAllocator implements IdentityAllocator {
 
   /** See IdentityAllocator. */
   async gc(): Promise<number> {
-    const unused = [...this.byId.values()].filter((e) => e.refs === 0);
+    const unused = [...this.byId.values()].filter((e) => e.refs === 0 && e.held);
     for (const e of unused) await this.free(e);
     if (unused.length) this.log?.info({ freed: unused.length }, 'identity GC freed unreferenced identities');
     return unused.length;
@@ -126,12 +132,41 @@ export class LocalIdentityAllocator implements IdentityAllocator {
 
   /** Waits for pending backend writes. */
   async close(): Promise<void> {
+    this.events?.unsubscribe();
     await this.backend.close();
+  }
+
+  /** Moves the next global number to a random point of the range. */
+  private jumpGlobal(): void {
+    this.nextGlobal = IDENTITY_RANGE.minGlobal + Math.floor(Math.random() * (IDENTITY_RANGE.maxGlobal - IDENTITY_RANGE.minGlobal));
+  }
+
+  /** Records a stored identity (no references) unless its number or labels are known already. */
+  private mirror(s: { readonly id: number; readonly labels: readonly string[] }, held: boolean): void {
+    const ls = sortLabels(s.labels.map(parseLabel));
+    const key = labelsKey(ls);
+    if (this.byKey.has(key) || this.byId.has(s.id) || s.id < IDENTITY_RANGE.minGlobal || s.id > IDENTITY_RANGE.maxGlobal) return;
+    this.insert({ identity: makeIdentity(s.id, ls, false), key, scope: 'global', refs: 0, held });
+  }
+
+  /** A cluster-wide backend's change: mirror identities of other nodes; forget unreferenced ones deleted there. */
+  private onBackendEvent(ev: IdentityBackendEvent): void {
+    if (ev.kind === 'upsert') return this.mirror(ev.identity, false);
+    const e = this.byId.get(ev.identity.id);
+    if (!e || e.scope !== 'global') return;
+    if (e.refs > 0) {
+      this.log?.warn({ id: e.identity.id }, 'identity deleted in the backend while in use here; it is claimed again on the next allocation');
+      e.held = false;
+      return;
+    }
+    this.byId.delete(e.identity.id);
+    this.byKey.delete(e.key);
+    this.subject.next({ kind: 'delete', identity: e.identity });
   }
 
   private async acquire(key: string, create: () => Promise<Entry>): Promise<{ identity: Identity; isNew: boolean }> {
     const have = this.byKey.get(key);
-    if (have) {
+    if (have?.held) {
       have.refs++;
       return { identity: have.identity, isNew: false };
     }
@@ -151,6 +186,14 @@ export class LocalIdentityAllocator implements IdentityAllocator {
   private async createGlobal(ls: Label[], prefer?: number): Promise<Entry> {
     const key = labelsKey(ls);
     const labels = formatLabels(ls);
+    const known = this.byKey.get(key);
+    if (known && !known.held) {
+      // known from the cluster (or released here before): claim the same number again
+      if ((await this.backend.claim(key, labels, known.identity.id)) === known.identity.id) {
+        known.held = true;
+        return known;
+      }
+    }
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
       const id = attempt === 0 && this.isFree('global', prefer) ? prefer! : this.freeNumber('global');
       this.claiming.add(id); // hold the number while the backend records it
@@ -160,8 +203,17 @@ export class LocalIdentityAllocator implements IdentityAllocator {
       } finally {
         this.claiming.delete(id);
       }
-      if (stored === undefined) continue;
-      const e: Entry = { identity: makeIdentity(stored, ls, false), key, scope: 'global', refs: 0 };
+      if (stored === undefined) {
+        // another agent took the number: its neighbours are likely taken too, so go elsewhere
+        if (this.backend.events$) this.jumpGlobal();
+        continue;
+      }
+      const mirrored = this.byKey.get(key);
+      if (mirrored?.identity.id === stored) {
+        mirrored.held = true;
+        return mirrored;
+      }
+      const e: Entry = { identity: makeIdentity(stored, ls, false), key, scope: 'global', refs: 0, held: true };
       this.insert(e);
       this.log?.debug({ id: stored, labels }, 'identity allocated');
       return e;
@@ -171,7 +223,7 @@ export class LocalIdentityAllocator implements IdentityAllocator {
 
   private async createLocal(ls: Label[], key: string, cidr: string, prefer?: number): Promise<Entry> {
     const id = this.isFree('local', prefer) ? prefer! : this.freeNumber('local');
-    const e: Entry = { identity: makeIdentity(id, ls, false), key, scope: 'local', refs: 0 };
+    const e: Entry = { identity: makeIdentity(id, ls, false), key, scope: 'local', refs: 0, held: true };
     this.insert(e);
     this.log?.debug({ id: e.identity.id, cidr }, 'CIDR identity allocated');
     return e;
@@ -181,14 +233,14 @@ export class LocalIdentityAllocator implements IdentityAllocator {
   private isFree(scope: 'global' | 'local', id: number | undefined): boolean {
     if (id === undefined || !Number.isInteger(id)) return false;
     const [min, max] = scope === 'global' ? [IDENTITY_RANGE.minGlobal, IDENTITY_RANGE.maxGlobal] : [IDENTITY_RANGE.localScope + 1, MAX_LOCAL];
-    return id >= min && id <= max && !this.byId.has(id) && !this.claiming.has(id);
+    return id >= min && id <= max && !this.byId.has(id) && !this.claiming.has(id) && !(scope === 'global' && this.backend.isTaken?.(id));
   }
 
   private freeNumber(scope: 'global' | 'local'): number {
     const [min, max] = scope === 'global' ? [IDENTITY_RANGE.minGlobal, IDENTITY_RANGE.maxGlobal] : [IDENTITY_RANGE.localScope + 1, MAX_LOCAL];
     let n = scope === 'global' ? this.nextGlobal : this.nextLocal;
     for (let i = 0; i <= max - min; i++, n = n >= max ? min : n + 1) {
-      if (!this.byId.has(n) && !this.claiming.has(n)) {
+      if (!this.byId.has(n) && !this.claiming.has(n) && !(scope === 'global' && this.backend.isTaken?.(n))) {
         const next = n >= max ? min : n + 1;
         if (scope === 'global') this.nextGlobal = next;
         else this.nextLocal = next;
@@ -206,6 +258,13 @@ export class LocalIdentityAllocator implements IdentityAllocator {
 
   private async free(e: Entry): Promise<void> {
     if (this.byId.get(e.identity.id) !== e) return;
+    if (e.scope === 'global' && this.backend.events$) {
+      // shared with the cluster: withdraw this node's claim; the identity stays known until deleted there
+      e.held = false;
+      this.log?.debug({ id: e.identity.id }, 'identity released');
+      await this.backend.remove(e.key);
+      return;
+    }
     this.byId.delete(e.identity.id);
     this.byKey.delete(e.key);
     this.subject.next({ kind: 'delete', identity: e.identity });

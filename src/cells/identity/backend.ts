@@ -3,7 +3,8 @@
  * asks the backend to record them; a cluster-wide backend (etcd, like Cilium's kvstore allocator)
  * can refuse a number another node took, or answer with the number the label set already has.
  */
-import { token } from '../../hive/token.js';
+import type { Observable } from 'rxjs';
+import { groupToken, token } from '../../hive/token.js';
 
 /** One stored identity. */
 export interface StoredIdentity {
@@ -27,7 +28,32 @@ export interface IdentityBackend {
   remove(key: string): Promise<void>;
   /** Waits for pending writes. */
   close(): Promise<void>;
+  /**
+   * A cluster-wide backend (etcd): identities other agents add and that disappear (GC), from its
+   * watch. With it, the allocator mirrors every identity of the cluster, and releasing the last
+   * reference only withdraws this node's claim (`remove`) instead of forgetting the identity.
+   */
+  readonly events$?: Observable<IdentityBackendEvent>;
+  /** Whether a number is taken in the cluster (the allocator does not offer it). */
+  isTaken?(id: number): boolean;
 }
+
+/** An identity appearing or disappearing in a cluster-wide backend. */
+export interface IdentityBackendEvent {
+  readonly kind: 'upsert' | 'delete';
+  readonly identity: StoredIdentity;
+}
+
+/**
+ * A backend another cell offers (the kvstore cell's etcd backend with --kvstore=etcd): the first
+ * choice with a backend wins over the embedded one.
+ */
+export interface IdentityBackendChoice {
+  readonly backend: IdentityBackend | undefined;
+}
+
+/** Value group of the backend choices (provideInto); empty in a single-node agent. */
+export const IdentityBackendChoicesToken = groupToken<IdentityBackendChoice>('IdentityBackendChoices');
 
 /** Token for the identity backend (the embedded one by default). */
 export const IdentityBackendToken = token<IdentityBackend>('IdentityBackend');

@@ -6,7 +6,7 @@ import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
 import { LocalIdentityAllocator } from './allocator.js';
-import { IdentityBackendToken, type IdentityBackend } from './backend.js';
+import { IdentityBackendChoicesToken, IdentityBackendToken, type IdentityBackend, type IdentityBackendChoice } from './backend.js';
 import { IdentityConfigToken, identityConfigSchema, type IdentityConfig } from './config.js';
 import { EmbeddedBackend } from './embedded-backend.js';
 import { IdentityAllocatorToken } from './types.js';
@@ -37,6 +37,10 @@ export const identityCell = module(
   'identity',
   'Security identities',
   config(IdentityConfigToken, identityConfigSchema),
-  provide(IdentityBackendToken, (sd: StateDirConfig) => new EmbeddedBackend(identityStateFile(sd.stateDir)), StateDirConfigToken),
+  provide(
+    IdentityBackendToken,
+    (sd: StateDirConfig, choices: readonly IdentityBackendChoice[]) => choices.find((c) => c.backend)?.backend ?? new EmbeddedBackend(identityStateFile(sd.stateDir)),
+    StateDirConfigToken, IdentityBackendChoicesToken,
+  ),
   provide(IdentityAllocatorToken, newAllocator, IdentityBackendToken, IdentityConfigToken, LifecycleToken, JobsToken, LoggerToken),
 );

@@ -4,7 +4,7 @@
  * Needs the statedir cell (StateDirConfigToken).
  */
 export * from './types.js';
-export { IdentityBackendToken, type IdentityBackend, type StoredIdentity } from './backend.js';
+export { IdentityBackendToken, IdentityBackendChoicesToken, type IdentityBackend, type IdentityBackendChoice, type IdentityBackendEvent, type StoredIdentity } from './backend.js';
 export { EmbeddedBackend } from './embedded-backend.js';
 export { LocalIdentityAllocator, IDENTITY_RANGE } from './allocator.js';
 export { IdentityConfigToken, identityConfigSchema, type IdentityConfig } from './config.js';

@@ -7,9 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../hive/logger.js';
-import { formatAddr, parseAddr, parseCidr, type Addr } from '../../lib/addr.js';
+import { formatAddr, formatCidr, parseAddr, parseCidr, type Addr } from '../../lib/addr.js';
 import type { IPAMConfig } from './config.js';
-import { IPAMError, inFlight, inUse, invalidIP, noPool, otherAllocation } from './errors.js';
+import { IPAMError, badRange, inFlight, inUse, invalidIP, noPool, otherAllocation } from './errors.js';
 import { Pool, type PoolEntry } from './pool.js';
 import type { AllocateOptions, AllocationStatus, EndpointAddress, Family, IPAM, IPAllocation, PoolStatus } from './types.js';
 
@@ -31,6 +31,16 @@ export class NodeIPAM implements IPAM {
   ) {
     if (cfg.ipv4Range) this.pools.set('ipv4', new Pool(parseCidr(cfg.ipv4Range)));
     if (cfg.ipv6Range) this.pools.set('ipv6', new Pool(parseCidr(cfg.ipv6Range)));
+  }
+
+  /** See IPAM. */
+  setPool(family: Family, cidr: string): void {
+    const c = parseCidr(cidr);
+    if (c.family !== family) throw badRange(family === 'ipv4' ? 'ipv4-range' : 'ipv6-range', cidr, `expected an ${family} CIDR`);
+    const old = this.pools.get(family);
+    if (old && !old.list().next().done) throw new IPAMError('in-use', `the ${family} pool ${old.cidrText} has allocations: its CIDR can only change before the first allocation`);
+    this.pools.set(family, new Pool(c));
+    this.log?.info({ family, cidr: formatCidr(c) }, 'IPAM pool set');
   }
 
   /** See IPAM. */

@@ -106,6 +106,11 @@ export interface IPAM {
   status(): PoolStatus[];
   /** Every address in use, the pools' and the out-of-pool ones, IPv4 first, in address order. */
   allocations(): AllocationStatus[];
+  /**
+   * Replaces a family's pool before anything is allocated from it (a pod CIDR the node claimed in
+   * the cluster pool at start). Throws IPAMError('in-use') once the pool has allocations.
+   */
+  setPool?(family: Family, cidr: string): void;
 }
 
 /** Token for IPAM. */

@@ -33,6 +33,7 @@ export function renderStatus(s: StatusResponse, verbose: boolean): string {
   let out = keyValues([
     ['Cellium', state(s.cilium)],
     ['Kubernetes', state(s.kubernetes)],
+    ['KVStore', state(s.kvstore)],
     ['CNI config', state(s['cni-file'])],
     ['Datapath mode', datapathLine(s)],
     ['IPAM', ipam ? `${allocated} allocated${pools.length ? ` from ${pools.join(', ')}` : ''}${ipam.status ? `   ${ipam.status}` : ''}` : undefined],

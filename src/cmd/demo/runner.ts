@@ -79,10 +79,14 @@ export async function cli(n: Narrator, socket: string, args: readonly string[], 
   return { code, stdout, stderr };
 }
 
-/** Starts the agent in the background; resolves once its API answers. */
-export async function startAgent(n: Narrator, flags: readonly string[], socket: string): Promise<ChildProcess> {
-  n.cmd(`cellium-agent ${flags.join(' ')} &`, '');
-  const p = spawn(process.execPath, [bins.agent, ...flags], { stdio: ['ignore', 'ignore', 'pipe'] });
+/**
+ * Starts the agent in the background; resolves once its API answers. `wrap` runs it through another
+ * command (the cluster demo: `nsenter --net=<node netns>`, which keeps the BPF filesystem in view).
+ */
+export async function startAgent(n: Narrator, flags: readonly string[], socket: string, wrap: readonly string[] = []): Promise<ChildProcess> {
+  n.cmd(`${wrap.length ? `${wrap.join(' ')} ` : ''}cellium-agent ${flags.join(' ')} &`, '');
+  const argv = [...wrap, process.execPath, bins.agent, ...flags];
+  const p = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   p.stderr!.on('data', (d: Buffer) => (log += d.toString()));
   const client = new CelliumClient({ socketPath: socket }, { timeoutMs: 2000 });

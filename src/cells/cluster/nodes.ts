@@ -1,0 +1,111 @@
+/**
+ * The node registry: this agent registers its node under `cilium/state/nodes/v1/<cluster>/<name>`
+ * (leased with the session, put again when the lease is renewed) and mirrors every other node of
+ * its cluster (list-then-watch). Without a kvstore it knows only itself.
+ */
+import { Subject } from 'rxjs';
+import type { Logger } from '../../hive/logger.js';
+import { KEYS, PrefixMirror, type KVStore, type MirrorEvent } from '../kvstore/index.js';
+import { nodeJson, parseNodeJson } from './node-json.js';
+import type { ClusterNode, NodeEvent, NodeRegistry } from './types.js';
+
+/** The registry; see the module comment. */
+export class KVNodeRegistry implements NodeRegistry {
+  private readonly nodes = new Map<string, ClusterNode>();
+  private readonly ids = new Map<string, number>();
+  private nextId = 1;
+  private readonly subject = new Subject<NodeEvent>();
+  /** See NodeRegistry. */
+  readonly events$ = this.subject.asObservable();
+  private mirror?: PrefixMirror;
+  private renewals?: { unsubscribe(): void };
+  private me: ClusterNode;
+
+  constructor(
+    private readonly kv: KVStore,
+    self: Omit<ClusterNode, 'local' | 'ipv4AllocCidr'>,
+    private readonly podCidr: () => string | undefined,
+    private readonly log: Logger,
+  ) {
+    this.me = { ...self, local: true };
+    this.nodes.set(this.me.name, this.me);
+    this.idOf(this.me.name);
+  }
+
+  /** The key of a node. */
+  keyOf(name: string): string {
+    return `${KEYS.nodes}${this.kv.config.clusterName}/${name}`;
+  }
+
+  /** Registers this node and starts mirroring the others. */
+  async start(): Promise<void> {
+    const cidr = this.podCidr();
+    this.me = { ...this.me, ...(cidr ? { ipv4AllocCidr: cidr } : {}) };
+    this.nodes.set(this.me.name, this.me);
+    if (!this.kv.enabled) return;
+    await this.register();
+    this.renewals = this.kv.sessionRenewed$.subscribe(() => {
+      this.register().catch((err: Error) => this.log.warn({ err: err.message }, 'could not register the node again'));
+    });
+    this.mirror = new PrefixMirror(this.kv.etcd, `${KEYS.nodes}${this.kv.config.clusterName}/`, this.log);
+    this.mirror.events$.subscribe((ev) => this.onMirror(ev));
+    await this.mirror.start();
+  }
+
+  private async register(): Promise<void> {
+    const lease = await this.kv.session();
+    await lease.put(this.keyOf(this.me.name)).value(nodeJson(this.me));
+    this.log.info({ node: this.me.name, ip: this.me.ipv4, podCIDR: this.me.ipv4AllocCidr }, 'node registered in the kvstore');
+  }
+
+  private onMirror(ev: MirrorEvent): void {
+    if (ev.key === this.me.name) return;
+    if (ev.kind === 'delete') {
+      const gone = this.nodes.get(ev.key);
+      if (!gone) return;
+      this.nodes.delete(ev.key);
+      this.subject.next({ kind: 'delete', node: gone });
+      this.log.info({ node: gone.name }, 'node left the cluster');
+      return;
+    }
+    const n = parseNodeJson(ev.value, this.me.name);
+    if (!n || n.name !== ev.key) {
+      this.log.warn({ key: ev.key }, 'ignoring a node record that is not Cilium\'s node JSON');
+      return;
+    }
+    this.idOf(n.name);
+    this.nodes.set(n.name, n);
+    this.subject.next({ kind: 'upsert', node: n });
+  }
+
+  private idOf(name: string): number {
+    let id = this.ids.get(name);
+    if (id === undefined) {
+      id = this.nextId++;
+      this.ids.set(name, id);
+    }
+    return id;
+  }
+
+  /** See NodeRegistry. */
+  self(): ClusterNode {
+    return this.me;
+  }
+
+  /** See NodeRegistry. */
+  list(): ClusterNode[] {
+    return [...this.nodes.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** See NodeRegistry. */
+  nodeIds(): { id: number; ips: string[] }[] {
+    return this.list().map((n) => ({ id: this.idOf(n.name), ips: [n.ipv4] })).sort((a, b) => a.id - b.id);
+  }
+
+  /** Stops watching; this node's key goes with the session lease. */
+  async stop(): Promise<void> {
+    this.renewals?.unsubscribe();
+    await this.mirror?.stop();
+    this.subject.complete();
+  }
+}

@@ -1,0 +1,58 @@
+/** The kvstore cell's wiring: its module, providers and what they are built from (index.ts is its public face). */
+import { config, module, provide, provideInto } from '../../hive/cell.js';
+import type { Health } from '../../hive/health.js';
+import { HealthToken } from '../../hive/health.js';
+import { JobsToken, type Jobs } from '../../hive/jobs.js';
+import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
+import { LoggerToken, type Logger } from '../../hive/logger.js';
+import { StatusSectionsToken, type StatusSection } from '../agent-status/index.js';
+import { IdentityBackendChoicesToken, IdentityConfigToken, type IdentityBackendChoice, type IdentityConfig } from '../identity/index.js';
+import { EtcdKVStore } from './client.js';
+import { EtcdIdentityBackend } from './identity-backend.js';
+import { KVIdentityGC } from './identity-gc.js';
+import { KVStoreConfigToken, kvstoreConfigSchema, type KVStoreConfig } from './config.js';
+import { KVStoreToken, type KVStore } from './types.js';
+
+/** How often the endpoints are probed for the status and the health tree. */
+export const KVSTORE_PROBE_INTERVAL_MS = 2000;
+
+/** Builds the kvstore: probed at start and on a timer, the session lease revoked and clients closed at stop. */
+function newKVStore(cfg: KVStoreConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger): EtcdKVStore {
+  const kv = new EtcdKVStore(cfg, health, log);
+  if (!kv.enabled) {
+    health.ok('disabled: a single node (no --kvstore)');
+    return kv;
+  }
+  lc.append({
+    name: 'kvstore',
+    onStart: async () => {
+      const s = await kv.probe();
+      log.info({ state: s.state, msg: s.msg }, 'kvstore connected');
+    },
+    onStop: () => kv.close(),
+  });
+  jobs.timer('kvstore-probe', async () => {
+    await kv.probe();
+  }, KVSTORE_PROBE_INTERVAL_MS);
+  return kv;
+}
+
+/** With --kvstore=etcd: the etcd identity backend, and cluster-wide identity GC every --identity-gc-interval. */
+function newIdentityBackend(kv: KVStore, cfg: IdentityConfig, jobs: Jobs, log: Logger): IdentityBackendChoice {
+  if (!kv.enabled) return { backend: undefined };
+  const gc = new KVIdentityGC(kv.etcd, log);
+  jobs.timer('identity-gc-kvstore', async () => {
+    await gc.run();
+  }, cfg.identityGcInterval);
+  return { backend: new EtcdIdentityBackend(kv, log) };
+}
+
+/** The kvstore cell. */
+export const kvstoreCell = module(
+  'kvstore',
+  'Cluster key-value store (etcd)',
+  config(KVStoreConfigToken, kvstoreConfigSchema),
+  provide(KVStoreToken, newKVStore, KVStoreConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken),
+  provideInto(IdentityBackendChoicesToken, newIdentityBackend, KVStoreToken, IdentityConfigToken, JobsToken, LoggerToken),
+  provideInto(StatusSectionsToken, (kv: KVStore): StatusSection => ({ key: 'kvstore', status: () => kv.status() }), KVStoreToken),
+);

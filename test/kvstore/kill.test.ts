@@ -1,0 +1,79 @@
+// kill -9 of an agent process (memory datapath) with a short lease TTL: the other node drops its
+// ipcache entries and its node after the TTL; restarted on the same state directory, it gets the
+// same pod CIDR back and its endpoint is restored and published again.
+import t from 'tap';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CelliumClient } from '../../src/api/client.js';
+import { podRequest } from '../api-integration/agent.js';
+import type { TestLike } from '../../src/hive/index.js';
+import { etcdSkip, startEtcd, type TestEtcd } from './etcd.js';
+
+const repo = join(import.meta.dirname, '../..');
+const built = existsSync(join(repo, 'dist/src/cmd/agent.js'));
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+interface Proc { proc: ChildProcess; client: CelliumClient; log: () => string }
+
+async function agent(t: TestLike, etcd: TestEtcd, dir: string, name: string, ip: string): Promise<Proc> {
+  const socket = join(dir, 'cellium.sock');
+  const proc = spawn(process.execPath, [join(repo, 'bin/cellium-agent.js'),
+    '--datapath-mode=memory', `--state-dir=${dir}/state`, `--socket-path=${socket}`, `--cni-delete-queue-dir=${dir}/dq`, `--bpf-root=${dir}/bpf`,
+    '--kvstore=etcd', `--kvstore-opt=etcd.config=${etcd.configFile()}`, '--kvstore-lease-ttl=4s', `--node-name=${name}`, `--node-ip=${ip}`,
+    '--cluster-pool-ipv4-cidr=10.173.0.0/16', '--cluster-pool-ipv4-mask-size=24', '--ipv6-range='], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  proc.stderr!.on('data', (b: Buffer) => (log = (log + b.toString()).slice(-4000)));
+  t.teardown(() => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  });
+  const client = new CelliumClient({ socketPath: socket }, { timeoutMs: 3000 });
+  t.teardown(() => client.close());
+  await until(`${name} to answer`, async () => {
+    if (proc.exitCode !== null) throw new Error(`${name} exited: ${log}`);
+    return existsSync(socket) && (await client.status({ brief: true })).cilium?.state === 'Ok';
+  });
+  return { proc, client, log: () => log };
+}
+
+t.test('kill -9 of an agent: its entries go from the other node after the TTL; a restart restores CIDR and endpoint', {
+  skip: !built ? 'dist/ not built: run npm run build' : etcdSkip(),
+}, async (t) => {
+  const etcd = await startEtcd(t);
+  const dirs = [0, 1].map(() => mkdtempSync(join(tmpdir(), 'cellium-kill-')));
+  t.teardown(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+  const a = await agent(t, etcd, dirs[0]!, 'node-a', '10.174.0.1');
+  const b = await agent(t, etcd, dirs[1]!, 'node-b', '10.174.0.2');
+  const poolA = (await a.client.ipam({ family: 'ipv4' })).pools?.find((p) => p.family === 'ipv4')?.cidr;
+  t.match(poolA, /^10\.173\.\d+\.0\/24$/);
+  const podIP = poolA!.replace(/0\/24$/, '10');
+  await a.client.createEndpoint(1, podRequest(1, { ipv4: podIP }, { labels: ['k8s:app=web'] }));
+  const has = async (ip: string) => (await b.client.ipList()).some((e) => e.cidr === `${ip}/32`);
+  await until('b to see a\'s pod', () => has(podIP));
+
+  a.proc.kill('SIGKILL');
+  const killed = Date.now();
+  await until('b to drop a\'s pod and node', async () => !(await has(podIP)) && !(await has('10.174.0.1')) && (await b.client.clusterNodes())['nodes-added']?.length === 1);
+  // the lease is renewed every third of the TTL, so it runs out between 2/3 of the TTL and the TTL after the kill
+  t.ok(Date.now() - killed >= 2000, `when the lease ran out, not at once (${Date.now() - killed} ms)`);
+
+  const a2 = await agent(t, etcd, dirs[0]!, 'node-a', '10.174.0.1');
+  t.equal((await a2.client.ipam({ family: 'ipv4' })).pools?.find((p) => p.family === 'ipv4')?.cidr, poolA, 'the same pod CIDR');
+  const ep = await until('the endpoint restored', async () => {
+    const e = await a2.client.getEndpoint(1);
+    return e.status?.state === 'ready' && e;
+  });
+  t.equal(ep.status?.networking?.addressing?.[0]?.ipv4, podIP, 'with its address');
+  await until('b to see the restored pod again', () => has(podIP));
+  t.pass('published again');
+});

@@ -1,0 +1,83 @@
+// PrefixMirror (list-then-watch): follows puts and deletes; when its connection is cut and the
+// revision it would resume from was compacted meanwhile, etcd cancels the watch and the mirror lists
+// the prefix again, emitting deletes for keys that vanished and upserts for new ones.
+import t from 'tap';
+import { createServer, connect, type Socket } from 'node:net';
+import { Etcd3 } from 'etcd3';
+import { PrefixMirror, type MirrorEvent } from '../../src/cells/kvstore/index.js';
+import { silentLogger } from '../../src/hive/index.js';
+import { etcdSkip, startEtcd } from './etcd.js';
+
+async function until(what: string, fn: () => boolean, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!fn()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A TCP proxy to etcd whose connections the test can cut (and refuse while blocked). */
+async function proxy(target: URL): Promise<{ url: string; block(): void; unblock(): void; close(): void }> {
+  const open = new Set<Socket>();
+  let blocked = false;
+  const server = createServer((client) => {
+    if (blocked) return client.destroy();
+    const up = connect(Number(target.port), target.hostname);
+    for (const s of [client, up]) {
+      open.add(s);
+      s.on('close', () => open.delete(s));
+      s.on('error', () => s.destroy());
+    }
+    client.pipe(up).pipe(client);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    block() {
+      blocked = true;
+      for (const s of open) s.destroy();
+    },
+    unblock() {
+      blocked = false;
+    },
+    close() {
+      for (const s of open) s.destroy();
+      server.close();
+    },
+  };
+}
+
+t.test('the mirror follows changes and resyncs after a compacted revision', { skip: etcdSkip() }, async (t) => {
+  const etcd = await startEtcd(t);
+  const p = await proxy(new URL(etcd.endpoint));
+  t.teardown(() => p.close());
+  const client = new Etcd3({ hosts: p.url });
+  t.teardown(() => client.close());
+  await etcd.client.put('cellium/m/a').value('1');
+  await etcd.client.put('cellium/m/b').value('2');
+  const m = new PrefixMirror(client, 'cellium/m/', silentLogger());
+  const events: MirrorEvent[] = [];
+  m.events$.subscribe((e) => events.push(e));
+  await m.start();
+  t.teardown(() => m.stop());
+  t.same([...m.entries], [['a', '1'], ['b', '2']], 'listed');
+  await etcd.client.put('cellium/m/c').value('3');
+  await etcd.client.delete().key('cellium/m/a');
+  await until('the watch to deliver', () => m.entries.has('c') && !m.entries.has('a'));
+  t.equal(m.lists, 1);
+
+  // cut the mirror off, change and compact behind its back, let it reconnect
+  p.block();
+  await etcd.client.delete().key('cellium/m/b');
+  await etcd.client.put('cellium/m/d').value('4');
+  const rev = (await etcd.client.get('cellium/m/d').exec()).header.revision;
+  await etcd.client.kv.compact({ revision: rev, physical: true });
+  events.length = 0;
+  p.unblock();
+  await until('the mirror to resync', () => m.lists === 2 && m.entries.has('d') && !m.entries.has('b'));
+  t.same([...m.entries].sort(), [['c', '3'], ['d', '4']], 'the copy matches etcd again');
+  t.same(events.map((e) => `${e.kind} ${e.key}`).sort(), ['delete b', 'upsert d'], 'the vanished key is emitted as a delete, the new one as an upsert');
+  await etcd.client.put('cellium/m/e').value('5');
+  await until('the new watch to deliver', () => m.entries.get('e') === '5');
+});
