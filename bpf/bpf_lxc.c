@@ -214,7 +214,7 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 egress)
 		if (err == -LB_REJECT) {
 			/* counted and reported as a no-backend drop; the sender gets an ICMP port unreachable */
 			drop(skb, DROP_NO_BACKEND, egress, &p, 0);
-			return p.family == FAMILY_IPV4 ? lb4_reject(skb) : TC_ACT_SHOT;
+			return p.family == FAMILY_IPV4 ? lb4_reject(skb) : lb6_reject(skb);
 		}
 		if (err < 0)
 			return drop(skb, -err, egress, &p, 0);

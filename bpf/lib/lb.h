@@ -230,8 +230,9 @@ static __always_inline __u16 csum_fold32(__s64 sum)
 
 /*
  * Turns an IPv4 packet into the ICMP port unreachable its sender gets back (from the address it
- * sent to, quoting its IP header and 8 bytes) and sends it back out of the interface it came in
- * on (towards the endpoint). Returns the TC action, TC_ACT_SHOT when the packet cannot be made.
+ * sent to, quoting its IP header and 8 bytes) and hands it straight to the endpoint's own interface
+ * (bpf_redirect_peer from the host veth's ingress). Returns the TC action, TC_ACT_SHOT when the
+ * packet cannot be made.
  * A global function.
  */
 __attribute__((noinline)) int lb4_reject(struct __sk_buff *skb)
@@ -277,7 +278,66 @@ __attribute__((noinline)) int lb4_reject(struct __sk_buff *skb)
 	if (bpf_skb_store_bytes(skb, 0, eth, 12, 0) < 0 || bpf_skb_store_bytes(skb, ETH_HLEN, &ip, sizeof(ip), 0) < 0 ||
 	    bpf_skb_store_bytes(skb, ETH_HLEN + sizeof(ip), icmp, sizeof(icmp), 0) < 0)
 		return TC_ACT_SHOT;
-	return bpf_redirect(skb->ifindex, 0);
+	/* into the pod's own interface (its ingress), not out of ours: to_container, whose ingress
+	 * policy would judge an ICMP error of a flow conntrack never saw, is not in the way */
+	return bpf_redirect_peer(skb->ifindex, 0);
+}
+
+/* The ICMPv6 checksum's pseudo header. */
+struct lb6_pseudo_hdr {
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__be32 len;
+	__be32 nexthdr;
+};
+
+/*
+ * lb4_reject for IPv6: the ICMPv6 destination unreachable / port unreachable (type 1 code 4) from
+ * the address the packet was sent to, quoting its IPv6 header and 8 bytes of payload, into the
+ * pod. A packet with extension headers is not answered (TC_ACT_SHOT). A global function.
+ */
+__attribute__((noinline)) int lb6_reject(struct __sk_buff *skb)
+{
+	__u8 eth[12], tmp[6];
+	struct ipv6hdr ip;
+	__u8 icmp[56] = {};
+	struct lb6_pseudo_hdr ph = {};
+	__s64 sum;
+
+	if (!skb)
+		return TC_ACT_SHOT;
+	if (bpf_skb_load_bytes(skb, 0, eth, 12) < 0 || bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)) < 0 ||
+	    (ip.nexthdr != IPPROTO_TCP && ip.nexthdr != IPPROTO_UDP))
+		return TC_ACT_SHOT;
+	if (bpf_skb_load_bytes(skb, ETH_HLEN, icmp + 8, 48) < 0)
+		return TC_ACT_SHOT;
+	icmp[0] = 1;	/* destination unreachable */
+	icmp[1] = 4;	/* port unreachable */
+	__builtin_memcpy(ph.saddr, &ip.daddr, 16);
+	__builtin_memcpy(ph.daddr, &ip.saddr, 16);
+	ph.len = bpf_htonl(sizeof(icmp));
+	ph.nexthdr = bpf_htonl(IPPROTO_ICMPV6);
+	sum = bpf_csum_diff(0, 0, (__be32 *)&ph, sizeof(ph), 0);
+	if (sum < 0)
+		return TC_ACT_SHOT;
+	sum = bpf_csum_diff(0, 0, (__be32 *)icmp, sizeof(icmp), (__u32)sum);
+	if (sum < 0)
+		return TC_ACT_SHOT;
+	*(__u16 *)&icmp[2] = csum_fold32(sum);
+	__builtin_memcpy(&ip.saddr, ph.saddr, 16);
+	__builtin_memcpy(&ip.daddr, ph.daddr, 16);
+	ip.payload_len = bpf_htons(sizeof(icmp));
+	ip.nexthdr = IPPROTO_ICMPV6;
+	ip.hop_limit = 64;
+	__builtin_memcpy(tmp, eth, 6);
+	__builtin_memcpy(eth, eth + 6, 6);
+	__builtin_memcpy(eth + 6, tmp, 6);
+	if (bpf_skb_change_tail(skb, ETH_HLEN + sizeof(ip) + sizeof(icmp), 0) < 0)
+		return TC_ACT_SHOT;
+	if (bpf_skb_store_bytes(skb, 0, eth, 12, 0) < 0 || bpf_skb_store_bytes(skb, ETH_HLEN, &ip, sizeof(ip), 0) < 0 ||
+	    bpf_skb_store_bytes(skb, ETH_HLEN + sizeof(ip), icmp, sizeof(icmp), 0) < 0)
+		return TC_ACT_SHOT;
+	return bpf_redirect_peer(skb->ifindex, 0);
 }
 
 /* Puts the rev-NAT index on the entry ct_create just wrote for an allowed new connection to a service. */
@@ -399,7 +459,7 @@ __attribute__((noinline)) int lb6_egress(struct __sk_buff *skb, struct pkt *p)
 	}
 	if (!backend_id) {
 		if (svc->count == 0)
-			return -DROP_NO_BACKEND;
+			return (svc->flags2 & SVC_FLAG2_NO_BACKEND_DROP) ? -DROP_NO_BACKEND : -LB_REJECT;
 		if (svc->flags & SVC_FLAG_AFFINITY) {
 			__builtin_memcpy(aff_key.client_ip, p->src, 16);
 			aff_key.rev_nat_id = svc->rev_nat_index;

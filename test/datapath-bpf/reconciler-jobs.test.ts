@@ -1,5 +1,6 @@
 // Privileged: in the agent's hive the BPF map reconcilers run as hive jobs, one per table
-// (datapath-bpf: reconcile-cellium_lxc, …_ipcache, …_policy), listed with the hive's jobs and each
+// (datapath-bpf: reconcile-cellium_lxc, …_ipcache, …_policy; loadbalancer: reconcile-lb-frontends),
+// listed with the hive's jobs and each
 // with its health scope in the health tree reporting its table's state after every round.
 import t from 'tap';
 import { HealthTreeToken, type HealthNode } from '../../src/hive/index.js';
@@ -25,7 +26,9 @@ t.test('the BPF map reconcilers are hive jobs with a health scope each', { skip:
   for (const table of ['cellium_lxc', 'cellium_ipcache', 'cellium_policy']) {
     t.ok(jobs.includes(`datapath-bpf: reconcile-${table}`), `datapath-bpf: reconcile-${table} is one of the hive's jobs`);
   }
+  t.ok(jobs.includes('loadbalancer: reconcile-lb-frontends'), 'so is the loadbalancer\'s reconciler of frontends into the LB maps');
   const tree = agent.h.get(HealthTreeToken);
+  t.match(findNode(tree.snapshot(), 'job-reconcile-lb-frontends')?.message, /: 0\/0 done$/, 'with its table in its health scope');
   const pod = await allocatePod(c, agent.client, 'rj');
   const ep = await agent.client.createEndpoint(0, endpointRequest(pod, ['k8s:app=rj']));
   t.ok(ep.id > 0, `endpoint ${ep.id} created`);

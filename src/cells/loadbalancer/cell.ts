@@ -39,8 +39,9 @@ function newServiceManager(cfg: LBConfig, sd: StateDirConfig, lc: Lifecycle, log
 
 /**
  * Builds the reconciler of the frontends table into the LB maps: at start it takes over what the
- * kernel holds (backend IDs, frontends), writes every desired frontend, then prunes what nobody
- * desires; afterwards it prunes every --bpf-map-prune-interval. The frontends' states go to the
+ * kernel holds (backend IDs, frontends); the reconciler runs as the job `reconcile-lb-frontends`,
+ * writes every desired frontend, then prunes what nobody desires; afterwards it prunes every
+ * --bpf-map-prune-interval. The frontends' states go to the
  * module's health (degraded with the newest errors while some fail).
  */
 function newReconciler(mgr: ServiceManager, maps: LBMapSet, cfg: LBConfig, bpf: BpfDatapathConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger): Reconciler<FrontendDesired> {
@@ -50,14 +51,15 @@ function newReconciler(mgr: ServiceManager, maps: LBMapSet, cfg: LBConfig, bpf: 
     onError: (key, err) => log.warn({ frontend: key, err: err.message }, 'writing a frontend into the LB maps failed; retried with backoff'),
   });
   lc.append({
-    name: 'lb-reconciler',
+    name: 'lb-maps-takeover',
     onStart: () => {
       const found = ops.restore();
       if (found) log.info({ frontends: found }, 'found frontends in the LB maps of a previous run');
-      r.start();
     },
-    onStop: () => r.stop(),
   });
+  // the reconciler is a hive job (after the start hooks: the takeover above came first), with
+  // the frontends table's state in its health scope after every round
+  jobs.oneShot('reconcile-lb-frontends', (ctx) => r.run(ctx));
   const report = (): void => {
     const st = mgr.status();
     const what = `${st.objects} frontends: ${st.done} done, ${st.pending} pending, ${st.errors} failing`;
