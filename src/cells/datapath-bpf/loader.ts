@@ -5,8 +5,10 @@
  * old program atomically. The program is bound to the very maps the reconcilers write: the
  * endpoint's policy map and the shared maps, with the sizes of the configuration.
  */
-import { readFileSync } from 'node:fs';
-import { type AttachMode, type BpfMap } from '../../bpf/index.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BpfMap, type AttachMode } from '../../bpf/index.js';
+import { LB_MAP_NAMES } from '../../datapath/lb-maps.js';
 import { LXC_PROGRAMS, endpointPrograms, isEndpointLoaded, isEndpointProgram, loadEndpointProgram, unloadEndpointProgram } from './lxc/index.js';
 import { DEFAULT_CT_TIMEOUTS, type CtTimeouts } from '../../datapath/conntrack.js';
 import { IPCACHE_MAP, LXC_MAP } from '../../datapath/map-names.js';
@@ -86,10 +88,19 @@ export class BpfLoader implements Loader {
     try {
       await this.gate(cfg);
       signal?.throwIfAborted();
-      const r = await loadEndpointProgram(cfg, {
-        bpfRoot: this.kernel.root, object: this.opts.object, mode: this.opts.mode, ctTimeouts: this.timeouts,
-        reuseMaps: { ...Object.fromEntries(Object.entries(this.boundMaps(cfg.id)).map(([n, m]) => [n, m.fd])), ...this.kernel.ct.fds(), ...this.kernel.sharedFds() },
-      });
+      const lb = this.pinnedLBMaps();
+      let r: Awaited<ReturnType<typeof loadEndpointProgram>>;
+      try {
+        r = await loadEndpointProgram(cfg, {
+          bpfRoot: this.kernel.root, object: this.opts.object, mode: this.opts.mode, ctTimeouts: this.timeouts,
+          reuseMaps: {
+            ...Object.fromEntries(Object.entries(this.boundMaps(cfg.id)).map(([n, m]) => [n, m.fd])), ...this.kernel.ct.fds(), ...this.kernel.sharedFds(),
+            ...Object.fromEntries(lb.map((m) => [m.name, m.map.fd])),
+          },
+        });
+      } finally {
+        for (const m of lb) m.map.close();
+      }
       this.attached.set(cfg.id, { ifName: cfg.ifName, ifIndex: cfg.ifIndex, progs: { from_container: r.attachments.from_container.progId, to_container: r.attachments.to_container.progId } });
       this.loads++;
     } catch (err) {
@@ -116,6 +127,26 @@ export class BpfLoader implements Loader {
     } finally {
       this.leave(id);
     }
+  }
+
+  /**
+   * The LB maps pinned under the BPF root (by the loadbalancer cell, at the sizes of
+   * --bpf-lb-map-max and --bpf-lb-maglev-table-size), opened for one load: the program binds these
+   * instead of libbpf refusing a pin whose size differs from the object's default. None pinned
+   * (no loadbalancer cell in the hive): the object's own definitions are pinned as before.
+   */
+  private pinnedLBMaps(): { name: string; map: BpfMap }[] {
+    const out: { name: string; map: BpfMap }[] = [];
+    try {
+      for (const name of Object.values(LB_MAP_NAMES)) {
+        const path = join(this.kernel.root, name);
+        if (existsSync(path)) out.push({ name, map: BpfMap.openPinned(path) });
+      }
+    } catch (err) {
+      for (const m of out) m.map.close();
+      throw err;
+    }
+    return out;
   }
 
   /** The conntrack lifetimes programs are loaded with. */

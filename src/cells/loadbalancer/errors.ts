@@ -1,5 +1,6 @@
 /** Errors of the loadbalancer cell: each names the field and the fix. */
 import { dirname } from 'node:path';
+import { ConfigError } from '../../hive/errors.js';
 
 /**
  * What went wrong: an invalid frontend (API 460), an invalid backend (461), other invalid input
@@ -63,4 +64,9 @@ export function storeUnreadable(file: string, problem: string): LBError {
 /** A change could not be made durable. */
 export function storeWriteFailed(file: string, problem: string): LBError {
   return new LBError('store', '', `cannot write the service store ${file} (${problem})`, `make ${dirname(file)} writable (free space, permissions) and send the change again`);
+}
+
+/** A Maglev table size the BPF datapath cannot read (bpf_lxc is compiled for one size). */
+export function maglevSizeUnsupported(size: number, compiled: number): ConfigError {
+  return new ConfigError('bpf-lb-maglev-table-size', `--bpf-lb-maglev-table-size=${size}: bpf_lxc is compiled for Maglev tables of ${compiled} entries and cannot read others; fix: leave the flag at ${compiled} with the BPF datapath (the memory datapath takes any of the listed sizes)`);
 }

@@ -6,7 +6,8 @@
  */
 import type { Logger } from '../../hive/logger.js';
 import { memoryLBMaps, type LBMapSet } from '../../datapath/lb-maps.js';
-import { openLBMaps } from '../../maps/lb/index.js';
+import { BPF_MAGLEV_TABLE_SIZE, openLBMaps } from '../../maps/lb/index.js';
+import { maglevSizeUnsupported } from './errors.js';
 import type { Datapath } from '../datapath/index.js';
 import type { BpfDatapathConfig } from '../datapath-bpf/index.js';
 import type { LBConfig } from './config.js';
@@ -32,6 +33,7 @@ export function lazyLBMaps(open: () => LBMapSet): LBMapSet {
 export function selectLBMaps(dp: Datapath, bpf: BpfDatapathConfig, cfg: LBConfig, log: Logger): LBMapSet {
   if (dp.lbMaps) return dp.lbMaps;
   if (dp.mode !== 'bpf') return memoryLBMaps(cfg.bpfLbMapMax);
+  if (cfg.bpfLbMaglevTableSize !== BPF_MAGLEV_TABLE_SIZE) throw maglevSizeUnsupported(cfg.bpfLbMaglevTableSize, BPF_MAGLEV_TABLE_SIZE);
   return lazyLBMaps(() =>
     openLBMaps(bpf.bpfRoot, cfg.bpfLbMapMax, cfg.bpfLbMaglevTableSize, (r) => log.warn({ map: r.name, path: r.path, have: r.have, want: r.want }, 'replaced a pinned LB map of another layout (its entries are rewritten)')),
   );
