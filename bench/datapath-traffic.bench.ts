@@ -9,18 +9,17 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { bpfAvailable, ensureBpffs } from '../src/bpf/index.js';
 import { CtMaps, openIPCacheMap, openPolicyMap, syncPolicyMap } from '../src/maps/index.js';
 import { loadEndpointProgram, unloadEndpointProgram } from '../src/cells/datapath-bpf/lxc/index.js';
 import type { PolicyEntry } from '../src/datapath/types.js';
+import { ip, podTopology, removeTopology } from './lib/pods.js';
 import { printTable, ratio } from './lib/report.js';
 
 const ROUNDS = 3;
 const SECONDS = 4;
 const IPERF_PORT = 5201;
 const SOCKPERF_PORT = 11111;
-const ip = (...args: string[]): string => execFileSync('ip', args, { encoding: 'utf8' });
 const id = randomBytes(3).toString('hex');
 const NODE = `clbn-${id}`;
 const PODS = { client: { ns: `clbc-${id}`, addr: '10.250.0.2', lxc: `lxcc${id}` }, server: { ns: `clbs-${id}`, addr: '10.250.0.3', lxc: `lxcs${id}` } };
@@ -42,32 +41,11 @@ function missing(): string | undefined {
 }
 
 function topology(): void {
-  ip('netns', 'add', NODE);
-  ip('-n', NODE, 'link', 'set', 'lo', 'up');
-  execFileSync('ip', ['netns', 'exec', NODE, 'sysctl', '-qw', 'net.ipv4.ip_forward=1']);
-  for (const p of Object.values(PODS)) {
-    ip('netns', 'add', p.ns);
-    ip('-n', NODE, 'link', 'add', p.lxc, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', p.ns);
-    ip('-n', NODE, 'link', 'set', p.lxc, 'up');
-    const mac = (JSON.parse(ip('-n', NODE, '-j', 'link', 'show', p.lxc)) as { address: string }[])[0]!.address;
-    ip('-n', p.ns, 'link', 'set', 'lo', 'up');
-    ip('-n', p.ns, 'addr', 'add', `${p.addr}/32`, 'dev', 'eth0');
-    ip('-n', p.ns, 'link', 'set', 'eth0', 'up');
-    ip('-n', p.ns, 'route', 'add', 'default', 'via', GATEWAY, 'dev', 'eth0', 'onlink');
-    ip('-n', p.ns, 'neigh', 'add', GATEWAY, 'lladdr', mac, 'dev', 'eth0', 'nud', 'permanent');
-    ip('-n', NODE, 'route', 'add', `${p.addr}/32`, 'dev', p.lxc, 'scope', 'link');
-  }
+  podTopology(NODE, Object.values(PODS), GATEWAY);
 }
 
 function cleanup(): void {
-  for (const ns of [NODE, PODS.client.ns, PODS.server.ns]) {
-    try {
-      ip('netns', 'del', ns);
-    } catch {
-      // not created
-    }
-  }
-  rmSync(ROOT, { recursive: true, force: true });
+  removeTopology([NODE, PODS.client.ns, PODS.server.ns], ROOT);
 }
 
 function ifindex(dev: string): number {

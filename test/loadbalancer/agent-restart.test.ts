@@ -11,8 +11,8 @@ import {
   Cleanup, agentProcess, agentProcessSkip, allocatePod, cli, endpointRequest, until, type Pod,
 } from '../datapath-bpf/fixtures.js';
 
-const POOL = '10.163.0.0/24';
-const VIP = '10.163.96.10';
+const POOL = '10.177.0.0/24';
+const VIP = '10.177.96.10';
 
 function manifest(backends: readonly Pod[]): string {
   const svc = {
