@@ -14,7 +14,7 @@ import { CtMaps, openIPCacheMap, openPolicyMap, syncPolicyMap } from '../src/map
 import { loadEndpointProgram, unloadEndpointProgram } from '../src/cells/datapath-bpf/lxc/index.js';
 import type { PolicyEntry } from '../src/datapath/types.js';
 import { ip, podTopology, removeTopology } from './lib/pods.js';
-import { printTable, ratio } from './lib/report.js';
+import { median, printTable, ratio } from './lib/report.js';
 
 const ROUNDS = 3;
 const SECONDS = 4;
@@ -126,11 +126,6 @@ function pingPong(): Promise<number> {
     if (!m) throw new Error(`sockperf printed no p50:\n${out}`);
     return Number(m[1]);
   });
-}
-
-function median(v: readonly number[]): number {
-  const s = [...v].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
 }
 
 async function main(): Promise<void> {

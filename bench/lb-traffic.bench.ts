@@ -14,7 +14,7 @@ import { loadEndpointProgram, unloadEndpointProgram } from '../src/cells/datapat
 import { LBOps, LBServiceManager } from '../src/cells/loadbalancer/index.js';
 import type { PolicyEntry } from '../src/datapath/types.js';
 import { ip, podTopology, removeTopology } from './lib/pods.js';
-import { printTable, ratio } from './lib/report.js';
+import { median, printTable, ratio } from './lib/report.js';
 
 const ROUNDS = 4;
 const SECONDS = 3;
@@ -125,11 +125,6 @@ async function connRate(dst: string): Promise<number> {
   } finally {
     s.kill('SIGKILL');
   }
-}
-
-function median(v: readonly number[]): number {
-  const s = [...v].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
 }
 
 async function main(): Promise<void> {

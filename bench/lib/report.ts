@@ -46,6 +46,12 @@ export async function time(fn: () => unknown): Promise<number> {
   return performance.now() - t0;
 }
 
+/** The middle sample (the upper one of an even count). */
+export function median(v: readonly number[]): number {
+  const s = [...v].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
 /** Formats a number for a table cell. */
 export function fmt(x: number, digits = 3): string {
   if (!Number.isFinite(x)) return String(x);
