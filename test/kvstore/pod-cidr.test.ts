@@ -71,27 +71,33 @@ t.test('after a new session lease the node claims the same CIDR again, or says c
   const dir = mkdtempSync(join(tmpdir(), 'cellium-podcidr-renew-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const renewed = new Subject<void>();
+  // the lease and the claimer are released in the body, not in teardowns: tap runs teardowns in
+  // the order they were added, so etcd would be stopped first and the lease's keep-alive would
+  // hold the process open until tap's timeout
   const lease = etcd.client.lease(30);
-  t.teardown(() => lease.revoke().catch(() => undefined));
   const kv = { enabled: true, config: { clusterName: 'default', nodeName: 'node-a' }, etcd: etcd.client, session: async () => lease, sessionRenewed$: renewed.asObservable() };
   const logged: string[] = [];
   const log = pino({ level: 'info' }, { write: (line: string) => void logged.push(line) });
   const claimer = new PodCIDRClaimer(kv as never, '10.166.128.0/20', 24, join(dir, 'pod-cidr.json'), log);
-  t.teardown(() => claimer.stop());
-  const cidr = await claimer.claim();
-  const key = `${PODCIDR_PREFIX}default/${cidr.replace('/', '_')}`;
-  t.equal(await etcd.client.get(key).string(), 'node-a');
+  try {
+    const cidr = await claimer.claim();
+    const key = `${PODCIDR_PREFIX}default/${cidr.replace('/', '_')}`;
+    t.equal(await etcd.client.get(key).string(), 'node-a');
 
-  await etcd.client.delete().key(key); // the claim expired with the old lease
-  renewed.next();
-  await until(async () => (await etcd.client.get(key).string()) === 'node-a');
-  t.pass('claimed again');
+    await etcd.client.delete().key(key); // the claim expired with the old lease
+    renewed.next();
+    await until(async () => (await etcd.client.get(key).string()) === 'node-a');
+    t.pass('claimed again');
 
-  await etcd.client.put(key).value('node-z'); // another node took it meanwhile
-  renewed.next();
-  await until(async () => logged.some((l) => l.includes(`pod CIDR ${cidr} was claimed by node-z`)));
-  t.equal(await etcd.client.get(key).string(), 'node-z', 'the other node keeps it');
-  t.equal(claimer.current(), cidr, 'this node goes on with its pool');
+    await etcd.client.put(key).value('node-z'); // another node took it meanwhile
+    renewed.next();
+    await until(async () => logged.some((l) => l.includes(`pod CIDR ${cidr} was claimed by node-z`)));
+    t.equal(await etcd.client.get(key).string(), 'node-z', 'the other node keeps it');
+    t.equal(claimer.current(), cidr, 'this node goes on with its pool');
+  } finally {
+    claimer.stop();
+    await lease.revoke().catch(() => undefined);
+  }
 });
 
 async function until(fn: () => Promise<boolean>, ms = 10_000): Promise<void> {
