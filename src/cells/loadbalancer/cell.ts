@@ -6,7 +6,7 @@ import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { Reconciler } from '../../lib/reconciler/index.js';
 import { LBMapsToken, type LBMapSet } from '../../datapath/lb-maps.js';
-import { DatapathToken } from '../datapath/index.js';
+import { DatapathToken, type Datapath } from '../datapath/index.js';
 import { BpfDatapathConfigToken, type BpfDatapathConfig } from '../datapath-bpf/index.js';
 import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
 import { LBConfigToken, lbConfigSchema, type LBConfig } from './config.js';
@@ -16,6 +16,7 @@ import { LBServiceManager } from './manager.js';
 import { ServiceStore, serviceStoreFile } from './store.js';
 import { ServiceManagerToken, type FrontendDesired, type ServiceManager } from './types.js';
 import { token } from '../../hive/token.js';
+import { attachSockLB, detachSockLB, resolveCgroupRoot, SOCK_HOOKS } from './sock-lb.js';
 
 /** How often the frontends' status is reported to the health tree. */
 const STATUS_INTERVAL_MS = 5000;
@@ -76,6 +77,42 @@ function newReconciler(mgr: ServiceManager, maps: LBMapSet, cfg: LBConfig, bpf: 
   return r;
 }
 
+/** Token of socket load balancing's start hook (constructed after the reconciler: the LB maps are pinned by then). */
+export const SockLBToken = token<{ readonly hook: string }>('SockLB');
+
+/**
+ * Socket load balancing's start hook: with the BPF datapath and --bpf-lb-sock, attaches (or
+ * atomically replaces) bpf_sock's programs at the cgroup of --cgroup-root; with
+ * --bpf-lb-sock=false detaches what an earlier start attached; with the memory datapath it says
+ * in one line that nothing is attached. A cgroup or program that cannot be used stops the start.
+ */
+function newSockLB(dp: Datapath, maps: LBMapSet, cfg: LBConfig, bpf: BpfDatapathConfig, lc: Lifecycle, log: Logger, _r: Reconciler<FrontendDesired>): { hook: string } {
+  const hook = 'lb-sock';
+  lc.append({
+    name: hook,
+    onStart: async () => {
+      if (dp.mode !== 'bpf') {
+        log.info({ datapath: dp.mode }, `socket load balancing not attached: the ${dp.mode} datapath has no cgroup programs (host processes do not reach services)`);
+        return;
+      }
+      if (!cfg.bpfLbSock) {
+        const n = detachSockLB(bpf.bpfRoot);
+        if (n) log.info({ detached: n }, 'socket load balancing off (--bpf-lb-sock=false): detached the socket programs of an earlier start');
+        return;
+      }
+      const cgroup = resolveCgroupRoot(cfg.cgroupRoot);
+      void maps.services4; // the LB maps pinned (the kernel maps open on first use)
+      const r = await attachSockLB({
+        bpfRoot: bpf.bpfRoot, cgroup, revMapMax: cfg.bpfSockRevMapMax,
+        onReplace: (x) => log.warn({ map: x.name, path: x.path, have: x.have, want: x.want }, 'replaced a pinned reverse-socket map of another layout'),
+      });
+      const replaced = SOCK_HOOKS.filter((h) => r[h].replaced).length;
+      log.info({ cgroup, programs: SOCK_HOOKS.length, replaced, moved: SOCK_HOOKS.filter((h) => r[h].moved).length }, replaced ? 'socket load balancing: programs replaced atomically' : 'socket load balancing attached');
+    },
+  });
+  return { hook };
+}
+
 /** The loadbalancer cell. */
 export const loadBalancerCell = module(
   'loadbalancer',
@@ -85,4 +122,6 @@ export const loadBalancerCell = module(
   provide(LBMapsToken, selectLBMaps, DatapathToken, BpfDatapathConfigToken, LBConfigToken, LoggerToken),
   provide(LBReconcilerToken, newReconciler, ServiceManagerToken, LBMapsToken, LBConfigToken, BpfDatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken),
   invoke('lb-reconciler', (_r: Reconciler<FrontendDesired>) => undefined, LBReconcilerToken),
+  provide(SockLBToken, newSockLB, DatapathToken, LBMapsToken, LBConfigToken, BpfDatapathConfigToken, LifecycleToken, LoggerToken, LBReconcilerToken),
+  invoke('lb-sock', (_s: { hook: string }) => undefined, SockLBToken),
 );
