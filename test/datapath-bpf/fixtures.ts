@@ -286,7 +286,7 @@ export interface AgentProcess {
   readonly dir: string;
   readonly socketPath: string;
   readonly client: CelliumClient;
-  /** Spawns the agent (bpf datapath, the pool, prune every second, plus the extra flags). */
+  /** Spawns the agent (bpf datapath, the pool, prune every second, no socket load balancing, plus the extra flags, which win). */
   start(): ReturnType<typeof spawnAgent>;
   /** Waits (up to 60 s) until the spawned agent serves the API; false when it exited or never did. */
   up(agent: ReturnType<typeof spawnAgent>): Promise<boolean>;
@@ -299,7 +299,9 @@ export function agentProcess(c: Cleanup, name: string, pool: string, extraArgs: 
   const socketPath = join(dir, 'cellium.sock');
   const args = [
     `--socket-path=${socketPath}`, `--state-dir=${join(dir, 'state')}`, `--cni-delete-queue-dir=${join(dir, 'q')}`,
-    `--bpf-root=${root}`, `--ipv4-range=${pool}`, '--datapath-mode=bpf', '--bpf-map-prune-interval=1s', ...extraArgs,
+    `--bpf-root=${root}`, `--ipv4-range=${pool}`, '--datapath-mode=bpf', '--bpf-map-prune-interval=1s',
+    // socket load balancing off unless the test asks (its default is the machine's root cgroup)
+    '--bpf-lb-sock=false', ...extraArgs,
   ];
   const client = new CelliumClient({ socketPath });
   c.teardown(() => client.close());
