@@ -21,7 +21,7 @@ import { resolveCgroupRoot, SOCK_HOOKS, sockLinkPath } from '../../src/cells/loa
 import { ConfigError } from '../../src/hive/errors.js';
 import { ip, uniq } from '../bpf/fixtures/topology.js';
 import {
-  Cleanup, agentProcess, agentProcessSkip, allocatePod, endpointRequest, spawnAgent, tempDir, until, type Pod,
+  Cleanup, agentProcess, agentProcessSkip, allocatePod, cli, endpointRequest, spawnAgent, tempDir, until, type Pod,
 } from '../datapath-bpf/fixtures.js';
 
 const POOL = '10.183.0.0/24';
@@ -183,6 +183,16 @@ t.test('host processes in the cgroup reach ClusterIPs through socket load balanc
   } finally {
     rev.close();
   }
+
+  const listed = await cli(a.socketPath, 'bpf', 'lb', 'list', '--sock', '--bpf-root', a.root);
+  t.equal(listed.code, 0, `cellium bpf lb list --sock: ${listed.err}`);
+  t.match(listed.out, /^SOCKET COOKIE\s+BACKEND\s+FRONTEND \(REVNAT_ID\)$/m, 'its header');
+  t.match(listed.out, new RegExp(`^\\d+\\s+10\\.183\\.0\\.\\d+:5353\\s+${VIP.replace(/\./g, '\\.')}:53 \\(2\\)$`, 'm'), 'a UDP socket\'s backend -> the VIP, service 2');
+  const json = await cli(a.socketPath, '-o', 'json', 'bpf', 'lb', 'list', '--sock', '--bpf-root', a.root);
+  t.ok((JSON.parse(json.out) as { frontend: string; revNat: number }[]).some((e) => e.frontend === `${VIP}:80` && e.revNat === 1), '-o json: a TCP socket -> the VIP:80, service 1');
+  const missing = await cli(a.socketPath, 'bpf', 'lb', 'list', '--sock', '--bpf-root', join(a.dir, 'no-such-root'));
+  t.not(missing.code, 0, 'no maps pinned: an error');
+  t.match(missing.err, /no reverse-socket map pinned at .*: is the agent running with --datapath-mode=bpf, --bpf-lb-sock=true/, 'naming what to check');
 
   const before = links(a.root);
   t.ok(SOCK_HOOKS.every((h) => before[h]), 'a pinned link per hook');
