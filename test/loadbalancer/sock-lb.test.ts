@@ -13,6 +13,8 @@
 // nothing.
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createSocket } from 'node:dgram';
+import { createServer, type AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BpfMap, cgroupPrograms, cgroupV2Mount, pinnedCgroupLink, type CgroupHook } from '../../src/bpf/index.js';
@@ -28,6 +30,28 @@ const POOL = '10.183.0.0/24';
 const VIPS = '10.183.96.0/24';
 const VIP = '10.183.96.10';
 const EMPTY_VIP = '10.183.96.20';
+const VIPS6 = 'fd00:183:96::/64';
+const VIP6 = 'fd00:183:96::10';
+
+/** TCP and UDP echo servers on ::1 in this process (host network namespace, outside the test cgroup): IPv6 backends. */
+async function loopbackEchoes(c: Cleanup): Promise<{ tcpPort: number; udpPort: number; hits: () => number }> {
+  let n = 0;
+  const tcp = createServer((sock) => {
+    n++;
+    sock.on('error', () => undefined);
+    sock.pipe(sock);
+  });
+  await new Promise<void>((r) => tcp.listen(0, '::1', r));
+  const udp = createSocket('udp6');
+  udp.on('message', (msg, rinfo) => {
+    n++;
+    udp.send(msg, rinfo.port, rinfo.address);
+  });
+  await new Promise<void>((r) => udp.bind(0, '::1', r));
+  c.teardown(() => new Promise<void>((r) => tcp.close(() => r())));
+  c.teardown(() => udp.close());
+  return { tcpPort: (tcp.address() as AddressInfo).port, udpPort: udp.address().port, hits: () => n };
+}
 
 /** A client process in the host network namespace (sock-client.mjs): one command, one answer. */
 class Client {
@@ -130,9 +154,14 @@ t.test('host processes in the cgroup reach ClusterIPs through socket load balanc
   const cg = join(cgroupV2Mount()!, `cellium-test-socklb-${uniq()}`);
   mkdirSync(cg);
   c.teardown(() => rmdirSync(cg));
+  const cg2 = join(cgroupV2Mount()!, `cellium-test-socklb2-${uniq()}`); // a later --cgroup-root
+  mkdirSync(cg2);
+  c.teardown(() => rmdirSync(cg2));
   // the VIPs are not routed: an untranslated connect is answered by this route (EACCES), not sent anywhere
   ip('route', 'add', 'prohibit', VIPS);
   c.teardown(() => ip('route', 'del', 'prohibit', VIPS));
+  ip('-6', 'route', 'add', 'prohibit', VIPS6);
+  c.teardown(() => ip('-6', 'route', 'del', 'prohibit', VIPS6));
 
   const a = agentProcess(c, 'socklb', POOL, ['--bpf-lb-sock=true', `--cgroup-root=${cg}`]);
   let agent = a.start();
@@ -148,6 +177,9 @@ t.test('host processes in the cgroup reach ClusterIPs through socket load balanc
   await a.client.putService(1, { 'frontend-address': { ip: VIP, port: 80, protocol: 'tcp' }, 'backend-addresses': backends.map((b) => ({ ip: b.ip, port: 8080 })), flags });
   await a.client.putService(2, { 'frontend-address': { ip: VIP, port: 53, protocol: 'udp' }, 'backend-addresses': backends.map((b) => ({ ip: b.ip, port: 5353, protocol: 'udp' })), flags });
   await a.client.putService(3, { 'frontend-address': { ip: EMPTY_VIP, port: 80, protocol: 'tcp' }, 'backend-addresses': [], flags: { ...flags, name: 'empty' } });
+  const lo6 = await loopbackEchoes(c);
+  await a.client.putService(4, { 'frontend-address': { ip: VIP6, port: 80, protocol: 'tcp' }, 'backend-addresses': [{ ip: '::1', port: lo6.tcpPort }], flags: { ...flags, name: 'v6' } });
+  await a.client.putService(5, { 'frontend-address': { ip: VIP6, port: 53, protocol: 'udp' }, 'backend-addresses': [{ ip: '::1', port: lo6.udpPort, protocol: 'udp' }], flags: { ...flags, name: 'v6' } });
   t.ok(await until(async () => (await a.client.listServices()).every((s) => s.status?.['cellium-state']?.state === 'done'), 10000), 'every frontend is done in the kernel maps');
 
   const inside = new Client(c);
@@ -175,6 +207,13 @@ t.test('host processes in the cgroup reach ClusterIPs through socket load balanc
   t.same(await inside.ask('tcp', EMPTY_VIP, '80'), ['err', 'ECONNREFUSED'], 'a service without backends: the connect is refused at once');
   t.same(await inside.ask('tcp', VIP, '81'), ['err', 'EHOSTUNREACH'], 'a port the VIP does not have: unreachable (its wildcard entry)');
   t.same(await outside.ask('tcp', VIP, '80'), ['err', 'EACCES'], 'a process outside the cgroup is not translated (the prohibit route answers)');
+
+  t.same(await inside.ask('tcp', VIP6, '80'), ['ok', `[${VIP6}]:80`], 'IPv6: TCP to the VIP reaches the backend on ::1, getpeername shows the VIP');
+  t.same(await inside.ask('udp', VIP6, '53'), ['ok', `[${VIP6}]:53`], 'IPv6: UDP sendto, the echo comes from the VIP');
+  t.same(await inside.ask('udpc', VIP6, '53'), ['ok', `[${VIP6}]:53`, `[${VIP6}]:53`], 'IPv6: connected UDP');
+  t.equal(lo6.hits(), 3, 'the IPv6 backends served them');
+  t.same(await inside.ask('tcp', VIP6, '81'), ['err', 'EHOSTUNREACH'], 'IPv6: a port the VIP does not have');
+  t.same(await outside.ask('tcp', VIP6, '80'), ['err', 'EACCES'], 'IPv6: a process outside the cgroup is not translated');
 
   const rev = BpfMap.openPinned(join(a.root, REVERSE_SK_MAP_NAMES.reverseSk4));
   try {
@@ -213,12 +252,24 @@ t.test('host processes in the cgroup reach ClusterIPs through socket load balanc
   t.same(await inside.ask('tcp', VIP, '80'), ['ok', `${VIP}:80`], 'after the restart: TCP through the VIP');
   t.same(await inside.ask('udpc', VIP, '53'), ['ok', `${VIP}:53`, `${VIP}:53`], 'after the restart: UDP through the VIP');
 
+  // another --cgroup-root: the programs move (a new link on the new cgroup first, then the old one released)
   agent.proc.kill('SIGTERM');
   await agent.exited;
-  const off = agentProcessWith(a, ['--bpf-lb-sock=false', `--cgroup-root=${cg}`], c);
+  const moved = agentProcessWith(a, ['--bpf-lb-sock=true', `--cgroup-root=${cg2}`], c);
+  t.ok(await a.up(moved), 'the agent with another --cgroup-root serves the API', { log: moved.log() });
+  t.ok(await until(() => /"moved":8/.test(moved.log()), 10000), 'every link moved', { log: moved.log() });
+  t.same(attachedPerHook(cg2), Object.fromEntries(SOCK_HOOKS.map((h) => [h, 1])), 'one program per hook at the new cgroup');
+  t.same(attachedPerHook(cg), Object.fromEntries(SOCK_HOOKS.map((h) => [h, 0])), 'none left at the old one');
+  t.same(await inside.ask('tcp', VIP, '80'), ['err', 'EACCES'], 'the client in the old cgroup is no longer translated');
+  writeFileSync(join(cg2, 'cgroup.procs'), String(inside.proc.pid));
+  t.same(await inside.ask('tcp', VIP, '80'), ['ok', `${VIP}:80`], 'moved into the new cgroup, it is');
+
+  moved.proc.kill('SIGTERM');
+  await moved.exited;
+  const off = agentProcessWith(a, ['--bpf-lb-sock=false', `--cgroup-root=${cg2}`], c);
   t.ok(await a.up(off), 'the agent with --bpf-lb-sock=false serves the API', { log: off.log() });
   t.ok(await until(() => /detached the socket programs/.test(off.log()), 10000), 'it detached the socket programs', { log: off.log() });
-  t.same(attachedPerHook(cg), Object.fromEntries(SOCK_HOOKS.map((h) => [h, 0])), 'no program at any hook of the cgroup');
+  t.same(attachedPerHook(cg2), Object.fromEntries(SOCK_HOOKS.map((h) => [h, 0])), 'no program at any hook of the cgroup');
   t.ok(SOCK_HOOKS.every((h) => !existsSync(sockLinkPath(a.root, h))), 'no link pins');
   t.same(await inside.ask('tcp', VIP, '80'), ['err', 'EACCES'], 'the client is no longer translated');
 });
