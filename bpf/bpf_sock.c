@@ -353,56 +353,28 @@ static __always_inline int fwd_verdict(int r)
 	return SYS_PROCEED;
 }
 
-SEC("cgroup/connect4")
-int sock4_connect(struct bpf_sock_addr *ctx)
-{
-	return fwd_verdict(sock4_xlate(ctx, 1));
+/* A forward hook (connect, sendmsg): translated, or failed with the translation's errno. */
+#define SOCK_FWD_PROG(sec, name, xlate)					\
+SEC(sec) int name(struct bpf_sock_addr *ctx)				\
+{									\
+	return fwd_verdict(xlate(ctx, 1));				\
 }
 
-SEC("cgroup/sendmsg4")
-int sock4_sendmsg(struct bpf_sock_addr *ctx)
-{
-	return fwd_verdict(sock4_xlate(ctx, 1));
+/* A reverse hook (recvmsg, getpeername): the frontend shown again where there is one; never fails. */
+#define SOCK_REV_PROG(sec, name, xlate)					\
+SEC(sec) int name(struct bpf_sock_addr *ctx)				\
+{									\
+	xlate(ctx, 0);							\
+	return SYS_PROCEED;						\
 }
 
-SEC("cgroup/recvmsg4")
-int sock4_recvmsg(struct bpf_sock_addr *ctx)
-{
-	sock4_xlate(ctx, 0);
-	return SYS_PROCEED;
-}
-
-SEC("cgroup/getpeername4")
-int sock4_getpeername(struct bpf_sock_addr *ctx)
-{
-	sock4_xlate(ctx, 0);
-	return SYS_PROCEED;
-}
-
-SEC("cgroup/connect6")
-int sock6_connect(struct bpf_sock_addr *ctx)
-{
-	return fwd_verdict(sock6_xlate(ctx, 1));
-}
-
-SEC("cgroup/sendmsg6")
-int sock6_sendmsg(struct bpf_sock_addr *ctx)
-{
-	return fwd_verdict(sock6_xlate(ctx, 1));
-}
-
-SEC("cgroup/recvmsg6")
-int sock6_recvmsg(struct bpf_sock_addr *ctx)
-{
-	sock6_xlate(ctx, 0);
-	return SYS_PROCEED;
-}
-
-SEC("cgroup/getpeername6")
-int sock6_getpeername(struct bpf_sock_addr *ctx)
-{
-	sock6_xlate(ctx, 0);
-	return SYS_PROCEED;
-}
+SOCK_FWD_PROG("cgroup/connect4", sock4_connect, sock4_xlate)
+SOCK_FWD_PROG("cgroup/sendmsg4", sock4_sendmsg, sock4_xlate)
+SOCK_REV_PROG("cgroup/recvmsg4", sock4_recvmsg, sock4_xlate)
+SOCK_REV_PROG("cgroup/getpeername4", sock4_getpeername, sock4_xlate)
+SOCK_FWD_PROG("cgroup/connect6", sock6_connect, sock6_xlate)
+SOCK_FWD_PROG("cgroup/sendmsg6", sock6_sendmsg, sock6_xlate)
+SOCK_REV_PROG("cgroup/recvmsg6", sock6_recvmsg, sock6_xlate)
+SOCK_REV_PROG("cgroup/getpeername6", sock6_getpeername, sock6_xlate)
 
 char _license[] SEC("license") = "Dual BSD/GPL";

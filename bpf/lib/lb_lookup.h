@@ -19,87 +19,60 @@
 #define SVC_FLAG2_NO_BACKEND_DROP (1 << 6)
 
 /*
- * The master entry of key->address:key->dport for key->proto, else for proto 0 (key->proto is left
- * at the one that matched, so the slots are looked up under it). NULL when there is none; then
- * *no_port says whether the address is a VIP with a wildcard entry (a port it does not have).
+ * lb4_lookup_service(key, no_port) / lb6_lookup_service: the master entry of
+ * key->address:key->dport for key->proto, else for proto 0 (key->proto is left at the one that
+ * matched, so the slots are looked up under it). NULL when there is none; then *no_port says
+ * whether the address is a VIP with a wildcard entry (a port it does not have). One body for
+ * both families (the key type and map differ).
  */
-static __always_inline struct lb4_service *lb4_lookup_service(struct lb4_key *key, int *no_port)
-{
-	struct lb4_service *svc;
-	__be16 dport = key->dport;
-	__u8 proto = key->proto;
-
-	*no_port = 0;
-	svc = bpf_map_lookup_elem(&cellium_lb4_services, key);
-	if (svc)
-		return svc;
-	key->proto = 0;
-	svc = bpf_map_lookup_elem(&cellium_lb4_services, key);
-	if (svc)
-		return svc;
-	key->dport = 0;
-	*no_port = bpf_map_lookup_elem(&cellium_lb4_services, key) != 0;
-	key->dport = dport;
-	key->proto = proto;
-	return 0;
+#define LB_LOOKUP_SERVICE(name, key_type, services)						\
+static __always_inline struct lb4_service *name(struct key_type *key, int *no_port)		\
+{												\
+	struct lb4_service *svc;								\
+	__be16 dport = key->dport;								\
+	__u8 proto = key->proto;								\
+												\
+	*no_port = 0;										\
+	svc = bpf_map_lookup_elem(&services, key);						\
+	if (svc)										\
+		return svc;									\
+	key->proto = 0;										\
+	svc = bpf_map_lookup_elem(&services, key);						\
+	if (svc)										\
+		return svc;									\
+	key->dport = 0;										\
+	*no_port = bpf_map_lookup_elem(&services, key) != 0;					\
+	key->dport = dport;									\
+	key->proto = proto;									\
+	return 0;										\
 }
 
-/* lb4_lookup_service for IPv6. */
-static __always_inline struct lb4_service *lb6_lookup_service(struct lb6_key *key, int *no_port)
-{
-	struct lb4_service *svc;
-	__be16 dport = key->dport;
-	__u8 proto = key->proto;
-
-	*no_port = 0;
-	svc = bpf_map_lookup_elem(&cellium_lb6_services, key);
-	if (svc)
-		return svc;
-	key->proto = 0;
-	svc = bpf_map_lookup_elem(&cellium_lb6_services, key);
-	if (svc)
-		return svc;
-	key->dport = 0;
-	*no_port = bpf_map_lookup_elem(&cellium_lb6_services, key) != 0;
-	key->dport = dport;
-	key->proto = proto;
-	return 0;
-}
+LB_LOOKUP_SERVICE(lb4_lookup_service, lb4_key, cellium_lb4_services)
+LB_LOOKUP_SERVICE(lb6_lookup_service, lb6_key, cellium_lb6_services)
 
 /*
- * The backend in slot 1 + n % count of the service whose master `key` found (its ID in *id); NULL
- * when the service has no backends for new flows or the slot or backend is missing.
+ * lb4_slot_backend(key, svc, n, id) / lb6_slot_backend: the backend in slot 1 + n % count of the
+ * service whose master `key` found (its ID in *id); NULL when the service has no backends for new
+ * flows or the slot or backend is missing.
  */
-static __always_inline struct lb4_backend *lb4_slot_backend(struct lb4_key *key, const struct lb4_service *svc, __u32 n, __u32 *id)
-{
-	struct lb4_service *slot;
-
-	if (!svc->count)
-		return 0;
-	key->backend_slot = (n % svc->count) + 1;
-	slot = bpf_map_lookup_elem(&cellium_lb4_services, key);
-	key->backend_slot = 0;
-	if (!slot)
-		return 0;
-	*id = slot->backend_id;
-	return bpf_map_lookup_elem(&cellium_lb4_backends, id);
+#define LB_SLOT_BACKEND(name, key_type, backend_type, services, backends)			\
+static __always_inline struct backend_type *name(struct key_type *key, const struct lb4_service *svc, __u32 n, __u32 *id) \
+{												\
+	struct lb4_service *slot;								\
+												\
+	if (!svc->count)									\
+		return 0;									\
+	key->backend_slot = (n % svc->count) + 1;						\
+	slot = bpf_map_lookup_elem(&services, key);						\
+	key->backend_slot = 0;									\
+	if (!slot)										\
+		return 0;									\
+	*id = slot->backend_id;									\
+	return bpf_map_lookup_elem(&backends, id);						\
 }
 
-/* lb4_slot_backend for IPv6. */
-static __always_inline struct lb6_backend *lb6_slot_backend(struct lb6_key *key, const struct lb4_service *svc, __u32 n, __u32 *id)
-{
-	struct lb4_service *slot;
-
-	if (!svc->count)
-		return 0;
-	key->backend_slot = (n % svc->count) + 1;
-	slot = bpf_map_lookup_elem(&cellium_lb6_services, key);
-	key->backend_slot = 0;
-	if (!slot)
-		return 0;
-	*id = slot->backend_id;
-	return bpf_map_lookup_elem(&cellium_lb6_backends, id);
-}
+LB_SLOT_BACKEND(lb4_slot_backend, lb4_key, lb4_backend, cellium_lb4_services, cellium_lb4_backends)
+LB_SLOT_BACKEND(lb6_slot_backend, lb6_key, lb6_backend, cellium_lb6_services, cellium_lb6_backends)
 
 /*
  * ClientIP affinity: the backend a client's unexpired choice names (the master's backend_id is the
