@@ -8,7 +8,8 @@
 // without backends is refused at once, a port the VIP lacks is unreachable; a client outside the
 // cgroup is not translated (a prohibit route on the VIPs answers it with EACCES). After kill -9
 // the pinned links keep translating; a restart swaps their programs in place (same links, one
-// program per hook); a start with --bpf-lb-sock=false detaches them. Flags that cannot be used
+// program per hook), a link detached from outside is attached again, another --cgroup-root moves
+// them, and a start with --bpf-lb-sock=false detaches them. Flags that cannot be used
 // stop the agent with the flag and the fix; the memory datapath says in one line it attaches
 // nothing.
 import t from 'tap';
@@ -17,7 +18,7 @@ import { createSocket } from 'node:dgram';
 import { createServer, type AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BpfMap, cgroupPrograms, cgroupV2Mount, pinnedCgroupLink, type CgroupHook } from '../../src/bpf/index.js';
+import { BpfMap, cgroupPrograms, cgroupV2Mount, detachCgroup, pinnedCgroupLink, type CgroupHook } from '../../src/bpf/index.js';
 import { REVERSE_SK_MAP_NAMES, reverseSkEntries } from '../../src/maps/lb/index.js';
 import { resolveCgroupRoot, SOCK_HOOKS, sockLinkPath } from '../../src/cells/loadbalancer/index.js';
 import { ConfigError } from '../../src/hive/errors.js';
@@ -251,6 +252,12 @@ t.test('host processes in the cgroup reach ClusterIPs through socket load balanc
   t.same(attachedPerHook(cg), Object.fromEntries(SOCK_HOOKS.map((h) => [h, 1])), 'still one program per hook');
   t.same(await inside.ask('tcp', VIP, '80'), ['ok', `${VIP}:80`], 'after the restart: TCP through the VIP');
   t.same(await inside.ask('udpc', VIP, '53'), ['ok', `${VIP}:53`, `${VIP}:53`], 'after the restart: UDP through the VIP');
+
+  // a link detached behind the agent's back is attached again within a prune round (1 s here)
+  t.ok(detachCgroup(sockLinkPath(a.root, 'connect4')), 'connect4 detached from outside the agent');
+  t.ok(await until(() => cgroupPrograms(cg, 'connect4').length === 1 && pinnedCgroupLink(sockLinkPath(a.root, 'connect4')) !== undefined, 10000), 'the agent attached it again', { log: agent.log() });
+  t.match(agent.log(), /programs found detached; attaching them again/, 'and said so');
+  t.same(await inside.ask('tcp', VIP, '80'), ['ok', `${VIP}:80`], 'TCP through the VIP again');
 
   // another --cgroup-root: the programs move (a new link on the new cgroup first, then the old one released)
   agent.proc.kill('SIGTERM');

@@ -19,5 +19,5 @@ export { applyManifests, type ImportResult } from './k8s-import.js';
 export { LBOps, PROTO_NUMBER, serviceFlags, takesNewFlows, type LBOpsOptions } from './lb-ops.js';
 export { BackendIds } from './backend-ids.js';
 export { selectLBMaps, lazyLBMaps } from './lb-maps.js';
-export { attachSockLB, detachSockLB, resolveCgroupRoot, sockLinkPath, SOCK_PROGRAMS, SOCK_HOOKS, type SockLBOptions, type SockLBAttachment } from './sock-lb.js';
+export { attachSockLB, detachSockLB, resolveCgroupRoot, sockLinkPath, sockLBProblems, SOCK_PROGRAMS, SOCK_HOOKS, type SockLBOptions, type SockLBAttachment } from './sock-lb.js';
 export * from './cell.js';

@@ -4,11 +4,13 @@
  * cgroup of --cgroup-root through bpf_links pinned under --bpf-root (links/sock_<hook>). A start
  * swaps the programs of the pinned links atomically (the hooks are never empty; while the agent is
  * down the old programs keep translating); a start with --bpf-lb-sock=false detaches them.
+ * sockLBProblems finds links gone or detached since (the periodic check attaches them again).
  */
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  attachCgroup, BpfMap, BpfObject, cgroupV2Mount, cgroupV2Problem, detachCgroup, objectPath, type CgroupAttachment, type CgroupHook,
+  attachCgroup, BpfMap, BpfObject, CgroupAttachType, cgroupId, cgroupV2Mount, cgroupV2Problem, detachCgroup, objectPath, pinnedCgroupLink,
+  type CgroupAttachment, type CgroupHook,
 } from '../../bpf/index.js';
 import { LB_MAP_NAMES } from '../../datapath/lb-maps.js';
 import { openReverseSkMaps, REVERSE_SK_MAP_NAMES } from '../../maps/lb/index.js';
@@ -99,4 +101,29 @@ export function detachSockLB(bpfRoot: string): number {
   let n = 0;
   for (const f of readdirSync(dir)) if (/^sock_/.test(f) && detachCgroup(join(dir, f))) n++;
   return n;
+}
+
+/**
+ * What is wrong with the socket programs attached at `cgroup` (one line per hook: a link pin
+ * missing, or its link no longer attached there); empty when every hook has its link.
+ */
+export function sockLBProblems(bpfRoot: string, cgroup: string): string[] {
+  let id: number;
+  try {
+    id = cgroupId(cgroup);
+  } catch (err) {
+    return [`the cgroup ${cgroup} cannot be read (${(err as Error).message})`];
+  }
+  const out: string[] = [];
+  for (const hook of SOCK_HOOKS) {
+    const path = sockLinkPath(bpfRoot, hook);
+    try {
+      const l = pinnedCgroupLink(path);
+      if (!l) out.push(`${hook}: no link pinned at ${path}`);
+      else if (l.cgroupId !== id || l.attachType !== CgroupAttachType[hook]) out.push(`${hook}: the link pinned at ${path} is no longer attached to ${cgroup}`);
+    } catch (err) {
+      out.push(`${hook}: ${(err as Error).message}`);
+    }
+  }
+  return out;
 }
