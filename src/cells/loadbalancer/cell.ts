@@ -16,6 +16,7 @@ import { LBServiceManager } from './manager.js';
 import { ServiceStore, serviceStoreFile } from './store.js';
 import { ServiceManagerToken, type FrontendDesired, type ServiceManager } from './types.js';
 import { token } from '../../hive/token.js';
+import { sockAttachFailed } from './errors.js';
 import { attachSockLB, detachSockLB, resolveCgroupRoot, sockLBProblems, SOCK_HOOKS, type SockLBAttachment } from './sock-lb.js';
 
 /** How often the frontends' status is reported to the health tree. */
@@ -111,7 +112,12 @@ function newSockLB(dp: Datapath, maps: LBMapSet, cfg: LBConfig, bpf: BpfDatapath
       }
       cgroup = resolveCgroupRoot(cfg.cgroupRoot);
       void maps.services4; // the LB maps pinned (the kernel maps open on first use)
-      const r = await attach();
+      let r: SockLBAttachment;
+      try {
+        r = await attach();
+      } catch (err) {
+        throw sockAttachFailed(cgroup, err);
+      }
       const replaced = SOCK_HOOKS.filter((x) => r[x].replaced).length;
       log.info({ cgroup, programs: SOCK_HOOKS.length, replaced, moved: SOCK_HOOKS.filter((x) => r[x].moved).length }, replaced ? 'socket load balancing: programs replaced atomically' : 'socket load balancing attached');
       h.ok(`${SOCK_HOOKS.length} programs attached at ${cgroup}`);

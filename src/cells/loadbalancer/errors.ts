@@ -85,3 +85,17 @@ export function noCgroupV2(): ConfigError {
 export function sockObjectMissing(path: string): ConfigError {
   return new ConfigError('bpf-lb-sock', `--bpf-lb-sock=true: the socket load-balancing programs are not built (${path} missing); fix: run npm run build (needs clang and libbpf-dev), or turn socket load balancing off with --bpf-lb-sock=false`);
 }
+
+/** Socket load balancing could not be loaded or attached (the start stops; links of an earlier start keep their programs). */
+export class SockLBError extends Error {
+  override readonly name = 'SockLBError';
+}
+
+/** Wraps a failed load or attach of bpf_sock with what was done and the fix (a ConfigError, which names its flag, as it is). */
+export function sockAttachFailed(cgroup: string, err: unknown): Error {
+  if (err instanceof ConfigError) return err;
+  return new SockLBError(
+    `socket load balancing: loading bpf_sock or attaching it to ${cgroup} failed: ${(err as Error).message}; fix: see the cause above (kernel >= 5.18 for cgroup links and bpf_set_retval, root or CAP_BPF+CAP_NET_ADMIN), or turn socket load balancing off with --bpf-lb-sock=false (links attached by an earlier start keep translating until then)`,
+    { cause: err },
+  );
+}
