@@ -58,9 +58,8 @@ export function bpfRoot(c: Cleanup): string {
   return r.root;
 }
 
-/** The whole agent (src/cells.ts) in this process with --datapath-mode=bpf on `root` (plus `config`); a client on its temporary socket. */
-export async function startBpfAgent(c: Cleanup, root: string, pool: string, config: Record<string, unknown> = {}): Promise<{ dir: string; socketPath: string; client: CelliumClient; h: TestHive }> {
-  const dir = tempDir(c, 'agent');
+/** The whole agent (src/cells.ts) in this process with --datapath-mode=bpf on `root` (plus `config`); a client on its socket in `dir` (a restart passes the same). */
+export async function startBpfAgent(c: Cleanup, root: string, pool: string, config: Record<string, unknown> = {}, dir = tempDir(c, 'agent')): Promise<{ dir: string; socketPath: string; client: CelliumClient; h: TestHive }> {
   const socketPath = join(dir, 'cellium.sock');
   const h = await testHive(c, agentCells, {
     config: { ...isolatedDirs(dir), 'bpf-root': root, 'socket-path': socketPath, 'datapath-mode': 'bpf', 'ipv4-range': pool, ...config },

@@ -20,4 +20,5 @@ export { LBOps, PROTO_NUMBER, serviceFlags, takesNewFlows, type LBOpsOptions } f
 export { BackendIds } from './backend-ids.js';
 export { selectLBMaps, lazyLBMaps } from './lb-maps.js';
 export { attachSockLB, detachSockLB, resolveCgroupRoot, sockLinkPath, sockLBProblems, SOCK_PROGRAMS, SOCK_HOOKS, type SockLBOptions, type SockLBAttachment } from './sock-lb.js';
+export { rebindOnReplacedLBMaps, lbRebindCell } from './rebind.js';
 export * from './cell.js';
