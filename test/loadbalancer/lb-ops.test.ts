@@ -142,3 +142,31 @@ t.test('after a restart: backend IDs are taken over, orphans and drift are prune
   t.ok(kernel.services4.get({ address: '10.96.0.1', port: 80, slot: 0, proto: 6, scope: 0 }));
   await r.stop();
 });
+
+t.test('the wildcard entry of a VIP lives as long as a ClusterIP frontend on it, and goes when its frontend becomes another type', async (t) => {
+  const maps = memoryLBMaps();
+  const ops = new LBOps(maps, { algorithm: 'random', maglevTableSize: 251, maxBackends: 100 });
+  const mgr = new LBServiceManager();
+  const wildcard = { address: '10.96.7.1', port: 0, slot: 0, proto: 0, scope: 0 };
+  const sync = async (): Promise<void> => {
+    const dels = mgr.frontends.deletions();
+    t.same((await ops.delete(dels)).size, 0);
+    for (const k of dels) mgr.frontends.deleted(k);
+    t.same((await ops.update(mgr.frontends.due().map((o) => [o.key, o.value] as const))).size, 0);
+  };
+  mgr.upsert(upsert('default/a', '10.96.7.1', 80, [be('10.0.7.1', 8080)]));
+  mgr.upsert(upsert('default/b', '10.96.7.1', 81, [be('10.0.7.1', 8081)]));
+  await sync();
+  t.ok(maps.services4.get(wildcard), 'two ClusterIPs on the VIP: its wildcard entry');
+  mgr.deleteService('default/a');
+  await sync();
+  t.ok(maps.services4.get(wildcard), 'one left: the wildcard stays');
+  const asNodePort = upsert('default/b', '10.96.7.1', 81, [be('10.0.7.1', 8081)]);
+  mgr.upsert({ ...asNodePort, frontends: asNodePort.frontends.map((f) => ({ ...f, type: 'NodePort' as const })) });
+  await sync();
+  t.notOk(maps.services4.get(wildcard), 'its last ClusterIP became a NodePort: no wildcard (other ports of the address are not dropped)');
+  t.ok(maps.services4.get({ address: '10.96.7.1', port: 81, slot: 0, proto: 6, scope: 0 }), 'the NodePort frontend itself is written');
+  mgr.deleteService('default/b');
+  await sync();
+  t.same(maps.services4.entries(), [], 'nothing left');
+});

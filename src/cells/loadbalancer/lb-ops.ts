@@ -223,6 +223,7 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
     const { flags, flags2 } = serviceFlags(fe, this.opts.noBackendResponse);
     m.svc.set([[base, { backendId: fe.affinityTimeoutSec, count: active.length, qcount: others.length, revNat: fe.id, flags, flags2 }]]);
     if (fe.type === 'ClusterIP') this.useWildcard(family, base, key);
+    else this.dropWildcard(key, base);
     // 6. slots above the new count
     const total = ordered.length;
     if (prev && prev.total > total) {
@@ -248,7 +249,7 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
     if (!w) return;
     const m = this.fam(w.family);
     m.svc.delete([w.base]);
-    this.dropWildcard(key);
+    this.dropWildcard(key, w.base);
     m.rn.delete([w.revNat]);
     if (w.maglev) m.mg.delete([w.revNat]);
     const slots: LBServiceKey[] = [];
@@ -272,7 +273,7 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
   }
 
   private useWildcard(family: 4 | 6, base: LBServiceKey, fe: string): void {
-    const key: LBServiceKey = { address: base.address, port: 0, slot: 0, proto: 0, scope: base.scope };
+    const key = wildcardOf(base);
     const text = formatKey(key);
     let wc = this.wildcards.get(text);
     if (!wc) {
@@ -282,13 +283,19 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
     wc.users.add(fe);
   }
 
-  private dropWildcard(fe: string): void {
-    for (const [text, wc] of this.wildcards) {
-      if (!wc.users.delete(fe) || wc.users.size) continue;
-      this.fam(wc.family).svc.delete([wc.key]);
-      this.wildcards.delete(text);
-    }
+  /** Frontend `fe` (master key `base`) no longer uses its address's wildcard entry: deleted with its last user. */
+  private dropWildcard(fe: string, base: LBServiceKey): void {
+    const text = formatKey(wildcardOf(base));
+    const wc = this.wildcards.get(text);
+    if (!wc || !wc.users.delete(fe) || wc.users.size) return;
+    this.fam(wc.family).svc.delete([wc.key]);
+    this.wildcards.delete(text);
   }
+}
+
+/** The wildcard entry (port 0, any protocol) of a master key's address. */
+function wildcardOf(base: LBServiceKey): LBServiceKey {
+  return { address: base.address, port: 0, slot: 0, proto: 0, scope: base.scope };
 }
 
 function formatKey(k: LBServiceKey): string {
