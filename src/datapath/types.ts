@@ -97,9 +97,10 @@ export interface Verdict {
   /**
    * Drop reason when not allowed: 'policy' (no match), 'policy-deny' (a deny entry),
    * 'ct-insert-failed' (a new connection's conntrack entry could not be written), 'no-service' (a
-   * port a service VIP does not have), 'no-backend' (a service without backends for new flows).
+   * port a service VIP does not have), 'no-backend' (a service without backends for new flows),
+   * 'invalid-source' (the pod sent it from an address that is not its own).
    */
-  readonly reason?: 'policy' | 'policy-deny' | 'ct-insert-failed' | 'no-service' | 'no-backend';
+  readonly reason?: 'policy' | 'policy-deny' | 'ct-insert-failed' | 'no-service' | 'no-backend' | 'invalid-source';
   /** Identity the peer address resolved to (after service translation: the backend's). */
   readonly peerIdentity: number;
   /**
