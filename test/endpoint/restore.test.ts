@@ -180,3 +180,44 @@ t.test('nothing is restored or regenerated before the stored policy is back; a f
   t.equal(h2.get(EndpointManagerImplToken).size, 0, 'no endpoint was restored');
   t.same(bad.policy.resolved, [], 'and none regenerated');
 });
+
+t.test('a missing policy store under endpoints that enforced rules stops the start; without rules before, it does not', async (t) => {
+  const dir = tempStateDir(t, 'policy-lost');
+  const m1 = mocks();
+  m1.policy.revision = 5; // rules were imported: the endpoint realizes revision 5
+  const one = await hive(t, dir, m1);
+  const ep = await one.api.createEndpoint(ctx, req(1, { labels: ['k8s:app=web'] }));
+  const plain = await one.api.createEndpoint(ctx, req(2));
+  await one.h.hive.stop();
+
+  const start = (found: boolean) => {
+    const m = mocks();
+    m.policy.revision = 1;
+    m.policyRestore = { done: Promise.resolve({ file: '/state/policies.json', found }) };
+    const replace = [...m.replace.filter(([tok]) => tok !== PolicyRestoreToken), [PolicyRestoreToken, m.policyRestore] as const];
+    return testHive(t, [statedirCell, endpointCell], { replace, config: { 'state-dir': dir }, start: false });
+  };
+  const h = await start(false);
+  await t.rejects(h.hive.start(), new RegExp(`hook "endpoint-restore".*the policy store /state/policies\\.json is missing, but stored endpoints (${ep.id}, ${plain.id}|${plain.id}, ${ep.id}) enforced policy revision 5 from it; .*fix: restore /state/policies\\.json from a backup; or, .*create it empty: printf '\\{"version":1,"revision":5,"rules":\\[\\],"cidrIdentities":\\{\\}\\}\\\\n' > /state/policies\\.json`), 'the start fails naming the file, the endpoints and the way out');
+  t.equal(h.get(EndpointManagerImplToken).size, 0, 'no endpoint was restored');
+  t.ok(existsSync(join(dir, String(ep.id), 'ep_config.json')), 'the endpoint state is left in place');
+
+  const h2 = await start(true);
+  await h2.hive.start();
+  t.teardown(() => h2.hive.stop());
+  t.equal(h2.get(EndpointManagerImplToken).size, 2, 'with the store found, both endpoints are restored');
+  await h2.hive.stop();
+
+  // endpoints that never saw a rule (revision 1): no store is what they had
+  const fresh = tempStateDir(t, 'policy-never');
+  const two = await hive(t, fresh);
+  await two.api.createEndpoint(ctx, req(3));
+  await two.h.hive.stop();
+  const m = mocks();
+  m.policyRestore = { done: Promise.resolve({ file: '/state/policies.json', found: false }) };
+  const replace = [...m.replace.filter(([tok]) => tok !== PolicyRestoreToken), [PolicyRestoreToken, m.policyRestore] as const];
+  const h3 = await testHive(t, [statedirCell, endpointCell], { replace, config: { 'state-dir': fresh }, start: false });
+  await h3.hive.start();
+  t.teardown(() => h3.hive.stop());
+  t.equal(h3.get(EndpointManagerImplToken).size, 1, 'the endpoint is restored with no store');
+});

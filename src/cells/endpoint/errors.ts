@@ -27,3 +27,17 @@ export function unreadableEndpointState(bad: readonly { readonly dir: string; re
       'fix: restore each directory from a backup, or remove it (rm -r DIR): the endpoint is then not restored, its program is removed, and its pod must be re-created',
   );
 }
+
+/**
+ * The policy store is missing while stored endpoints realized a policy revision above 1 (rules
+ * existed): starting with an empty repository would let every one of their pods' traffic through.
+ */
+export function policyStoreMissing(file: string, endpoints: readonly number[], revision: number): EndpointError {
+  return new EndpointError(
+    'failed',
+    `the policy store ${file} is missing, but stored endpoints ${endpoints.join(', ')} enforced policy revision ${revision} from it; ` +
+      'the agent does not start with no rules in its place (their pods would lose every policy); ' +
+      `fix: restore ${file} from a backup; or, to start with no rules on purpose (every pod unenforced until policies are imported again), ` +
+      `create it empty: printf '{"version":1,"revision":${revision},"rules":[],"cidrIdentities":{}}\\n' > ${file}`,
+  );
+}
