@@ -221,3 +221,34 @@ t.test('a missing policy store under endpoints that enforced rules stops the sta
   t.teardown(() => h3.hive.stop());
   t.equal(h3.get(EndpointManagerImplToken).size, 1, 'the endpoint is restored with no store');
 });
+
+t.test('a stored endpoint whose fields have the wrong types stops the start naming the directory and the field', async (t) => {
+  const dir = tempStateDir(t, 'shape');
+  const one = await hive(t, dir);
+  const ep = await one.api.createEndpoint(ctx, req(1, { labels: ['k8s:app=web'] }));
+  await one.h.hive.stop();
+  const file = join(dir, String(ep.id), 'ep_config.json');
+  const good = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  const cases: Array<[string, (v: Record<string, unknown>) => void, string]> = [
+    ['labels a string', (v) => (v.labels = 'k8s:app=web'), '/labels: expected'],
+    ['user labels not strings', (v) => (v.labels = { orchestration: [], user: [1] }), '/labels/user: expected an array of strings'],
+    ['orchestration labels missing', (v) => (v.labels = { user: [] }), '/labels/orchestration: expected an array of strings'],
+    ['identity a string', (v) => (v.identity = '256'), '/identity: expected an integer >= 1'],
+    ['policy revision negative', (v) => (v.policyRevision = -1), '/policyRevision: expected an integer >= 1'],
+    ['spec.ipv4 a number', (v) => (v.spec = { ...(v.spec as object), ipv4: 167772161 }), '/spec/ipv4: expected a string'],
+    ['spec.ifIndex a string', (v) => (v.spec = { ...(v.spec as object), ifIndex: '7' }), '/spec/ifIndex: expected an integer'],
+    ['options not strings', (v) => (v.options = { Conntrack: false }), '/options: expected an object of strings'],
+    ['an array', (v) => Object.keys(v).forEach((k) => delete v[k]), '/version'],
+  ];
+  for (const [name, mutate, field] of cases) {
+    const v = structuredClone(good);
+    mutate(v);
+    writeFileSync(file, JSON.stringify(v));
+    const h = await testHive(t, [statedirCell, endpointCell], { replace: mocks().replace, config: { 'state-dir': dir }, start: false });
+    await t.rejects(h.hive.start(), { message: new RegExp(`unreadable endpoint state: ${join(dir, String(ep.id))} \\(ep_config\\.json of endpoint ${ep.id} is not a cellium endpoint: ${field.replace(/[[\]/]/g, '\\$&')}.*fix: restore each directory`) }, name);
+    t.equal(h.get(EndpointManagerImplToken).size, 0, `${name}: nothing restored`);
+  }
+  writeFileSync(file, JSON.stringify(good));
+  const back = await hive(t, dir);
+  t.equal(back.mgr.size, 1, 'the intact file restores');
+});
