@@ -56,7 +56,7 @@ t.test('a program taken off by hand: checkAttached says what is missing, the pru
   const cfg = cfgOf(50, link, '10.80.0.50');
   await dp.loader.reloadEndpoint(cfg);
   await dp.loader.reloadEndpoint(cfgOf(51, other, '10.80.0.51'));
-  await dp.restoreDone([]);
+  await dp.restoreDone([{ id: 50, ips: ['10.80.0.50'] }, { id: 51, ips: ['10.80.0.51'] }]);
   t.equal(await dp.loader.checkAttached(50), undefined, 'attached');
   const progId = endpointPrograms(link.ifIndex).from_container.legacy!;
   execFileSync('tc', ['filter', 'del', 'dev', link.ifName, 'ingress']);
