@@ -41,3 +41,12 @@ export function policyStoreMissing(file: string, endpoints: readonly number[], r
       `create it empty: printf '{"version":1,"revision":${revision},"rules":[],"cidrIdentities":{}}\\n' > ${file}`,
   );
 }
+
+/** An endpoint address that no pod may hold (special-purpose, or the node's own). */
+export function unusableAddress(raw: string, family: 'ipv4' | 'ipv6', why: string): EndpointError {
+  return new EndpointError(
+    'invalid',
+    `invalid endpoint change request: ${raw} cannot be an endpoint address: ${why}; its program would let the pod send from it and the ipcache would give it the pod's identity; fix: use an address of the pod network (POST /v1/ipam allocates one from the node's pool)`,
+    `/addressing/${family}`,
+  );
+}
