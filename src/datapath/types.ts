@@ -187,6 +187,11 @@ export interface Datapath {
   verdict(endpointId: number, direction: Direction, packet: PacketSpec): Promise<Verdict>;
   /** Drop counters by reason, as the program counts them. */
   dropCounters(): Promise<Readonly<Record<string, number>>>;
+  /**
+   * Whether `ip` is one of the node's own addresses (the host identity in the ipcache): no endpoint
+   * may hold it. Absent when the datapath gives no address the host identity (memory).
+   */
+  isHostAddress?(ip: string): boolean;
   /** The datapath's own load-balancing maps (the memory datapath's); absent: the loadbalancer cell opens the kernel's. */
   readonly lbMaps?: LBMapSet;
   /**

@@ -85,6 +85,11 @@ export class BpfDatapath implements Datapath {
     this.lost.complete();
   }
 
+  /** See Datapath: the node's addresses now (not only at the last prune). */
+  isHostAddress(ip: string): boolean {
+    return hostAddressCidrs().includes(hostCidr(ip));
+  }
+
   /** Writes the host's addresses to the ipcache as the host identity; removes addresses that went away. */
   syncHostAddresses(): void {
     const now = new Set(hostAddressCidrs());

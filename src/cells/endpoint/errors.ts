@@ -50,3 +50,12 @@ export function unusableAddress(raw: string, family: 'ipv4' | 'ipv6', why: strin
     `/addressing/${family}`,
   );
 }
+
+/** An endpoint address that is one of the node's own (the host identity). */
+export function hostAddressTaken(ip: string): EndpointError {
+  return new EndpointError(
+    'invalid',
+    `endpoint address ${ip} is an address of this node: the ipcache gives it the host identity (which ingress policy lets in) and the endpoint's program would let its pod send from it; fix: use an address of the pod network (POST /v1/ipam allocates one from the node's pool)`,
+    `/addressing/${ip.includes(':') ? 'ipv6' : 'ipv4'}`,
+  );
+}
