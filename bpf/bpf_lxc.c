@@ -189,6 +189,33 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 	return forward(skb, p, egress, &ct, identity);
 }
 
+/*
+ * Whether a packet the pod sends comes from the pod's own address of its family (an endpoint
+ * without an address of that family owns none). A packet's peer identity on the other side is
+ * read from its source address, and a forged source would also let it pass as a reply of another
+ * pod's tracked connection: what the pod sends from any other address is dropped.
+ */
+static __always_inline int from_own_address(const struct pkt *p)
+{
+	__u8 any = 0, diff = 0;
+	int i;
+
+	if (p->family == FAMILY_IPV4) {
+#pragma unroll
+		for (i = 0; i < 4; i++) {
+			any |= endpoint_ipv4[i];
+			diff |= endpoint_ipv4[i] ^ p->src[i];
+		}
+	} else {
+#pragma unroll
+		for (i = 0; i < 16; i++) {
+			any |= endpoint_ipv6[i];
+			diff |= endpoint_ipv6[i] ^ p->src[i];
+		}
+	}
+	return any && !diff;
+}
+
 static __always_inline int handle(struct __sk_buff *skb, __u8 egress)
 {
 	struct pkt p = {};
@@ -208,6 +235,9 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 egress)
 	}
 	if (err < 0)
 		return drop(skb, DROP_INVALID, egress, 0, 0);
+	/* anti-spoofing, before a service or conntrack sees the packet (neighbour discovery may use link-local or unspecified sources) */
+	if (egress && !is_neighbour_discovery(&p) && !from_own_address(&p))
+		return drop(skb, DROP_INVALID_SOURCE, egress, &p, 0);
 	/* a packet to a service goes to a backend first (its own call chain: the stack stays small) */
 	if (egress) {
 		err = p.family == FAMILY_IPV4 ? lb4_egress(skb, &p) : lb6_egress(skb, &p);

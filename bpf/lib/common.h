@@ -28,7 +28,8 @@ enum drop_reason {
 	DROP_CT_INSERT_FAILED = 5, /* a new connection's conntrack entry could not be written */
 	DROP_NO_SERVICE = 6,	/* a port a service VIP does not have (its wildcard entry) */
 	DROP_NO_BACKEND = 7,	/* a service without backends for new flows */
-	DROP_REASON_MAX = 8,
+	DROP_INVALID_SOURCE = 8, /* sent by the pod from an address that is not its own (Cilium's DROP_INVALID_SIP) */
+	DROP_REASON_MAX = 9,
 };
 
 /*

@@ -97,9 +97,10 @@ export interface Verdict {
   /**
    * Drop reason when not allowed: 'policy' (no match), 'policy-deny' (a deny entry),
    * 'ct-insert-failed' (a new connection's conntrack entry could not be written), 'no-service' (a
-   * port a service VIP does not have), 'no-backend' (a service without backends for new flows).
+   * port a service VIP does not have), 'no-backend' (a service without backends for new flows),
+   * 'invalid-source' (the pod sent it from an address that is not its own).
    */
-  readonly reason?: 'policy' | 'policy-deny' | 'ct-insert-failed' | 'no-service' | 'no-backend';
+  readonly reason?: 'policy' | 'policy-deny' | 'ct-insert-failed' | 'no-service' | 'no-backend' | 'invalid-source';
   /** Identity the peer address resolved to (after service translation: the backend's). */
   readonly peerIdentity: number;
   /**
@@ -186,6 +187,11 @@ export interface Datapath {
   verdict(endpointId: number, direction: Direction, packet: PacketSpec): Promise<Verdict>;
   /** Drop counters by reason, as the program counts them. */
   dropCounters(): Promise<Readonly<Record<string, number>>>;
+  /**
+   * Whether `ip` is one of the node's own addresses (the host identity in the ipcache): no endpoint
+   * may hold it. Absent when the datapath gives no address the host identity (memory).
+   */
+  isHostAddress?(ip: string): boolean;
   /** The datapath's own load-balancing maps (the memory datapath's); absent: the loadbalancer cell opens the kernel's. */
   readonly lbMaps?: LBMapSet;
   /**

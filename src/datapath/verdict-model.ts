@@ -4,6 +4,9 @@
  * tests check the kernel against it (test/fixtures/verdict-cases.ts).
  *
  * Steps, from the endpoint's point of view:
+ *   0. a packet the pod sends (egress) from an address that is not its own of that family drops
+ *      ('invalid-source', Cilium's DROP_INVALID_SIP) before a service or conntrack sees it, except
+ *      ARP and neighbour discovery (sourceVerdict());
  *   1. the peer address is the destination for egress, the source for ingress; its identity is the
  *      longest-prefix ipcache match, or world (2) when nothing matches;
  *   2. ARP and IPv6 neighbour discovery (ICMPv6 types 133-137) pass;
@@ -63,6 +66,24 @@ function isEcho(p: VerdictPacket): boolean {
   if (p.protocol === Proto.ICMP) return (p.icmpType ?? 8) === 8 || p.icmpType === 0;
   if (p.protocol === Proto.ICMPV6) return (p.icmpType ?? 128) === 128 || p.icmpType === 129;
   return false;
+}
+
+/** The addresses an endpoint owns (none of a family: every source of that family is foreign). */
+export interface OwnAddresses {
+  readonly ipv4?: string;
+  readonly ipv6?: string;
+}
+
+/**
+ * Step 0: the drop of an egress packet sent from an address that is not the endpoint's own;
+ * undefined when the packet may go on (ingress, ARP, neighbour discovery, or its own address).
+ */
+export function sourceVerdict(direction: Direction, packet: VerdictPacket, own: OwnAddresses, peerIdentity: number): Verdict | undefined {
+  if (direction !== 'egress' || packet.arp || isNeighbourDiscovery(packet)) return undefined;
+  const src = parseAddr(packet.src);
+  const mine = src && parseAddr((src.family === 'ipv4' ? own.ipv4 : own.ipv6) ?? '');
+  if (src && mine && mine.family === src.family && mine.value === src.value) return undefined;
+  return { allowed: false, reason: 'invalid-source', peerIdentity };
 }
 
 /** The address of the peer: the destination for egress, the source for ingress. */

@@ -141,7 +141,7 @@ export const lxcValueCodec: Codec<LxcValue> = {
 };
 
 /** Drop reasons: index in cellium_metrics / drop_event.reason -> name. */
-export const DROP_REASONS: Readonly<Record<number, string>> = { 1: 'policy', 2: 'policy-deny', 3: 'invalid', 4: 'unsupported-l3', 5: 'ct-insert-failed', 6: 'no-service', 7: 'no-backend' };
+export const DROP_REASONS: Readonly<Record<number, string>> = { 1: 'policy', 2: 'policy-deny', 3: 'invalid', 4: 'unsupported-l3', 5: 'ct-insert-failed', 6: 'no-service', 7: 'no-backend', 8: 'invalid-source' };
 
 /** Metrics map name. */
 export const METRICS_MAP = 'cellium_metrics';

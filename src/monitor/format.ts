@@ -33,6 +33,7 @@ export const DROP_REASON_TEXT: Readonly<Record<string, readonly [string, string]
   'ct-insert-failed': ['CT: Map insertion failed', 'CT_MAP_INSERTION_FAILED'],
   'no-service': ['Service backend not found', 'SERVICE_BACKEND_NOT_FOUND'],
   'no-backend': ['No service backend', 'NO_SERVICE'],
+  'invalid-source': ['Invalid source ip', 'INVALID_SOURCE_IP'],
 };
 
 const TCP_FLAGS: ReadonlyArray<readonly [number, string]> = [[0x02, 'SYN'], [0x10, 'ACK'], [0x01, 'FIN'], [0x04, 'RST'], [0x08, 'PSH'], [0x20, 'URG'], [0x40, 'ECE'], [0x80, 'CWR']];

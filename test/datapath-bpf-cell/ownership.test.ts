@@ -2,8 +2,9 @@
 // never detaches another endpoint's program from a shared interface; a program taken off by hand
 // (`tc filter del`, `bpftool link detach`) is found by checkAttached and by the prune, which reports
 // it on programsLost$; restore step 1 (removeStale) removes everything an endpoint that was not
-// restored left (programs, policy map, cellium_lxc and ipcache entries) and nothing of the live
-// ones, so a new endpoint reusing a stale ID starts from an empty policy map; step 2 (restoreDone)
+// restored left (programs, policy map, cellium_lxc and ipcache entries; and the interface its
+// programs guarded, so that its pod is cut off rather than left running with no enforcement) and
+// nothing of the live ones, so a new endpoint reusing a stale ID starts from an empty policy map; step 2 (restoreDone)
 // prunes what nobody desires but keeps live endpoints' entries.
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
@@ -55,7 +56,7 @@ t.test('a program taken off by hand: checkAttached says what is missing, the pru
   const cfg = cfgOf(50, link, '10.80.0.50');
   await dp.loader.reloadEndpoint(cfg);
   await dp.loader.reloadEndpoint(cfgOf(51, other, '10.80.0.51'));
-  await dp.restoreDone([]);
+  await dp.restoreDone([{ id: 50, ips: ['10.80.0.50'] }, { id: 51, ips: ['10.80.0.51'] }]);
   t.equal(await dp.loader.checkAttached(50), undefined, 'attached');
   const progId = endpointPrograms(link.ifIndex).from_container.legacy!;
   execFileSync('tc', ['filter', 'del', 'dev', link.ifName, 'ingress']);
@@ -112,8 +113,9 @@ t.test('restore step 1 removes what endpoints that were not restored left, and n
   t.equal(ipc.get('10.80.0.71/32'), undefined, "the stale one's is gone");
   t.notOk(existsSync(policyMapPath(root, 71)), "its policy map is unpinned");
   t.ok(existsSync(policyMapPath(root, 70)), 'the live policy map stays');
-  const staleProgs = endpointPrograms(stale.ifIndex);
-  t.same([ids(staleProgs.from_container), ids(staleProgs.to_container)], [[], []], 'its programs are detached');
+  // its pod must not run on with no program at all: the interface its programs guarded is deleted
+  t.notOk(existsSync(`/sys/class/net/${stale.ifName}`), `the stale endpoint's interface ${stale.ifName} is deleted (its pod is cut off, not left unenforced)`);
+  t.ok(existsSync(`/sys/class/net/${live.ifName}`), "the live endpoint's interface stays");
   t.same(endpointPrograms(live.ifIndex), liveProgs, 'the live programs are the very same');
   const reused = openPolicyMap(root, 71);
   t.teardown(() => reused.close());

@@ -39,6 +39,19 @@ t.test('drop counters accumulate; verdict of an endpoint without a policy map is
   await t.rejects(dp.verdict(2, 'egress', pkt(80)), /endpoint 2 has no policy map/);
 });
 
+t.test('a loaded endpoint: what the pod sends from an address not its own drops as invalid-source, before policy', async (t) => {
+  const dp = new MemoryDatapath();
+  await dp.loader.reloadEndpoint({ id: 4, identity: 300, ipv4: '10.200.0.4', ifName: 'lxc4', ifIndex: 4, mac: '02:00:00:00:00:04', hostMac: '02:00:00:00:00:05' });
+  dp.maps.setPolicy(4, [{ identity: 0, direction: 'egress', protocol: 0, port: 0, deny: false }]);
+  const from = (src: string, extra: Record<string, unknown> = {}) => ({ src, dst: src.includes(':') ? 'fd00::9' : '10.200.0.9', protocol: 17, dport: 53, ...extra });
+  t.same(await dp.verdict(4, 'egress', from('10.200.0.4')), { allowed: true, peerIdentity: 2 }, 'its own address: the policy decides (allow all egress)');
+  t.same(await dp.verdict(4, 'egress', from('10.200.0.7')), { allowed: false, reason: 'invalid-source', peerIdentity: 2 }, 'another pod\'s address drops although the policy allows everything');
+  t.same(await dp.verdict(4, 'egress', from('fd00::4')), { allowed: false, reason: 'invalid-source', peerIdentity: 2 }, 'a family it has no address of drops');
+  t.same(await dp.verdict(4, 'egress', from('fe80::1', { protocol: 58, icmpType: 135 })), { allowed: true, peerIdentity: 2 }, 'neighbour discovery from a link-local address passes');
+  t.same(await dp.verdict(4, 'ingress', from('10.200.0.7')), { allowed: false, reason: 'policy', peerIdentity: 2 }, 'ingress is judged by the policy as before');
+  t.same(await dp.dropCounters(), { 'invalid-source': 2, policy: 1 });
+});
+
 t.test('maps: lxc per endpoint, ipcache longest prefix, dumps, failed policy writes', async (t) => {
   const m = new MemoryMaps();
   m.setEndpoint(5, [{ ip: '10.200.0.5', endpointId: 5, ifIndex: 9, identity: 300, mac: '02:00:00:00:00:01' }, { ip: 'FD00::5', endpointId: 5, ifIndex: 9, identity: 300, mac: '02:00:00:00:00:01' }]);

@@ -7,6 +7,7 @@ import { testHive, type Cell, type TestHive, type TestLike } from '../../src/hiv
 import { bpfDatapathCell } from '../../src/cells/datapath-bpf/index.js';
 import { apiServerCell } from '../../src/cells/api-server/index.js';
 import { cniServerCell, CniServerToken } from '../../src/cells/cni-server/index.js';
+import { loadBalancerCell } from '../../src/cells/loadbalancer/index.js';
 import { buildShim, runShim, SHIM, type ShimRun } from '../cni-shim/run-shim.js';
 import { createNetns, uniq } from '../netlink/netns.js';
 import { CONTROL_PLANE, tempDir } from '../cni-server/helpers.js';
@@ -35,8 +36,11 @@ export async function startAgent(t: TestLike, pool: string, opts: { config?: Rec
   // with the BPF datapath cell, pins go to a BPF root of this test's own (removed after the agent
   // stopped), and socket load balancing stays off (it would attach to the machine's root cgroup)
   const bpfRoot = base.includes(bpfDatapathCell) ? `/sys/fs/bpf/cellium-e2e-${uniq()}` : undefined;
-  const h = await testHive(t, [...base, ...(opts.cells ?? [])], {
-    config: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': queueDir, 'ipv4-range': pool, ...(bpfRoot ? { 'bpf-root': bpfRoot, 'bpf-lb-sock': false } : {}), ...opts.config },
+  const cells = [...base, ...(opts.cells ?? [])];
+  // --bpf-lb-sock exists only with the load balancer cell (an unknown value fails the hive)
+  const sockOff = bpfRoot && cells.includes(loadBalancerCell) ? { 'bpf-lb-sock': false } : {};
+  const h = await testHive(t, cells, {
+    config: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': queueDir, 'ipv4-range': pool, ...(bpfRoot ? { 'bpf-root': bpfRoot, ...sockOff } : {}), ...opts.config },
   });
   if (bpfRoot) t.teardown(() => rmSync(bpfRoot, { recursive: true, force: true }));
   await h.get(CniServerToken).whenReady();

@@ -83,6 +83,10 @@ t.test('the chained takeover is refused; programs removed by hand are detected a
   // by hand: the ingress program goes; the prune finds it
   execFileSync('tc', ['filter', 'del', 'dev', lxc, 'ingress']);
   t.same(endpointPrograms(ifIndex(lxc)).from_container, { tcx: [] }, 'nothing at tc ingress any more');
+  // CNI CHECK before any prune ran: it looks at the kernel itself, not at the last prune's health
+  const check = await cni('CHECK', victim, conf(agent, { prevResult: res }));
+  t.equal(check.code, 1, 'CHECK fails while the program is missing');
+  t.match((JSON.parse(check.stdout || '{}') as { msg?: string }).msg, new RegExp(`endpoint ${ep.id}.*no longer attached at tc ingress of ${lxc}`), 'naming the missing program', { stdout: check.stdout });
   await (dp as BpfDatapath).prune();
   await new Promise((r) => setImmediate(r));
   t.equal(ep.health().bpf, 'Failure', 'right after the prune found it, the endpoint is not BPF: OK');

@@ -180,3 +180,75 @@ t.test('nothing is restored or regenerated before the stored policy is back; a f
   t.equal(h2.get(EndpointManagerImplToken).size, 0, 'no endpoint was restored');
   t.same(bad.policy.resolved, [], 'and none regenerated');
 });
+
+t.test('a missing policy store under endpoints that enforced rules stops the start; without rules before, it does not', async (t) => {
+  const dir = tempStateDir(t, 'policy-lost');
+  const m1 = mocks();
+  m1.policy.revision = 5; // rules were imported: the endpoint realizes revision 5
+  const one = await hive(t, dir, m1);
+  const ep = await one.api.createEndpoint(ctx, req(1, { labels: ['k8s:app=web'] }));
+  const plain = await one.api.createEndpoint(ctx, req(2));
+  await one.h.hive.stop();
+
+  const start = (found: boolean) => {
+    const m = mocks();
+    m.policy.revision = 1;
+    m.policyRestore = { done: Promise.resolve({ file: '/state/policies.json', found }) };
+    const replace = [...m.replace.filter(([tok]) => tok !== PolicyRestoreToken), [PolicyRestoreToken, m.policyRestore] as const];
+    return testHive(t, [statedirCell, endpointCell], { replace, config: { 'state-dir': dir }, start: false });
+  };
+  const h = await start(false);
+  await t.rejects(h.hive.start(), new RegExp(`hook "endpoint-restore".*the policy store /state/policies\\.json is missing, but stored endpoints (${ep.id}, ${plain.id}|${plain.id}, ${ep.id}) enforced policy revision 5 from it; .*fix: restore /state/policies\\.json from a backup; or, .*create it empty: printf '\\{"version":1,"revision":5,"rules":\\[\\],"cidrIdentities":\\{\\}\\}\\\\n' > /state/policies\\.json`), 'the start fails naming the file, the endpoints and the way out');
+  t.equal(h.get(EndpointManagerImplToken).size, 0, 'no endpoint was restored');
+  t.ok(existsSync(join(dir, String(ep.id), 'ep_config.json')), 'the endpoint state is left in place');
+
+  const h2 = await start(true);
+  await h2.hive.start();
+  t.teardown(() => h2.hive.stop());
+  t.equal(h2.get(EndpointManagerImplToken).size, 2, 'with the store found, both endpoints are restored');
+  await h2.hive.stop();
+
+  // endpoints that never saw a rule (revision 1): no store is what they had
+  const fresh = tempStateDir(t, 'policy-never');
+  const two = await hive(t, fresh);
+  await two.api.createEndpoint(ctx, req(3));
+  await two.h.hive.stop();
+  const m = mocks();
+  m.policyRestore = { done: Promise.resolve({ file: '/state/policies.json', found: false }) };
+  const replace = [...m.replace.filter(([tok]) => tok !== PolicyRestoreToken), [PolicyRestoreToken, m.policyRestore] as const];
+  const h3 = await testHive(t, [statedirCell, endpointCell], { replace, config: { 'state-dir': fresh }, start: false });
+  await h3.hive.start();
+  t.teardown(() => h3.hive.stop());
+  t.equal(h3.get(EndpointManagerImplToken).size, 1, 'the endpoint is restored with no store');
+});
+
+t.test('a stored endpoint whose fields have the wrong types stops the start naming the directory and the field', async (t) => {
+  const dir = tempStateDir(t, 'shape');
+  const one = await hive(t, dir);
+  const ep = await one.api.createEndpoint(ctx, req(1, { labels: ['k8s:app=web'] }));
+  await one.h.hive.stop();
+  const file = join(dir, String(ep.id), 'ep_config.json');
+  const good = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  const cases: Array<[string, (v: Record<string, unknown>) => void, string]> = [
+    ['labels a string', (v) => (v.labels = 'k8s:app=web'), '/labels: expected'],
+    ['user labels not strings', (v) => (v.labels = { orchestration: [], user: [1] }), '/labels/user: expected an array of strings'],
+    ['orchestration labels missing', (v) => (v.labels = { user: [] }), '/labels/orchestration: expected an array of strings'],
+    ['identity a string', (v) => (v.identity = '256'), '/identity: expected an integer >= 1'],
+    ['policy revision negative', (v) => (v.policyRevision = -1), '/policyRevision: expected an integer >= 1'],
+    ['spec.ipv4 a number', (v) => (v.spec = { ...(v.spec as object), ipv4: 167772161 }), '/spec/ipv4: expected a string'],
+    ['spec.ifIndex a string', (v) => (v.spec = { ...(v.spec as object), ifIndex: '7' }), '/spec/ifIndex: expected an integer'],
+    ['options not strings', (v) => (v.options = { Conntrack: false }), '/options: expected an object of strings'],
+    ['an array', (v) => Object.keys(v).forEach((k) => delete v[k]), '/version'],
+  ];
+  for (const [name, mutate, field] of cases) {
+    const v = structuredClone(good);
+    mutate(v);
+    writeFileSync(file, JSON.stringify(v));
+    const h = await testHive(t, [statedirCell, endpointCell], { replace: mocks().replace, config: { 'state-dir': dir }, start: false });
+    await t.rejects(h.hive.start(), { message: new RegExp(`unreadable endpoint state: ${join(dir, String(ep.id))} \\(ep_config\\.json of endpoint ${ep.id} is not a cellium endpoint: ${field.replace(/[[\]/]/g, '\\$&')}.*fix: restore each directory`) }, name);
+    t.equal(h.get(EndpointManagerImplToken).size, 0, `${name}: nothing restored`);
+  }
+  writeFileSync(file, JSON.stringify(good));
+  const back = await hive(t, dir);
+  t.equal(back.mgr.size, 1, 'the intact file restores');
+});

@@ -1,5 +1,6 @@
 /**
- * CHECK: the attachment's endpoint exists and is healthy, its host side is there, and the interface
+ * CHECK: the attachment's endpoint exists and is healthy, its programs are attached (asked of the
+ * datapath now), its host side is there, and the interface
  * and addresses inside the namespace are the ones the prevResult says.
  */
 import type { CniDeps } from './deps.js';
@@ -18,6 +19,9 @@ export async function runCheck(d: CniDeps, call: ParsedCall): Promise<void> {
   if (ep.state !== 'ready' || health.overallHealth !== 'OK') {
     throw checkFailed(`endpoint ${ep.id} is ${ep.state} (health ${health.overallHealth})`, JSON.stringify(health));
   }
+  // the kernel now, not the last periodic check: programs detached by hand since then fail CHECK
+  const missing = await d.manager.verifyPrograms?.(ep.id);
+  if (missing) throw checkFailed(`endpoint ${ep.id}: ${missing}`);
   const index = prev.interfaces.findIndex((i) => i.name === req.ifName && i.sandbox !== undefined);
   if (index < 0) throw checkFailed(`prevResult.interfaces has no ${req.ifName} inside a sandbox`);
   const want = prev.interfaces[index]!;

@@ -12,7 +12,8 @@ import { hostCidr } from '../../lib/addr.js';
 import { networkInterfaces } from 'node:os';
 import { Subject, type Observable } from 'rxjs';
 import { type LxcValue } from '../../maps/index.js';
-import { kernelVerdict, pinnedEndpoints, unloadEndpointProgram } from './lxc/index.js';
+import { endpointPrograms, kernelVerdict, pinnedEndpoints, unloadEndpointProgram } from './lxc/index.js';
+import { withNetlink } from '../../netlink/index.js';
 import type { Logger } from '../../hive/logger.js';
 import { IPCACHE_MAP, LXC_MAP } from '../../datapath/map-names.js';
 import { ReservedIdentity, type Datapath, type Direction, type LiveEndpoint, type LostProgram, type PacketSpec, type Verdict } from '../../datapath/types.js';
@@ -20,7 +21,7 @@ import type { CtTimeouts } from '../../datapath/conntrack.js';
 import type { VerdictPacket } from '../../datapath/verdict-model.js';
 import type { BpfDatapathConfig } from './config.js';
 import { CtGarbageCollector } from './ct-gc.js';
-import { wrapBpf } from './errors.js';
+import { staleInterfaceNotDeleted, wrapBpf } from './errors.js';
 import { KernelMaps } from './kernel-maps.js';
 import { BpfLoader } from './loader.js';
 import { BpfMaps, type BpfMapsOptions } from './maps.js';
@@ -84,6 +85,11 @@ export class BpfDatapath implements Datapath {
     this.lost.complete();
   }
 
+  /** See Datapath: the node's addresses now (not only at the last prune). */
+  isHostAddress(ip: string): boolean {
+    return hostAddressCidrs().includes(hostCidr(ip));
+  }
+
   /** Writes the host's addresses to the ipcache as the host identity; removes addresses that went away. */
   syncHostAddresses(): void {
     const now = new Set(hostAddressCidrs());
@@ -98,13 +104,17 @@ export class BpfDatapath implements Datapath {
    * pins; legacy filters on the interfaces their cellium_lxc entries name, when the filter is
    * theirs), their policy maps, their cellium_lxc entries and the ipcache entries of those IPs
    * (unless a live endpoint or something desired holds them). So a new endpoint reusing an ID or
-   * an IP never inherits what an interrupted one left. Returns the IDs removed.
+   * an IP never inherits what an interrupted one left. An interface that one of their programs
+   * was attached to is deleted too (its pod loses its network rather than run on with no
+   * enforcement; a failed delete fails the start). Returns the IDs removed.
    */
   async removeStale(live: readonly LiveEndpoint[]): Promise<number[]> {
     const keep = new Set(live.map((e) => e.id));
     const liveIPs = new Set(live.flatMap((e) => e.ips.map(lxcKey)));
     const staleEntries = this.kernel.lxc.entries().filter(([, v]) => !keep.has(v.endpointId));
+    const guarded = staleEntries.filter(([, v]) => this.attachedHere(v.endpointId, v.ifIndex)).map(([, v]) => v);
     const ids = this.removeStalePrograms(keep, staleEntries);
+    await this.deleteGuarded(guarded);
     const ips = staleEntries.map(([ip]) => ip).filter((ip) => !this.maps.lxcTable.get(ip));
     // connections of endpoints deleted while the agent was down: their addresses may be reused
     void this.gc.scrub(ips.filter((ip) => !liveIPs.has(ip)));
@@ -115,6 +125,34 @@ export class BpfDatapath implements Datapath {
       this.log.info({ endpointIDs: ids, lxcEntries: ips.length, ipcacheEntries: cidrs.length }, 'restore: removed the programs, policy maps and map entries of endpoints that were not restored');
     }
     return ids;
+  }
+
+  /** Whether a program of endpoint `id` is attached to interface `ifIndex`. */
+  private attachedHere(id: number, ifIndex: number): boolean {
+    try {
+      const p = endpointPrograms(ifIndex);
+      return [p.from_container, p.to_container].some((h) => [...h.tcx, h.legacy].some((prog) => prog !== undefined && this.loader.owns(prog, id)));
+    } catch {
+      return false; // no such interface
+    }
+  }
+
+  /** Deletes the interfaces stale endpoints' programs were attached to (see removeStale). */
+  private async deleteGuarded(guarded: readonly LxcValue[]): Promise<void> {
+    if (!guarded.length) return;
+    await withNetlink(undefined, async (nl) => {
+      const names = new Map((await nl.listLinks()).map((l) => [l.index, l.name]));
+      for (const v of guarded) {
+        const name = names.get(v.ifIndex);
+        if (!name) continue;
+        try {
+          await nl.deleteLink(name);
+        } catch (err) {
+          throw staleInterfaceNotDeleted(v.endpointId, name, err);
+        }
+        this.log.warn({ endpointID: v.endpointId, ifName: name }, 'restore: deleted the interface of an endpoint that was not restored (its pod must be re-created)');
+      }
+    });
   }
 
   /**

@@ -9,7 +9,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BpfMap, type AttachMode } from '../../bpf/index.js';
 import { LB_MAP_NAMES } from '../../datapath/lb-maps.js';
-import { LXC_PROGRAMS, endpointPrograms, isEndpointLoaded, isEndpointProgram, loadEndpointProgram, unloadEndpointProgram } from './lxc/index.js';
+import { LXC_PROGRAMS, endpointPrograms, isEndpointLoaded, isEndpointProgram, loadEndpointProgram, programMapIds, unloadEndpointProgram } from './lxc/index.js';
+import { policyMapName } from '../../datapath/map-names.js';
 import { DEFAULT_CT_TIMEOUTS, type CtTimeouts } from '../../datapath/conntrack.js';
 import { IPCACHE_MAP, LXC_MAP } from '../../datapath/map-names.js';
 import type { EndpointDatapathConfig, Loader } from '../../datapath/types.js';
@@ -177,6 +178,27 @@ export class BpfLoader implements Loader {
       const ids = hookIds(now[prog]);
       if (!ids.includes(a.progs[prog])) {
         return `its program ${prog} (id ${a.progs[prog]}) is no longer attached at tc ${hook} of ${a.ifName}${ids.length ? ` (found ${ids.join(', ')})` : ' (nothing is)'}`;
+      }
+    }
+    return this.policyMapMismatch(id, a.progs);
+  }
+
+  /**
+   * Why the attached programs do not look up the endpoint's pinned policy map (it was unpinned or
+   * replaced by hand: the agent writes the pinned one, the programs would enforce a stale copy), or
+   * undefined.
+   */
+  private policyMapMismatch(id: number, progs: Record<LxcProgram, number>): string | undefined {
+    const pinned = this.busy.has(id) ? undefined : this.kernel.existingPolicy(id)?.map.info.id;
+    for (const prog of Object.keys(LXC_PROGRAMS) as LxcProgram[]) {
+      let bound: number[];
+      try {
+        bound = programMapIds(progs[prog]);
+      } catch {
+        continue; // the program went meanwhile: the next check sees it detached
+      }
+      if (pinned === undefined || !bound.includes(pinned)) {
+        return `its program ${prog} (id ${progs[prog]}) does not look up the pinned policy map ${policyMapName(id)} (${pinned === undefined ? 'none is pinned' : `the pinned one is map id ${pinned}`}): it was removed or replaced by hand`;
       }
     }
     return undefined;

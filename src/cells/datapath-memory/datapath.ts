@@ -13,7 +13,7 @@ import { Conntrack, DEFAULT_CT_TIMEOUTS, MemoryCtStore, forwardKey, type CtTimeo
 import { memoryLBMaps } from '../../datapath/lb-maps.js';
 import { lbTranslate, revNat, type AffinityEntry } from '../../datapath/lb-model.js';
 import { ReservedIdentity, type Datapath, type Direction, type PacketSpec, type Verdict } from '../../datapath/types.js';
-import { decidePacket, peerAddress, type PacketOutcome, type VerdictPacket } from '../../datapath/verdict-model.js';
+import { decidePacket, peerAddress, sourceVerdict, type PacketOutcome, type VerdictPacket } from '../../datapath/verdict-model.js';
 import { MemoryLoader } from './loader.js';
 import { MemoryMaps } from './maps.js';
 
@@ -71,6 +71,12 @@ export class MemoryDatapath implements Datapath {
     if (!table) throw new Error(`endpoint ${endpointId} has no policy map (${direction} verdict): is it regenerated?`);
     const cfg = this.loader.get(endpointId)?.config;
     const ct = cfg?.options?.Conntrack === 'Disabled' ? undefined : this.ct;
+    // a loaded endpoint's program drops what the pod sends from an address that is not its own
+    const spoofed = cfg && sourceVerdict(direction, packet, cfg, ReservedIdentity.world);
+    if (spoofed) {
+      this.drops.set('invalid-source', (this.drops.get('invalid-source') ?? 0) + 1);
+      return { verdict: spoofed, ct: 'new' };
+    }
     // a packet from the pod to a service goes to a backend first; policy is the backend's
     const lb = direction === 'egress' ? lbTranslate({ maps: this.lbMaps, ct: this.conntrack, now: this.ct.now(), serviceLifetime: packet.protocol === 6 ? this.timeouts.tcp : this.timeouts.any, random: this.random, affinity: this.affinity }, packet, commit) : { kind: 'none' as const };
     if (lb.kind === 'no-service' || lb.kind === 'no-backend') {

@@ -16,6 +16,7 @@ import { EndpointAPIManagerImpl } from './api-manager.js';
 import { EndpointConfigToken, endpointConfigSchema, type EndpointConfig } from './config.js';
 import { DefaultEndpointCreator, EndpointCreatorToken, type EndpointCreator } from './creator.js';
 import { gcRound } from './gc.js';
+import type { Endpoint } from './endpoint.js';
 import { EndpointManagerImpl } from './manager.js';
 import { Regenerator } from './regeneration.js';
 import { EndpointRestorer } from './restore.js';
@@ -80,16 +81,24 @@ function newManager(d: ManagerDeps): EndpointManagerImpl {
     await gcRound(m, d.linkExists, d.log);
   }, d.cfg.endpointGcInterval);
   d.jobs.timer('endpoint-periodic-regeneration', () => m.regenerateAll('periodic endpoint regeneration'), d.cfg.endpointRegenInterval);
+  const programLost = (ep: Endpoint, why: string): void => {
+    if (isTerminating(ep.storedState)) return;
+    d.regenerator.programLost(ep, why);
+    ep.regenerate('datapath program missing from its interface', 'rewrite+load').catch((err: Error) => {
+      if (!ep.signal.aborted) d.log.warn({ endpointID: ep.id, err: err.message }, 'reloading a missing endpoint program failed');
+    });
+  };
   if (d.datapath.programsLost$) {
     d.jobs.observer('endpoint-programs-lost', d.datapath.programsLost$, (lost) => {
       const ep = m.lookup(String(lost.endpointId));
-      if (!ep || isTerminating(ep.storedState)) return;
-      d.regenerator.programLost(ep, lost.why);
-      ep.regenerate('datapath program missing from its interface', 'rewrite+load').catch((err: Error) => {
-        if (!ep.signal.aborted) d.log.warn({ endpointID: ep.id, err: err.message }, 'reloading a missing endpoint program failed');
-      });
+      if (ep) programLost(ep, lost.why);
     });
   }
+  m.programCheck = async (ep) => {
+    const why = await d.datapath.loader.checkAttached(ep.id);
+    if (why) programLost(ep, why);
+    return why;
+  };
   d.jobs.observer('endpoint-policy-updates', d.policy.changes$, (change) => {
     const affected = m.withIdentities(change.affected);
     const skip = new Set(affected);

@@ -9,7 +9,8 @@ import { token } from '../../hive/token.js';
 import { canonicalAddr } from '../../lib/addr.js';
 import { parseLabel } from '../../lib/labels.js';
 import { Endpoint } from './endpoint.js';
-import { EndpointError } from './errors.js';
+import { EndpointError, unusableAddress } from './errors.js';
+import { whyNotEndpointAddress } from './address-use.js';
 import { MAX_ENDPOINT_ID } from './id-allocator.js';
 import type { EndpointChangeRequest } from './model.js';
 import type { EndpointSpec } from './spec.js';
@@ -90,6 +91,8 @@ export function specFromChangeRequest(req: EndpointChangeRequest): EndpointSpec 
     if (!c || c.includes(':') !== (fam === 'ipv6')) {
       throw new EndpointError('invalid', `invalid endpoint change request: "${raw}" is not an ${fam === 'ipv4' ? 'IPv4' : 'IPv6'} address`, `/addressing/${fam}`);
     }
+    const why = whyNotEndpointAddress(c);
+    if (why) throw unusableAddress(raw, fam, why);
     return c;
   };
   const ipv4 = ip('ipv4');

@@ -56,6 +56,9 @@ export class EndpointManagerImpl implements EndpointManager {
   /** Emits every endpoint restored from the state directory. */
   readonly restored$: Observable<EndpointView> = this.restoredSubject.asObservable();
 
+  /** Set by the endpoint cell: checks an endpoint's programs in the datapath now (see verifyPrograms). */
+  programCheck?: (ep: Endpoint) => Promise<string | undefined>;
+
   constructor(
     private readonly runtime: EndpointRuntime,
     private readonly log: Logger,
@@ -215,6 +218,12 @@ export class EndpointManagerImpl implements EndpointManager {
   }
 
   /** Regenerates `eps` (default: all); throws EndpointError listing the failures once all have settled. */
+  /** See EndpointManager. */
+  async verifyPrograms(id: number): Promise<string | undefined> {
+    const ep = this.byId.get(id);
+    return ep && this.programCheck ? this.programCheck(ep) : undefined;
+  }
+
   async regenerateAll(reason: string, level: RegenerationLevel = 'no-rebuild', eps: readonly Endpoint[] = this.list()): Promise<void> {
     const results = await Promise.allSettled(eps.map((ep) => ep.regenerate(reason, level)));
     const failed = results.flatMap((r, i) => (r.status === 'rejected' && !eps[i]!.signal.aborted ? [`${eps[i]!.id}: ${(r.reason as Error).message}`] : []));

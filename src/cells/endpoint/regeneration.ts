@@ -20,7 +20,7 @@ import type { IPAM } from '../ipam/types.js';
 import type { PolicyRepository } from '../policy/types.js';
 import { canonicalJSON } from './canonical-json.js';
 import type { Endpoint } from './endpoint.js';
-import { EndpointError } from './errors.js';
+import { EndpointError, hostAddressTaken } from './errors.js';
 import type { RegenerationRequest } from './event-queue.js';
 import { claimEndpointIPs, releaseEndpointIPs } from './ip-claims.js';
 import type { EndpointRuntime, RemoveOptions } from './manager.js';
@@ -138,6 +138,7 @@ export class Regenerator implements EndpointRuntime {
   /** Policy, maps, program, flush, state directory; returns the level actually used. */
   private async build(ep: Endpoint, req: RegenerationRequest, signal: AbortSignal): Promise<string> {
     const { maps, loader } = this.d.datapath;
+    for (const ip of [ep.ipv4, ep.ipv6]) if (ip && this.d.datapath.isHostAddress?.(ip)) throw hostAddressTaken(ip);
     const identity = ep.securityIdentity!;
     const resolved = this.d.policy.resolve(identity);
     const { entries, ...summary } = resolved;

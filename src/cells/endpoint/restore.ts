@@ -8,9 +8,11 @@
  * are dropped with a log line, as are those whose IPs cannot be re-claimed. A stored endpoint that
  * cannot be read stops the start (unreadableEndpointState) rather than lose its programs. Nothing is
  * restored before the stored policy is back (`policyRestored`): a restored endpoint regenerates
- * with the rules it had, never with an empty repository. Before new endpoints may be created, the
- * datapath removes what every other endpoint left (creations a crash interrupted, dropped
- * endpoints); once the restored ones are regenerated, it prunes what nobody desires.
+ * with the rules it had, never with an empty repository; a missing policy store under endpoints
+ * that realized a revision above 1 (rules existed) stops the start (policyStoreMissing). Before
+ * new endpoints may be created, the datapath removes what every other endpoint left (creations a
+ * crash interrupted, dropped endpoints); once the restored ones are regenerated, it prunes what
+ * nobody desires.
  */
 import type { Logger } from '../../hive/index.js';
 import { parseLabels } from '../../lib/labels.js';
@@ -18,7 +20,8 @@ import type { LinkChecker } from '../datapath/types.js';
 import type { Datapath, LiveEndpoint } from '../../datapath/types.js';
 import type { Identity, IdentityAllocator } from '../identity/types.js';
 import { Endpoint } from './endpoint.js';
-import { unreadableEndpointState } from './errors.js';
+import { policyStoreMissing, unreadableEndpointState } from './errors.js';
+import type { PolicyRestoreOutcome } from '../policy/types.js';
 import type { EndpointManagerImpl } from './manager.js';
 import type { EndpointStateStore, StoredEndpoint } from './state-store.js';
 
@@ -56,7 +59,7 @@ export class EndpointRestorer {
     private readonly linkExists: LinkChecker,
     private readonly identities: IdentityAllocator,
     /** Settles once the stored policy is in the repository (PolicyRestore.done). */
-    private readonly policyRestored: Promise<void>,
+    private readonly policyRestored: Promise<PolicyRestoreOutcome | void>,
     private readonly datapath: Pick<Datapath, 'removeStale' | 'restoreDone'>,
     private readonly log: Logger,
   ) {}
@@ -71,11 +74,16 @@ export class EndpointRestorer {
   }
 
   private async restoreAll(): Promise<Endpoint[]> {
-    await this.policyRestored;
+    const policy = await this.policyRestored;
     const scan = await this.store.scan();
     for (const name of scan.removedNext) this.log.info({ dir: name }, 'removed an interrupted regeneration directory');
     for (const name of scan.recoveredStale) this.log.info({ dir: name }, 'recovered an endpoint directory from an interrupted swap');
     if (scan.invalid.length) throw unreadableEndpointState(scan.invalid);
+    // a lost policy store must not turn into an empty repository under endpoints that had rules
+    const enforced = scan.endpoints.filter((e) => (e.policyRevision ?? 0) > 1);
+    if (policy && !policy.found && enforced.length) {
+      throw policyStoreMissing(policy.file, enforced.map((e) => e.id), Math.max(...enforced.map((e) => e.policyRevision!)));
+    }
     const dropped: { id: number; reason: string }[] = [];
     const restored: Endpoint[] = [];
     for (const stored of scan.endpoints) {

@@ -14,6 +14,7 @@ import type { Endpoint, EndpointSnapshot } from './endpoint.js';
 import { renderEpConfigHeader } from './ep-config-header.js';
 import { stateIO, type StateIO } from '../../lib/state-io.js';
 import type { EndpointModel } from './model.js';
+import { storedEndpointProblem } from './stored-check.js';
 
 /** The endpoint file in each directory. */
 export const EP_CONFIG_JSON = 'ep_config.json';
@@ -122,11 +123,10 @@ export class EndpointStateStore {
   /** Reads one stored endpoint. */
   async read(id: number): Promise<StoredEndpoint> {
     const text = await readFile(join(this.dirOf(id), EP_CONFIG_JSON), 'utf8');
-    const v = JSON.parse(text) as StoredEndpoint;
-    if (v.version !== 1 || v.id !== id || !v.spec || typeof v.spec.ifName !== 'string' || !v.labels) {
-      throw new Error(`${EP_CONFIG_JSON} of endpoint ${id} is not a cellium endpoint (version ${String(v.version)})`);
-    }
-    return v;
+    const v = JSON.parse(text) as unknown;
+    const problem = storedEndpointProblem(v, id);
+    if (problem) throw new Error(`${EP_CONFIG_JSON} of endpoint ${id} is not a cellium endpoint: ${problem}`);
+    return v as StoredEndpoint;
   }
 
   /** Cleans up interrupted regenerations and reads every stored endpoint, by ID. */

@@ -52,6 +52,12 @@ export interface EndpointManager {
   getEndpoints(): EndpointView[];
   /** Regenerates every endpoint (periodic regeneration, policy changes). */
   regenerateAll(reason: string, level?: RegenerationLevel): Promise<void>;
+  /**
+   * Asks the datapath now whether the endpoint's programs are attached (CNI CHECK must not trust
+   * the last periodic check); a missing one is handled as that check does (BPF health fails, a
+   * reload is queued). Returns what is missing, or undefined.
+   */
+  verifyPrograms?(id: number): Promise<string | undefined>;
   readonly created$: Observable<EndpointView>;
   readonly deleted$: Observable<EndpointView>;
   readonly restored$: Observable<EndpointView>;

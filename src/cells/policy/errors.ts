@@ -60,7 +60,8 @@ export function storeUnreadable(file: string, problem: string): PolicyStoreError
   return new PolicyStoreError(
     file,
     `${problem}; the agent does not start with an empty policy repository while the store exists`,
-    `restore ${file} from a backup, or move it aside (mv ${file} ${file}.bad) to start with no policy rules and import them again`,
+    `restore ${file} from a backup, or move it aside (mv ${file} ${file}.bad) and create it empty ` +
+      `(printf '{"version":1,"revision":1,"rules":[],"cidrIdentities":{}}\\n' > ${file}) to start with no policy rules and import them again`,
   );
 }
 

@@ -8,13 +8,13 @@ import type { Logger } from '../../hive/logger.js';
 import { PolicyError, storeUnreadable } from './errors.js';
 import type { Repository } from './repository.js';
 import type { PolicyStore } from './store.js';
-import type { PolicyRestore } from './types.js';
+import type { PolicyRestore, PolicyRestoreOutcome } from './types.js';
 
 /** Restores the repository from the store; `done` settles with the outcome of `run`. */
 export class PolicyRestorer implements PolicyRestore {
-  private settle!: { resolve: () => void; reject: (err: Error) => void };
+  private settle!: { resolve: (o: PolicyRestoreOutcome) => void; reject: (err: Error) => void };
   /** See PolicyRestore. */
-  readonly done: Promise<void> = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
+  readonly done: Promise<PolicyRestoreOutcome> = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
 
   constructor(
     private readonly repo: Repository,
@@ -28,19 +28,19 @@ export class PolicyRestorer implements PolicyRestore {
   /** Loads the store into the repository (the policy cell's start hook). */
   async run(): Promise<void> {
     try {
-      await this.restore();
-      this.settle.resolve();
+      this.settle.resolve({ file: this.store.file, found: await this.restore() });
     } catch (err) {
       this.settle.reject(err as Error);
       throw err;
     }
   }
 
-  private async restore(): Promise<void> {
+  /** Whether there was a store. */
+  private async restore(): Promise<boolean> {
     const stored = await this.store.load();
     if (!stored) {
       this.log.info({ file: this.store.file }, 'no policy store: starting with an empty policy repository');
-      return;
+      return false;
     }
     try {
       this.repo.restore(stored);
@@ -53,5 +53,6 @@ export class PolicyRestorer implements PolicyRestore {
     const moved = Object.entries(stored.cidrIdentities).filter(([cidr, id]) => now[cidr] !== undefined && now[cidr] !== id);
     if (moved.length) this.log.warn({ cidrs: moved.map(([c]) => c) }, 'CIDR identities restored under new numbers: the stored ones were taken');
     this.log.info({ file: this.store.file, rules: stored.rules.length, revision: stored.revision }, 'policy restored from the policy store');
+    return true;
   }
 }

@@ -90,14 +90,22 @@ export interface PolicyRepository {
 /** Token for the PolicyRepository. */
 export const PolicyRepositoryToken = token<PolicyRepository>('PolicyRepository');
 
+/** What the policy restore found. */
+export interface PolicyRestoreOutcome {
+  /** The policy store's path. */
+  readonly file: string;
+  /** Whether the store existed (false: the repository started empty, at revision 1). */
+  readonly found: boolean;
+}
+
 /** The restore of the stored policy at agent start. */
 export interface PolicyRestore {
   /**
    * Settles once the stored rules are in the repository and their CIDR identities allocated
-   * (rejects when the store could not be used: the agent then does not start). Whatever
-   * regenerates endpoints at start waits for it.
+   * (rejects when the store could not be used: the agent then does not start), with what it found
+   * (void from restores that do not say). Whatever regenerates endpoints at start waits for it.
    */
-  readonly done: Promise<void>;
+  readonly done: Promise<PolicyRestoreOutcome | void>;
 }
 
 /** Token for the policy restore (the endpoint restore depends on it). */
