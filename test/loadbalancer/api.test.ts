@@ -101,6 +101,20 @@ t.test('bad ServiceSpecs: 400 naming the field, 460 frontend, 461 backend', asyn
   const family = await call('PutServiceID', 'PUT', '/service/1', { body: spec('10.96.0.10', 80, ['fd00::1']) });
   t.equal(family.status, 461);
   t.match(family.body, /backend-addresses\/0\/ip: fd00::1 is not of the frontend's address family/);
+  // addresses that would take over the node's own connections, or that nothing can answer
+  for (const ip of ['127.0.0.1', '0.0.0.0', '224.0.0.251', '255.255.255.255']) {
+    const r = await call('PutServiceID', 'PUT', '/service/1', { body: spec(ip, 80, ['10.0.1.1']) });
+    t.equal(r.status, 460, `frontend ${ip}: 460`);
+    t.match(r.body, new RegExp(`/body/frontend-address/ip: ${ip.replace(/\./g, '\\.')} cannot be a service frontend: it is .*; fix: `));
+  }
+  for (const ip of ['::1', '::', 'ff02::1']) t.equal((await call('PutServiceID', 'PUT', '/service/1', { body: spec(ip, 80, ['fd00::1']) })).status, 460, `frontend ${ip}: 460`);
+  for (const ip of ['0.0.0.0', '239.1.1.1', '255.255.255.255']) {
+    const r = await call('PutServiceID', 'PUT', '/service/1', { body: spec('10.96.0.10', 80, ['10.0.1.1', ip]) });
+    t.equal(r.status, 461, `backend ${ip}: 461`);
+    t.match(r.body, /\/body\/backend-addresses\/1\/ip: .* cannot be a backend: it is /);
+  }
+  t.equal((await call('PutServiceID', 'PUT', '/service/1', { body: spec('169.254.20.10', 53, ['127.0.0.1']) })).status, 201, 'a link-local frontend (node-local DNS) with a loopback backend is fine');
+  t.equal((await call('DeleteServiceID', 'DELETE', '/service/1')).status, 200);
   t.equal((await call('PutServiceID', 'PUT', '/service/1', { body: spec('10.96.0.10', 80, []) })).status, 201);
   const taken = await call('PutServiceID', 'PUT', '/service/2', { body: spec('10.96.0.10', 80, []) });
   t.equal(taken.status, 460);

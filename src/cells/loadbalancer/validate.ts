@@ -3,6 +3,7 @@ import { canonicalIP, isIPv6, validPort } from './addr.js';
 import { invalidBackend, invalidField, invalidFrontend } from './errors.js';
 import { BACKEND_STATES, SERVICE_TYPES, type ServiceUpsert } from './types.js';
 import { parseCidr } from '../../lib/addr.js';
+import { whyNotBackendAddress, whyNotFrontendAddress } from './address-use.js';
 
 const PROTOS = ['tcp', 'udp', 'any'];
 
@@ -23,6 +24,8 @@ export function validateUpsert(u: ServiceUpsert): void {
   for (const [i, f] of u.frontends.entries()) {
     const at = `/frontends/${i}`;
     if (canonicalIP(f.address.ip) !== f.address.ip) throw invalidFrontend(`${at}/address/ip`, `${JSON.stringify(f.address.ip)} is not a canonical IP address`, 'give an IPv4 or IPv6 address such as 10.96.0.10');
+    const notFe = whyNotFrontendAddress(f.address.ip);
+    if (notFe) throw invalidFrontend(`${at}/address/ip`, `${f.address.ip} cannot be a service frontend: ${notFe}`, 'give the service a cluster IP from the service CIDR (such as 10.96.0.10)');
     if (!validPort(f.address.port, true)) throw invalidFrontend(`${at}/address/port`, `${String(f.address.port)} is not a port`, 'give a port between 0 and 65535');
     if (!PROTOS.includes(f.address.protocol)) throw invalidFrontend(`${at}/address/protocol`, `${String(f.address.protocol)} is not a protocol`, 'give tcp, udp or any');
     if (!(SERVICE_TYPES as readonly string[]).includes(f.type)) throw invalidFrontend(`${at}/type`, `${String(f.type)} is not a service type`, `give one of ${SERVICE_TYPES.join(', ')}`);
@@ -35,6 +38,8 @@ export function validateBackends(backends: ServiceUpsert['backends'], frontends:
   for (const [i, b] of backends.entries()) {
     const at = `/backends/${i}`;
     if (canonicalIP(b.address.ip) !== b.address.ip) throw invalidBackend(`${at}/address/ip`, `${JSON.stringify(b.address.ip)} is not a canonical IP address`, 'give an IPv4 or IPv6 address such as 10.0.1.5');
+    const notBe = whyNotBackendAddress(b.address.ip);
+    if (notBe) throw invalidBackend(`${at}/address/ip`, `${b.address.ip} cannot be a backend: ${notBe}`, 'give the address of a pod or host that serves the port');
     if (!validPort(b.address.port)) throw invalidBackend(`${at}/address/port`, `${String(b.address.port)} is not a port`, 'give a port between 1 and 65535');
     if (!(BACKEND_STATES as readonly string[]).includes(b.state)) throw invalidBackend(`${at}/state`, `${String(b.state)} is not a backend state`, `give one of ${BACKEND_STATES.join(', ')}`);
     if (!Number.isInteger(b.weight) || b.weight < 0 || b.weight > 65535) throw invalidBackend(`${at}/weight`, `${String(b.weight)} is not a weight`, 'give an integer between 0 and 65535');
