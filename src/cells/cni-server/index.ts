@@ -9,7 +9,7 @@
  * StateDirConfigToken and the api-server cell.
  */
 export { CniServer } from './server.js';
-export { CniServerConfigToken, cniServerConfigSchema, type CniServerConfig } from './config.js';
+export { CniServerConfigToken, cniServerConfigSchema, defaultDeleteQueueDir, type CniServerConfig } from './config.js';
 export { NetlinkOps, type NetOps, type LinkOps } from './netops.js';
 export { CniFailure, CelliumCniCode } from './errors.js';
 export { hostIfName, HOST_IF_PREFIX } from './plumbing.js';
