@@ -72,10 +72,20 @@ interface Delegated {
   readonly routes: { dst: string; gw: string }[];
 }
 
-/** Runs the IPAM plugin's ADD (its DEL goes on the undo list) and takes its addresses, gateways and routes. */
-async function allocateDelegated(type: string, call: ParsedCall, undo: Undo): Promise<Delegated> {
+/**
+ * Runs the IPAM plugin's ADD and takes its addresses, gateways and routes. The attachment is
+ * recorded first and the plugin's DEL goes on the undo list before the ADD runs: a plugin that
+ * allocated and then failed, timed out or printed an unusable result is still asked to release
+ * (DEL is idempotent), and a release that fails stays recorded for the next GC.
+ */
+async function allocateDelegated(d: CniDeps, type: string, call: ParsedCall, undo: Undo): Promise<Delegated> {
+  const { containerId, ifName } = call.req;
+  await d.ipamRecords.write({ containerId, ifName, network: call.conf.name, plugin: type });
+  undo.push([`IPAM plugin ${type} DEL`, async () => {
+    await delegatedDel(type, call);
+    await d.ipamRecords.remove(containerId, ifName);
+  }]);
   const result = await delegatedAdd(type, call);
-  undo.push([`IPAM plugin ${type} DEL`, () => delegatedDel(type, call)]);
   const addresses: PodAddress[] = [];
   for (const ip of result.ips) {
     const family = familyOf(ip.address);
@@ -149,7 +159,7 @@ async function addVeth(d: CniDeps, call: ParsedCall, signal: AbortSignal | undef
   const holder = interfaceOwner(d.manager, hostName);
   if (holder) throw interfaceTaken(`creating the host side of ${req.ifName}`, hostName, holder);
   const type = delegatedType(d, call);
-  const delegated = type ? await allocateDelegated(type, call, undo) : undefined;
+  const delegated = type ? await allocateDelegated(d, type, call, undo) : undefined;
   const pooled = delegated ? [] : allocate(d, call, undo);
   const allocs = delegated ? delegated.addresses : pooled;
   const addresses: PodAddress[] = allocs.map((a) => ({ ip: a.ip, family: a.family, gateway: a.gateway }));

@@ -16,6 +16,7 @@ export { hostIfName, HOST_IF_PREFIX } from './plumbing.js';
 export { cniRouter, CNI_OPERATION_ID } from './routes.js';
 export { AttachmentLedger, attachmentKey } from './ledger.js';
 export { AttachmentJournal, JOURNAL_DIR, type AttachmentRecord, type JournalEntry } from './journal.js';
+export { IpamRecords, IPAM_RECORDS_DIR, type IpamRecord } from './ipam-records.js';
 export type { OrphanOutcome } from './orphans.js';
 export type { GcOutcome } from './gc.js';
 export { formatResult, parseResult, type CniResultModel } from './result.js';
