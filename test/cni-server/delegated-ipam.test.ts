@@ -32,6 +32,12 @@ function held(dataDir: string): string[] {
   return existsSync(dir) ? readdirSync(dir).filter((f) => /^\d+\.\d+\.\d+\.\d+$/.test(f)) : [];
 }
 
+/** The attachments the agent records as holding plugin addresses. */
+const recorded = (r: Awaited<ReturnType<typeof rig>>): string[] => {
+  const dir = r.deps.ipamRecords.dir;
+  return existsSync(dir) ? readdirSync(dir).map((f) => (JSON.parse(readFileSync(join(dir, f), 'utf8')) as { containerId: string }).containerId).sort() : [];
+};
+
 const pod = (n: number) => ({ containerId: `c${n}`, netns: `/run/netns/p${n}`, path: '/usr/lib/cni', args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=p${n}` });
 
 t.test('ADD uses the plugin address, gateway and routes; DEL releases it, twice', { skip }, async (t) => {
@@ -76,7 +82,7 @@ t.test('a failure after the IPAM ADD releases the address with an IPAM DEL', { s
 });
 
 t.test('bad ipam sections are code 7 naming the field; plugin errors keep their code', { skip }, async (t) => {
-  const { server, ipam } = await delegatedRig(t);
+  const { r, server, ipam } = await delegatedRig(t);
   const cases: Array<[unknown, RegExp]> = [
     [undefined, /invalid network configuration: ipam is required: the agent runs with --ipam=delegated-plugin/],
     ['host-local', /invalid network configuration: ipam must be an object/],
@@ -92,6 +98,7 @@ t.test('bad ipam sections are code 7 naming the field; plugin errors keep their 
     t.equal(b.code, 7, `code 7 for ${JSON.stringify(section)}`);
     t.match(b.msg, msg);
   }
+  t.same(recorded(r), [], 'no IPAM record: no plugin ran');
   // host-local's own error (a range that is not a subnet): its code and message are carried through
   const resp = await server.handle(cniReq('ADD', pod(1), { ipam: { ...ipam, ranges: [[{ subnet: 'banana' }]] } }));
   const b = body(resp) as { code: number; msg: string };
@@ -187,11 +194,6 @@ esac
   };
 }
 
-/** The attachments the agent records as holding plugin addresses. */
-const recorded = (r: Awaited<ReturnType<typeof rig>>): string[] => {
-  const dir = r.deps.ipamRecords.dir;
-  return existsSync(dir) ? readdirSync(dir).map((f) => (JSON.parse(readFileSync(join(dir, f), 'utf8')) as { containerId: string }).containerId).sort() : [];
-};
 
 t.test('GC: a CNI 1.1 plugin gets the GC itself, with the valid attachments', { skip }, async (t) => {
   const { r, server } = await delegatedRig(t);

@@ -15,7 +15,7 @@ import { CelliumCniCode, CniFailure, asCniFailure, interfaceTaken } from './erro
 import { attachmentKey } from './ledger.js';
 import { interfaceOwner } from './owners.js';
 import { vethOffload } from './bigtcp.js';
-import { delegatedAdd, delegatedDel, delegatedType } from './delegated-ipam.js';
+import { delegatedAdd, delegatedDel, delegatedType, findPlugin } from './delegated-ipam.js';
 import { IPAM_SOURCE_PROPERTY } from '../endpoint/index.js';
 import type { ParsedCall } from './netconf.js';
 import { activateHostVeth, configurePodVeth, createPodVeth, findChainedLinks, hostIfName, podCidr, randomPodMac, type PodAddress } from './plumbing.js';
@@ -80,6 +80,7 @@ interface Delegated {
  */
 async function allocateDelegated(d: CniDeps, type: string, call: ParsedCall, undo: Undo): Promise<Delegated> {
   const { containerId, ifName } = call.req;
+  findPlugin(type, call.req.path); // a plugin that is not there took nothing: no record, no DEL
   await d.ipamRecords.write({ containerId, ifName, network: call.conf.name, plugin: type });
   undo.push([`IPAM plugin ${type} DEL`, async () => {
     await delegatedDel(type, call);

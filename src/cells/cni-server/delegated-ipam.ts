@@ -36,8 +36,8 @@ export function ipamPluginType(stdin: string): string | undefined {
   return type;
 }
 
-/** The plugin's executable: the first regular, executable `type` in the CNI_PATH directories. */
-function findPlugin(type: string, cniPath: string): string {
+/** The plugin's executable: the first regular, executable `type` in the CNI_PATH directories (else code 7 naming ipam.type). */
+export function findPlugin(type: string, cniPath: string): string {
   const dirs = cniPath.split(delimiter).filter(Boolean);
   for (const dir of dirs) {
     const file = join(dir, type);
