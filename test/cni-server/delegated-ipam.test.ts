@@ -98,6 +98,10 @@ t.test('bad ipam sections are code 7 naming the field; plugin errors keep their 
     t.equal(b.code, 7, `code 7 for ${JSON.stringify(section)}`);
     t.match(b.msg, msg);
   }
+  // a relative CNI_PATH entry is the runtime's directory, not the agent's: not searched, and said so
+  const rel = body(await server.handle(cniReq('ADD', { ...pod(1), path: 'lib/cni:/nonexistent' }, { ipam: { type: 'host-local' } }))) as { code: number; msg: string };
+  t.equal(rel.code, 7);
+  t.match(rel.msg, /ipam.type "host-local": no such plugin in CNI_PATH "lib\/cni:\/nonexistent" \(install it there, or fix the name; relative entries such as "lib\/cni" are not searched: give absolute directories\)/);
   t.same(recorded(r), [], 'no IPAM record: no plugin ran');
   // host-local's own error (a range that is not a subnet): its code and message are carried through
   const resp = await server.handle(cniReq('ADD', pod(1), { ipam: { ...ipam, ranges: [[{ subnet: 'banana' }]] } }));

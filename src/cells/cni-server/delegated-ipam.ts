@@ -8,7 +8,7 @@
  */
 import { execFile } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { delimiter, isAbsolute, join } from 'node:path';
 import { CniErrorCode } from '../../cni/protocol.js';
 import type { CniDeps } from './deps.js';
 import { attachmentKey } from './ledger.js';
@@ -36,10 +36,12 @@ export function ipamPluginType(stdin: string): string | undefined {
   return type;
 }
 
-/** The plugin's executable: the first regular, executable `type` in the CNI_PATH directories (else code 7 naming ipam.type). */
+/** The plugin's executable: the first regular, executable `type` in the absolute CNI_PATH directories (else code 7 naming ipam.type). */
 export function findPlugin(type: string, cniPath: string): string {
-  const dirs = cniPath.split(delimiter).filter(Boolean);
-  for (const dir of dirs) {
+  const entries = cniPath.split(delimiter).filter(Boolean);
+  // a relative entry means the runtime's working directory, which the agent does not share: never searched
+  const relative = entries.filter((dir) => !isAbsolute(dir));
+  for (const dir of entries.filter((d) => isAbsolute(d))) {
     const file = join(dir, type);
     try {
       if (statSync(file).isFile()) {
@@ -50,7 +52,8 @@ export function findPlugin(type: string, cniPath: string): string {
       // not in this directory
     }
   }
-  throw invalidConfig('ipam.type', `${quoteValue(type)}: no such plugin in CNI_PATH ${quoteValue(cniPath)} (install it there, or fix the name)`);
+  const skipped = relative.length ? `; relative entries such as ${quoteValue(relative[0]!)} are not searched: give absolute directories` : '';
+  throw invalidConfig('ipam.type', `${quoteValue(type)}: no such plugin in CNI_PATH ${quoteValue(cniPath)} (install it there, or fix the name${skipped})`);
 }
 
 /** Turns a plugin's failure into the CNI error it reported (code and message), else an I/O failure. */
