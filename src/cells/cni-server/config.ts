@@ -4,7 +4,7 @@
  */
 import { bool, int, string, type ValuesOf } from '../../hive/config/fields.js';
 import { token } from '../../hive/token.js';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { DEFAULT_DELETE_QUEUE_DIR } from '../../cni/protocol.js';
 import { defaultStateDir } from '../statedir/index.js';
 
@@ -20,7 +20,15 @@ export function defaultDeleteQueueDir(uid: number | undefined = process.getuid?.
 
 /** Schema of the CNI server configuration. */
 export const cniServerConfigSchema = {
-  cniDeleteQueueDir: string(defaultDeleteQueueDir(), 'Directory of DEL requests the cellium-cni shim queued while the agent was down; replayed at start'),
+  cniDeleteQueueDir: {
+    ...string(defaultDeleteQueueDir(), 'Directory of DEL requests the cellium-cni shim queued while the agent was down; replayed at start'),
+    parse(raw: unknown): string {
+      if (typeof raw !== 'string' || raw.trim() === '') {
+        throw new Error(`expected a directory path (e.g. ${DEFAULT_DELETE_QUEUE_DIR}, where the shim queues DELs), got ${JSON.stringify(raw)}`);
+      }
+      return resolve(raw.trim()); // once, at start: a later chdir changes nothing
+    },
+  },
   cniMtu: int(1500, "MTU of pod interfaces (a network configuration's `mtu` key overrides it)", { min: 576, max: 65535 }),
   enableIpv4BigTcp: bool(false, "IPv4 BIG TCP: both ends of each new pod veth get the host device's gso_ipv4_max_size and gro_ipv4_max_size (kernel 6.3 or later)"),
   enableIpv6BigTcp: bool(false, "IPv6 BIG TCP: both ends of each new pod veth get the host device's gso_max_size and gro_max_size (kernel 5.19 or later)"),
