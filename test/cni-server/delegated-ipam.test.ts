@@ -67,6 +67,17 @@ t.test('ADD uses the plugin address, gateway and routes; DEL releases it, twice'
   t.same(r.deps.ipam.status(), before);
 });
 
+t.test('a repeated ADD (a runtime retry) replaces the attachment: the plugin releases the old address first', { skip }, async (t) => {
+  const { r, server, dataDir, ipam } = await delegatedRig(t);
+  for (const round of [1, 2]) {
+    const resp = await server.handle(cniReq('ADD', pod(1), { ipam }));
+    t.equal(resp.exitCode, 0, `ADD ${round}: ${resp.body}`);
+  }
+  t.equal(held(dataDir).length, 1, 'host-local holds one address (it refuses a second one for the same container)');
+  t.equal(r.deps.manager.getEndpoints().length, 1);
+  t.same(recorded(r), ['c1']);
+});
+
 t.test('a failure after the IPAM ADD releases the address with an IPAM DEL', { skip }, async (t) => {
   const { r, server, dataDir, ipam } = await delegatedRig(t);
   r.net.fail('addRoute', 'pod');

@@ -15,7 +15,7 @@ import { CelliumCniCode, CniFailure, asCniFailure, interfaceTaken } from './erro
 import { attachmentKey } from './ledger.js';
 import { interfaceOwner } from './owners.js';
 import { vethOffload } from './bigtcp.js';
-import { delegatedAdd, delegatedDel, delegatedType, findPlugin } from './delegated-ipam.js';
+import { delegatedAdd, delegatedDel, delegatedDelType, delegatedType, findPlugin } from './delegated-ipam.js';
 import { IPAM_SOURCE_PROPERTY } from '../endpoint/index.js';
 import type { ParsedCall } from './netconf.js';
 import { activateHostVeth, configurePodVeth, createPodVeth, findChainedLinks, hostIfName, podCidr, randomPodMac, type PodAddress } from './plumbing.js';
@@ -201,7 +201,13 @@ export async function runAdd(d: CniDeps, call: ParsedCall, signal?: AbortSignal)
   const key = attachmentKey(req.containerId, req.ifName);
   if (d.manager.lookup(`cni-attachment-id:${key}`)) {
     d.log.info({ containerID: req.containerId, ifName: req.ifName }, 'CNI ADD: the attachment already has an endpoint; replacing it');
+    const plugin = delegatedDelType(d, call);
     await removeAttachment(d, req.containerId, req.ifName, 'repeated ADD');
+    // the plugin releases the old addresses first: host-local refuses a second allocation for the same container
+    if (plugin) {
+      await delegatedDel(plugin, call);
+      await d.ipamRecords.remove(req.containerId, req.ifName);
+    }
   }
   const undo: Undo = [];
   try {
