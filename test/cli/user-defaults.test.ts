@@ -4,7 +4,7 @@
 // $XDG_RUNTIME_DIR, writes nothing into the working directory, and `cellium` run from another
 // directory finds it. As root the test runs the processes as `nobody`; otherwise as the user.
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,7 +33,15 @@ function exited(p: ChildProcess): Promise<number | null> {
   return p.exitCode !== null ? Promise.resolve(p.exitCode) : new Promise((r) => p.on('exit', (c) => r(c)));
 }
 
-t.test('a non-root agent started with no path flags uses per-user defaults', { skip: built ? false : 'dist/ not built (npm run build)' }, async (t) => {
+/** Why the test cannot run here, or false: `nobody` must be able to read the repository (CI may keep it under /root). */
+function skipReason(): string | false {
+  if (!built) return 'dist/ not built (npm run build)';
+  if (!asRoot) return false;
+  const r = spawnSync('env', ['-i', process.execPath, '-e', `require('node:fs').accessSync(${JSON.stringify(join(root, 'dist/src/cmd/agent.js'))}, require('node:fs').constants.R_OK)`], { uid, gid, cwd: '/', stdio: 'ignore' });
+  return r.status === 0 ? false : `nobody (uid ${uid}) cannot read ${root}: the test runs the agent as that user`;
+}
+
+t.test('a non-root agent started with no path flags uses per-user defaults', { skip: skipReason() }, async (t) => {
   const base = mkdtempSync(join(tmpdir(), 'cellium-user-defaults-'));
   t.teardown(() => rmSync(base, { recursive: true, force: true }));
   chmodSync(base, 0o755);
