@@ -293,7 +293,7 @@ t.test('an IPAM plugin that fails or prints garbage: a clear CNI error, and its 
   t.same(recorded(r), []);
 });
 
-t.test('GC with host-local: a DEL that could not release (no ipam section) is released by the next GC of its network, also after a restart', { skip }, async (t) => {
+t.test('GC with host-local: a DEL that could not release (no ipam section) is released by the next GC of its network, also after a restart; another network\'s GC leaves it all alone', { skip }, async (t) => {
   const { r, server, dataDir, ipam } = await delegatedRig(t);
   for (const n of [1, 2]) t.equal((await server.handle(cniReq('ADD', pod(n), { ipam }))).exitCode, 0);
   t.equal((await server.handle(cniReq('DEL', pod(2)))).exitCode, 0, 'a DEL without the ipam section');
@@ -302,10 +302,12 @@ t.test('GC with host-local: a DEL that could not release (no ipam section) is re
   // a new server over the same state directory: the agent restarted
   const restarted = new CniServer({ ...r.deps, cfg: { cniMtu: 1500, ipamMode: 'delegated-plugin' } });
   restarted.setReady(true);
-  // (valid lists c1: endpoints do not record their network, so any GC removes endpoints it does not list)
-  const other = await restarted.handle(cniReq('GC', { containerId: '', netns: '', ifName: '', path: '/usr/lib/cni' }, { name: 'other', ipam, 'cni.dev/valid-attachments': [{ containerID: 'c1', ifname: 'eth0' }] }, '1.1.0'));
+  // a runtime's GC lists only its own network's attachments
+  const other = await restarted.handle(cniReq('GC', { containerId: '', netns: '', ifName: '', path: '/usr/lib/cni' }, { name: 'other', ipam, 'cni.dev/valid-attachments': [] }, '1.1.0'));
   t.equal(other.exitCode, 0, other.body);
   t.same(held(dataDir), ['10.98.0.2', '10.98.0.3'], "another network's GC releases none of this network's addresses");
+  t.ok(r.deps.manager.lookup('cni-attachment-id:c1:eth0'), "nor removes this network's endpoint (it records its network)");
+  t.equal(r.deps.manager.lookup('cni-attachment-id:c1:eth0')!.cniNetwork, 'cellium');
   const gc = await restarted.handle(gcReq([{ containerID: 'c1', ifname: 'eth0' }], { ipam }));
   t.equal(gc.exitCode, 0, gc.body);
   t.same(held(dataDir), ['10.98.0.2'], "this network's GC released the stale one only");

@@ -16,7 +16,7 @@ import { attachmentKey } from './ledger.js';
 import { interfaceOwner } from './owners.js';
 import { vethOffload } from './bigtcp.js';
 import { delegatedAdd, delegatedDel, delegatedDelType, delegatedType, findPlugin } from './delegated-ipam.js';
-import { IPAM_SOURCE_PROPERTY } from '../endpoint/index.js';
+import { CNI_NETWORK_PROPERTY, IPAM_SOURCE_PROPERTY } from '../endpoint/index.js';
 import type { ParsedCall } from './netconf.js';
 import { activateHostVeth, configurePodVeth, createPodVeth, findChainedLinks, hostIfName, podCidr, randomPodMac, type PodAddress } from './plumbing.js';
 import type { CniResultModel, ResultIP } from './result.js';
@@ -120,7 +120,7 @@ function changeRequest(call: ParsedCall, links: EndpointLinks, addrs: readonly {
     ...(args.podName ? { 'container-name': args.podName } : {}),
     ...(pod ? { 'k8s-pod-name': args.podName, 'k8s-namespace': args.podNamespace } : {}),
     ...(args.podUid ? { 'k8s-uid': args.podUid } : {}),
-    ...(ipamSource ? { properties: { [IPAM_SOURCE_PROPERTY]: ipamSource } } : {}),
+    properties: { [CNI_NETWORK_PROPERTY]: call.conf.name, ...(ipamSource ? { [IPAM_SOURCE_PROPERTY]: ipamSource } : {}) },
     'sync-build-endpoint': true,
   };
 }

@@ -2,7 +2,8 @@
  * GC (CNI 1.1): removes every attachment the runtime no longer lists in `cni.dev/valid-attachments`:
  * endpoints made by CNI ADD (they carry a CNI attachment), host interfaces an ADD created that no
  * endpoint holds (an ADD a crash interrupted), and IPs an ADD allocated that no endpoint holds.
- * Attachments with a command in progress are left alone. The IPAM plugin of delegated IPAM gets the
+ * Attachments with a command in progress, and endpoints another network made (`cellium.io/cni-network`),
+ * are left alone. The IPAM plugin of delegated IPAM gets the
  * GC too (delegated-gc.ts), once the endpoints are gone: every recorded attachment of this network
  * that is not valid has its addresses released.
  */
@@ -35,6 +36,8 @@ export async function runGc(d: CniDeps, call: ParsedCall): Promise<GcOutcome> {
     if (!ep.containerId || !ep.containerIfName) continue;
     const key = attachmentKey(ep.containerId, ep.containerIfName);
     if (keep.has(key) || d.ledger.busy(key)) continue;
+    // the runtime lists only this network's attachments: another network's endpoints are not stale
+    if (ep.cniNetwork !== undefined && ep.cniNetwork !== call.conf.name) continue;
     const { containerId, containerIfName } = ep;
     const plugin = ep.ipamSource?.startsWith('delegated-plugin:') ? ep.ipamSource.slice('delegated-plugin:'.length) : undefined;
     await d.ledger.withLock(key, async () => {
