@@ -179,7 +179,7 @@ async function inProcess(mode: Mode, run: string, veths: readonly Veth[], dir: s
     hive.configure({
       values: {
         'state-dir': join(dir, 'state'), 'socket-path': join(dir, 'cellium.sock'), 'cni-delete-queue-dir': join(dir, 'delete-queue'),
-        'bpf-root': bpfRoot, 'datapath-mode': mode, 'ipv4-range': POOL, 'endpoint-regen-interval': '0', 'endpoint-gc-interval': '0',
+        'bpf-root': bpfRoot, 'datapath-mode': mode, 'ipv4-range': POOL, 'endpoint-regen-interval': '0', 'endpoint-gc-interval': '0', 'bpf-lb-sock': false,
       },
     });
     await hive.start();
@@ -268,7 +268,7 @@ async function agentProcess(bin: string, mode: Mode, run: string, veths: readonl
     const socketPath = join(dir, 'cellium.sock');
     const flags = [
       `--socket-path=${socketPath}`, `--state-dir=${join(dir, 'state')}`, `--cni-delete-queue-dir=${join(dir, 'delete-queue')}`, `--bpf-root=${bpfRoot}`,
-      `--datapath-mode=${mode}`, `--ipv4-range=${POOL}`, '--enable-api-rate-limit=false', '--endpoint-regen-interval=0', '--endpoint-gc-interval=0',
+      `--datapath-mode=${mode}`, `--ipv4-range=${POOL}`, '--enable-api-rate-limit=false', '--endpoint-regen-interval=0', '--endpoint-gc-interval=0', '--bpf-lb-sock=false',
     ];
     const child = spawn(process.execPath, [bin, ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
     let tail = '';

@@ -80,7 +80,7 @@ async function main(): Promise<void> {
     const bpfRootB = `/sys/fs/bpf/cellium-bench-kv-${process.pid}`;
     const agent = (name: string, ip: string, range: string, mode: 'memory' | 'bpf') => hive(agentCells, {
       'state-dir': join(dir, name, 'state'), 'bpf-root': mode === 'bpf' ? bpfRootB : join(dir, name, 'bpf'), 'cni-delete-queue-dir': join(dir, name, 'dq'), 'socket-path': join(dir, name, 'sock'),
-      'datapath-mode': mode, kvstore: 'etcd', 'kvstore-opt': `etcd.config=${cfgFile}`, 'node-name': name, 'node-ip': ip, 'ipv4-range': range, 'ipv6-range': '',
+      'datapath-mode': mode, 'bpf-lb-sock': false, kvstore: 'etcd', 'kvstore-opt': `etcd.config=${cfgFile}`, 'node-name': name, 'node-ip': ip, 'ipv4-range': range, 'ipv6-range': '',
     });
     const rows: (string | number)[][] = [];
     const modes: Array<'memory' | 'bpf'> = bpfAvailable().ok ? ['memory', 'bpf'] : ['memory'];

@@ -5,7 +5,7 @@
 #      the runtime packages below, `podman import`ed as localhost/cellium-base:<key>. Built once per
 #      key (the packages, the apt sources, this script's mmdebstrap options).
 #   2. The application: `npm pack` (prepack builds), installed globally into a staging prefix with
-#      production dependencies only, plus the natives this machine built (both addons, bpf_lxc.o,
+#      production dependencies only, plus the natives this machine built (both addons, bpf_lxc.o, bpf_sock.o,
 #      the CNI shim) and the node binary running this script (Debian's own nodejs is 18).
 #   3. `podman build` of Containerfile on top (COPY only, nothing runs inside the build), labelled
 #      with the key of all its inputs: a second run with nothing changed stops at step 2's check.
@@ -58,7 +58,7 @@ fi
 
 # 2. the application: the package as npm ships it, and the natives of this machine
 bash scripts/build.sh
-natives=(bpf-loader-native/build/Release/cellium_bpf.node netlink-native/build/Release/cellium_netlink.node build/bpf/bpf_lxc.o bin/cellium-cni)
+natives=(bpf-loader-native/build/Release/cellium_bpf.node netlink-native/build/Release/cellium_netlink.node build/bpf/bpf_lxc.o build/bpf/bpf_sock.o bin/cellium-cni)
 for f in "${natives[@]}"; do
   [ -f "$f" ] || fail "$f is not built: the image needs every native part (npm run setup as root installs clang, libbpf-dev)"
 done

@@ -15,7 +15,7 @@ import { bpfDatapathCell } from './cells/datapath-bpf/index.js';
 import { endpointCell, EndpointManagerToken, type EndpointManager } from './cells/endpoint/index.js';
 import { identityCell, IdentityAllocatorToken, type IdentityAllocator } from './cells/identity/index.js';
 import { ipamCell, IPAMToken, type IPAM } from './cells/ipam/index.js';
-import { loadBalancerCell } from './cells/loadbalancer/index.js';
+import { lbRebindCell, loadBalancerCell } from './cells/loadbalancer/index.js';
 import { kvstoreCell } from './cells/kvstore/index.js';
 import { monitorCell } from './cells/monitor/index.js';
 import { cidrIPCacheCell, policyCell, PolicyRepositoryToken, type PolicyRepository } from './cells/policy/index.js';
@@ -48,6 +48,8 @@ const agentInvokes: readonly Cell[] = [
     // the pod CIDR claim before the endpoints: its start hook sets the IPAM pool before restore
     IdentityAllocatorToken, PolicyRepositoryToken, IPAMToken, PodCIDRToken, EndpointManagerToken,
   ),
+  // after the endpoints' restore: LB maps a changed --bpf-lb-map-max replaced are rebound
+  lbRebindCell,
 ];
 
 /** Every cell of the agent. */

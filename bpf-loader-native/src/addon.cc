@@ -1,5 +1,5 @@
-// Entry point of the cellium_bpf addon: libbpf objects, maps, tc/tcx links, ring buffer reading
-// and bpffs helpers.
+// Entry point of the cellium_bpf addon: libbpf objects, maps, tc/tcx links, cgroup links, ring
+// buffer reading and bpffs helpers.
 // Every call is synchronous; failures throw Errors with syscall, errno, code, path and detail.
 #include <bpf/libbpf.h>
 #include <bpf/libbpf_version.h>
@@ -9,6 +9,7 @@ namespace cellium_bpf {
 void registerMaps(Napi::Env env, Napi::Object exports);
 void registerObject(Napi::Env env, Napi::Object exports);
 void registerLinks(Napi::Env env, Napi::Object exports);
+void registerCgroup(Napi::Env env, Napi::Object exports);
 void registerBpffs(Napi::Env env, Napi::Object exports);
 void registerRingbuf(Napi::Env env, Napi::Object exports);
 void logCaptureInstall();
@@ -20,6 +21,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   cellium_bpf::registerMaps(env, exports);
   cellium_bpf::registerObject(env, exports);
   cellium_bpf::registerLinks(env, exports);
+  cellium_bpf::registerCgroup(env, exports);
   cellium_bpf::registerBpffs(env, exports);
   cellium_bpf::registerRingbuf(env, exports);
   exports.Set("libbpfVersion", std::to_string(libbpf_major_version()) + "." + std::to_string(libbpf_minor_version()));

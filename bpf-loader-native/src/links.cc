@@ -171,6 +171,13 @@ Napi::Value LinkInfo(const Napi::CallbackInfo &info) {
   o.Set("id", li.id);
   o.Set("type", li.type);
   o.Set("progId", li.prog_id);
+  if (li.type == BPF_LINK_TYPE_CGROUP) {
+    // cgroup links: {cgroup_id (the cgroup v2 directory's inode number), attach_type}
+    o.Set("ifindex", 0);
+    o.Set("cgroupId", (double)li.cgroup.cgroup_id);
+    o.Set("attachType", li.cgroup.attach_type);
+    return o;
+  }
   // tcx links report {ifindex, attach_type} where xdp links report {ifindex}.
   const __u32 *u = reinterpret_cast<const __u32 *>(&li.xdp);
   o.Set("ifindex", u[0]);

@@ -265,6 +265,39 @@ struct lb_affinity_match {
 	__u16 pad;
 } __attribute__((packed));
 
+/*
+ * Socket-level load balancing (bpf_sock.c): cellium_lb4_reverse_sk / cellium_lb6_reverse_sk (LRU)
+ * remember, per socket (its cookie) and backend address:port, the frontend a connect or sendmsg was
+ * translated from, so recvmsg and getpeername show the frontend again (Cilium's
+ * ipv4_revnat_tuple / ipv4_revnat_entry).
+ */
+struct lb4_reverse_sk_key {
+	__u64 cookie;
+	__be32 address;
+	__be16 port;
+	__u16 pad;
+};
+
+struct lb4_reverse_sk {
+	__be32 address;
+	__be16 port;
+	__u16 rev_nat_index;
+};
+
+struct lb6_reverse_sk_key {
+	__u64 cookie;
+	__u8 address[16];
+	__be16 port;
+	__u16 pad;
+	__u32 pad2;
+};
+
+struct lb6_reverse_sk {
+	__u8 address[16];
+	__be16 port;
+	__u16 rev_nat_index;
+};
+
 /* cellium_events (ring buffer) record types. */
 #define EVENT_DROP 1
 #define EVENT_TRACE 2

@@ -13,7 +13,8 @@
  *     policy, which is the backend's; the connection's entry then carries the rev-NAT index;
  *   - a reply (to_container, CT_REPLY with a rev-NAT index) gets its source rewritten to the
  *     frontend from cellium_lb4_reverse_nat.
- * The memory datapath's model is src/datapath/lb-model.ts.
+ * The lookups of services and backends are lib/lb_lookup.h (bpf_sock shares them). The memory
+ * datapath's model is src/datapath/lb-model.ts.
  */
 #ifndef CELLIUM_LB_H
 #define CELLIUM_LB_H
@@ -21,6 +22,7 @@
 #include <stddef.h>
 #include <linux/ip.h>
 #include "conntrack.h"
+#include "lb_lookup.h"
 
 #ifndef BPF_F_PSEUDO_HDR
 #define BPF_F_PSEUDO_HDR (1ULL << 4)
@@ -104,26 +106,8 @@ static __always_inline __u32 lb_maglev_backend(const struct lb_maglev_lut *t, co
 	return t->backend_ids[idx];
 }
 
-/*
- * ClientIP affinity: the backend a client's unexpired choice names (the master's backend_id is the
- * timeout in seconds), when it is still one of the service's (cellium_lb_affinity_match); else 0.
- */
-static __always_inline __u32 lb_affinity_backend(const struct lb_affinity_val *v, const struct lb4_service *svc, __u32 now)
-{
-	struct lb_affinity_match m = {};
-
-	if (!v || v->last_used + svc->backend_id < now)
-		return 0;
-	m.backend_id = v->backend_id;
-	m.rev_nat_id = svc->rev_nat_index;
-	return bpf_map_lookup_elem(&cellium_lb_affinity_match, &m) ? v->backend_id : 0;
-}
-
 /* lb4_egress's answer for a service without backends whose packets are rejected (ICMP unreachable). */
 #define LB_REJECT 1000
-
-/* SVC_FLAG2_NO_BACKEND_DROP in a master's flags2: drop instead of reject (--service-no-backend-response=drop). */
-#define SVC_FLAG2_NO_BACKEND_DROP (1 << 6)
 
 /*
  * Service translation of a packet from the endpoint: 0 when its destination is no service, 1 when
@@ -135,13 +119,13 @@ __attribute__((noinline)) int lb4_egress(struct __sk_buff *skb, struct pkt *p)
 	struct lb4_key key = {};
 	struct lb4_affinity_key aff_key = {};
 	struct lb_affinity_val aff = {};
-	struct lb4_service *svc, *slot;
+	struct lb4_service *svc;
 	struct lb4_backend *be = 0;
 	union ct_key k = {};
 	struct ct_entry *e, ne = {};
 	__u32 backend_id = 0, now, lifetime;
 	__u16 rev_nat;
-	int syn;
+	int syn, no_port;
 
 	if (!skb || !p)
 		return 0;
@@ -150,15 +134,9 @@ __attribute__((noinline)) int lb4_egress(struct __sk_buff *skb, struct pkt *p)
 	__builtin_memcpy(&key.address, p->dst, 4);
 	key.dport = p->dport;
 	key.proto = p->protocol;
-	svc = bpf_map_lookup_elem(&cellium_lb4_services, &key);
-	if (!svc) {
-		key.proto = 0;
-		svc = bpf_map_lookup_elem(&cellium_lb4_services, &key);
-	}
-	if (!svc) {
-		key.dport = 0;
-		return bpf_map_lookup_elem(&cellium_lb4_services, &key) ? -DROP_NO_SERVICE : 0;
-	}
+	svc = lb4_lookup_service(&key, &no_port);
+	if (!svc)
+		return no_port ? -DROP_NO_SERVICE : 0;
 	p->rev_nat = svc->rev_nat_index;
 	now = ct_now();
 	lifetime = now + (p->protocol == IPPROTO_TCP ? ct_lifetime_tcp : ct_lifetime_any);
@@ -188,12 +166,7 @@ __attribute__((noinline)) int lb4_egress(struct __sk_buff *skb, struct pkt *p)
 			be = backend_id ? bpf_map_lookup_elem(&cellium_lb4_backends, &backend_id) : 0;
 		}
 		if (!be) {
-			key.backend_slot = (bpf_get_prandom_u32() % svc->count) + 1;
-			slot = bpf_map_lookup_elem(&cellium_lb4_services, &key);
-			if (!slot)
-				return -DROP_NO_BACKEND;
-			backend_id = slot->backend_id;
-			be = bpf_map_lookup_elem(&cellium_lb4_backends, &backend_id);
+			be = lb4_slot_backend(&key, svc, bpf_get_prandom_u32(), &backend_id);
 			if (!be)
 				return -DROP_NO_BACKEND;
 		}
@@ -417,14 +390,14 @@ __attribute__((noinline)) int lb6_egress(struct __sk_buff *skb, struct pkt *p)
 	struct lb6_key key = {};
 	struct lb6_affinity_key aff_key = {};
 	struct lb_affinity_val aff = {};
-	struct lb4_service *svc, *slot;
+	struct lb4_service *svc;
 	struct lb6_backend *be = 0;
 	union ct_key k = {};
 	struct ct_entry *e, ne = {};
 	__u32 backend_id = 0, now, lifetime;
 	__u16 rev_nat;
 	__u8 nexthdr;
-	int syn;
+	int syn, no_port;
 
 	if (!skb || !p)
 		return 0;
@@ -433,15 +406,9 @@ __attribute__((noinline)) int lb6_egress(struct __sk_buff *skb, struct pkt *p)
 	__builtin_memcpy(key.address, p->dst, 16);
 	key.dport = p->dport;
 	key.proto = p->protocol;
-	svc = bpf_map_lookup_elem(&cellium_lb6_services, &key);
-	if (!svc) {
-		key.proto = 0;
-		svc = bpf_map_lookup_elem(&cellium_lb6_services, &key);
-	}
-	if (!svc) {
-		key.dport = 0;
-		return bpf_map_lookup_elem(&cellium_lb6_services, &key) ? -DROP_NO_SERVICE : 0;
-	}
+	svc = lb6_lookup_service(&key, &no_port);
+	if (!svc)
+		return no_port ? -DROP_NO_SERVICE : 0;
 	/* extension headers: not translated (the L4 header is not where lb6_rewrite writes) */
 	if (bpf_skb_load_bytes(skb, ETH_HLEN + 6, &nexthdr, 1) < 0 || nexthdr != p->protocol)
 		return -DROP_INVALID;
@@ -474,12 +441,7 @@ __attribute__((noinline)) int lb6_egress(struct __sk_buff *skb, struct pkt *p)
 			be = backend_id ? bpf_map_lookup_elem(&cellium_lb6_backends, &backend_id) : 0;
 		}
 		if (!be) {
-			key.backend_slot = (bpf_get_prandom_u32() % svc->count) + 1;
-			slot = bpf_map_lookup_elem(&cellium_lb6_services, &key);
-			if (!slot)
-				return -DROP_NO_BACKEND;
-			backend_id = slot->backend_id;
-			be = bpf_map_lookup_elem(&cellium_lb6_backends, &backend_id);
+			be = lb6_slot_backend(&key, svc, bpf_get_prandom_u32(), &backend_id);
 			if (!be)
 				return -DROP_NO_BACKEND;
 		}

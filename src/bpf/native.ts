@@ -16,8 +16,8 @@ export interface RawObjectMap { name: string; type: number; keySize: number; val
 export interface RawProgram { name: string; section: string; type: number; fd: number }
 /** Map info from the kernel. */
 export interface RawMapInfo { type: number; id: number; keySize: number; valueSize: number; maxEntries: number; flags: number; name: string }
-/** Link info from the kernel (ifindex/attachType for tcx links). */
-export interface RawLinkInfo { id: number; type: number; progId: number; ifindex: number; attachType: number }
+/** Link info from the kernel (ifindex/attachType for tcx links; cgroupId/attachType for cgroup links). */
+export interface RawLinkInfo { id: number; type: number; progId: number; ifindex: number; attachType: number; cgroupId?: number }
 /** Program info from the kernel. */
 export interface RawProgInfo { id: number; type: number; name: string; tag: string; mapIds: number[]; verifiedInsns: number }
 
@@ -70,6 +70,8 @@ export interface BpfAddon {
   progGetFdById(id: number): number;
   progTestRun(fd: number, data: Buffer, repeat?: number): { retval: number; durationNs: number };
   mapGetFdById(id: number): number;
+  cgroupAttach(progFd: number, cgroupPath: string, attachType: number): number;
+  cgroupQuery(cgroupPath: string, attachType: number): number[];
   tcAttach(progFd: number, ifindex: number, ingress: boolean, handle: number, priority: number, replace: boolean, netns?: string): Promise<number>;
   tcQuery(ifindex: number, ingress: boolean, handle: number, priority: number, netns?: string): number;
   tcDetach(ifindex: number, ingress: boolean, handle: number, priority: number, netns?: string): boolean;

@@ -93,6 +93,11 @@ export interface LBMapSet {
   readonly maglev4: LBMap<number, Uint32Array>;
   readonly maglev6: LBMap<number, Uint32Array>;
   readonly affinityMatch: LBMap<LBAffinityMatchKey, number>;
+  /**
+   * Names of the maps opening them replaced (pinned by an earlier run with another size or
+   * layout): programs loaded before still hold the old ones. Absent for maps never pinned.
+   */
+  readonly replaced?: readonly string[];
 }
 
 /** Token for the selected datapath's LB maps. */

@@ -27,9 +27,13 @@ export interface TestAgent {
 /** The flags the agent declares (the cell set grows; only isolate what exists). */
 const FLAGS = new Set(new Hive(agentCells, { logger: silentLogger() }).config.entries().map((e) => e.flag));
 
-/** Flags that would otherwise point at the host's shared directories, each under `dir`. */
+/**
+ * Flags that would otherwise point at the host's shared directories, each under `dir`; and socket
+ * load balancing off (its default attaches to the machine's root cgroup: the socket LB test
+ * attaches to a cgroup of its own).
+ */
 export function isolatedDirs(dir: string): Record<string, string> {
-  const wanted: Record<string, string> = { 'state-dir': join(dir, 'state'), 'bpf-root': join(dir, 'bpf'), 'cni-delete-queue-dir': join(dir, 'delete-queue') };
+  const wanted: Record<string, string> = { 'state-dir': join(dir, 'state'), 'bpf-root': join(dir, 'bpf'), 'cni-delete-queue-dir': join(dir, 'delete-queue'), 'bpf-lb-sock': 'false' };
   return Object.fromEntries(Object.entries(wanted).filter(([flag]) => FLAGS.has(flag)));
 }
 

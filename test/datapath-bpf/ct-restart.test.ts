@@ -30,7 +30,7 @@ t.test('an established TCP stream survives kill -9 and restart of the agent', { 
   const socketPath = join(dir, 'cellium.sock');
   const args = [
     `--socket-path=${socketPath}`, `--state-dir=${join(dir, 'state')}`, `--cni-delete-queue-dir=${join(dir, 'q')}`, `--bpf-root=${root}`,
-    `--ipv4-range=${POOL}`, '--datapath-mode=bpf', ...Object.entries(SMALL_CT).map(([k, v]) => `--${k}=${v}`),
+    `--ipv4-range=${POOL}`, '--datapath-mode=bpf', '--bpf-lb-sock=false', ...Object.entries(SMALL_CT).map(([k, v]) => `--${k}=${v}`),
   ];
   const client = new CelliumClient({ socketPath });
   c.teardown(() => client.close());

@@ -58,9 +58,8 @@ export function bpfRoot(c: Cleanup): string {
   return r.root;
 }
 
-/** The whole agent (src/cells.ts) in this process with --datapath-mode=bpf on `root` (plus `config`); a client on its temporary socket. */
-export async function startBpfAgent(c: Cleanup, root: string, pool: string, config: Record<string, unknown> = {}): Promise<{ dir: string; socketPath: string; client: CelliumClient; h: TestHive }> {
-  const dir = tempDir(c, 'agent');
+/** The whole agent (src/cells.ts) in this process with --datapath-mode=bpf on `root` (plus `config`); a client on its socket in `dir` (a restart passes the same). */
+export async function startBpfAgent(c: Cleanup, root: string, pool: string, config: Record<string, unknown> = {}, dir = tempDir(c, 'agent')): Promise<{ dir: string; socketPath: string; client: CelliumClient; h: TestHive }> {
   const socketPath = join(dir, 'cellium.sock');
   const h = await testHive(c, agentCells, {
     config: { ...isolatedDirs(dir), 'bpf-root': root, 'socket-path': socketPath, 'datapath-mode': 'bpf', 'ipv4-range': pool, ...config },
@@ -286,7 +285,7 @@ export interface AgentProcess {
   readonly dir: string;
   readonly socketPath: string;
   readonly client: CelliumClient;
-  /** Spawns the agent (bpf datapath, the pool, prune every second, plus the extra flags). */
+  /** Spawns the agent (bpf datapath, the pool, prune every second, no socket load balancing, plus the extra flags, which win). */
   start(): ReturnType<typeof spawnAgent>;
   /** Waits (up to 60 s) until the spawned agent serves the API; false when it exited or never did. */
   up(agent: ReturnType<typeof spawnAgent>): Promise<boolean>;
@@ -299,7 +298,9 @@ export function agentProcess(c: Cleanup, name: string, pool: string, extraArgs: 
   const socketPath = join(dir, 'cellium.sock');
   const args = [
     `--socket-path=${socketPath}`, `--state-dir=${join(dir, 'state')}`, `--cni-delete-queue-dir=${join(dir, 'q')}`,
-    `--bpf-root=${root}`, `--ipv4-range=${pool}`, '--datapath-mode=bpf', '--bpf-map-prune-interval=1s', ...extraArgs,
+    `--bpf-root=${root}`, `--ipv4-range=${pool}`, '--datapath-mode=bpf', '--bpf-map-prune-interval=1s',
+    // socket load balancing off unless the test asks (its default is the machine's root cgroup)
+    '--bpf-lb-sock=false', ...extraArgs,
   ];
   const client = new CelliumClient({ socketPath });
   c.teardown(() => client.close());

@@ -40,4 +40,25 @@ t.test('non-default LB map sizes: the program binds the agent\'s LB maps and a C
   const cid = client.traffic.nextId();
   client.traffic.command(`connect 10.96.46.1 80 - 2000 ${cid}`);
   t.equal(await client.traffic.waitFor(['connected', 'failed'], cid, 6000), 'connected', 'the client reaches the backend through the VIP');
+
+  // a restart with another --bpf-lb-map-max replaces the LB maps: the restored endpoints' programs
+  // are reloaded to read the new ones (else a service added afterwards would never reach them)
+  await agent.h.hive.stop();
+  const again = await startBpfAgent(c, root, POOL, { 'bpf-lb-map-max': '2048', 'bpf-lb-algorithm': 'maglev' }, agent.dir);
+  const services2 = BpfMap.openPinned(join(root, LB_MAP_NAMES.services4));
+  c.teardown(() => services2.close());
+  t.equal(services2.info.maxEntries, 2048, 'the services map was replaced with --bpf-lb-map-max entries');
+  const boundToNew = (): boolean => {
+    const a = endpointPrograms(client.ifIndex).from_container;
+    const id = a.legacy ?? a.tcx[0];
+    return id !== undefined && programMapIds(id).includes(services2.info.id);
+  };
+  t.ok(await until(async () => boundToNew(), 10000), 'the restored endpoint\'s program reads the new services map');
+  await again.client.putService(2, {
+    id: 2, 'frontend-address': { ip: '10.96.46.2', port: 80, protocol: 'tcp' }, 'backend-addresses': [{ ip: server.ip, port: 8080 }],
+  } as never);
+  t.ok(await until(async () => (await again.client.getService(2)).status?.['cellium-state']?.state === 'done', 5000), 'the new frontend is written');
+  const cid2 = client.traffic.nextId();
+  client.traffic.command(`connect 10.96.46.2 80 - 2000 ${cid2}`);
+  t.equal(await client.traffic.waitFor(['connected', 'failed'], cid2, 6000), 'connected', 'the restored client reaches a service added after the restart');
 });

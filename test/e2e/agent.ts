@@ -32,10 +32,11 @@ export async function startAgent(t: TestLike, pool: string, opts: { config?: Rec
   const socketPath = join(dir, 'cellium.sock');
   const queueDir = join(dir, 'delete-queue');
   const base = opts.base ?? [...CONTROL_PLANE, apiServerCell, cniServerCell];
-  // with the BPF datapath cell, pins go to a BPF root of this test's own (removed after the agent stopped)
+  // with the BPF datapath cell, pins go to a BPF root of this test's own (removed after the agent
+  // stopped), and socket load balancing stays off (it would attach to the machine's root cgroup)
   const bpfRoot = base.includes(bpfDatapathCell) ? `/sys/fs/bpf/cellium-e2e-${uniq()}` : undefined;
   const h = await testHive(t, [...base, ...(opts.cells ?? [])], {
-    config: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': queueDir, 'ipv4-range': pool, ...(bpfRoot ? { 'bpf-root': bpfRoot } : {}), ...opts.config },
+    config: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': queueDir, 'ipv4-range': pool, ...(bpfRoot ? { 'bpf-root': bpfRoot, 'bpf-lb-sock': false } : {}), ...opts.config },
   });
   if (bpfRoot) t.teardown(() => rmSync(bpfRoot, { recursive: true, force: true }));
   await h.get(CniServerToken).whenReady();

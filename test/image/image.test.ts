@@ -9,11 +9,12 @@
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createNetns, uniq } from '../netlink/netns.js';
+import { cgroupPrograms, cgroupV2Mount } from '../../src/bpf/index.js';
 import { commandLine, daemonSetPod, isSharedMount, podmanRunArgs, type ContainerSpec } from './daemonset.js';
 
 const root = join(import.meta.dirname, '../..');
@@ -60,9 +61,17 @@ t.test('the image runs as the DaemonSet runs it: install-cni, the agent, two pod
   const noModules = join(dir, 'lib-modules'); // this machine kind has no /lib/modules
   for (const d of [run_, cniBin, cniConf, noModules]) mkdirSync(d);
   mkdirSync('/var/run/netns', { recursive: true });
+  // the DaemonSet's cgroup v2 mount (socket load balancing): a cgroup of this test's own, never the
+  // machine's root; without cgroup v2 here, socket load balancing is off
+  const v2 = cgroupV2Mount();
+  const testCgroup = v2 ? join(v2, `cellium-test-img-${id}`) : undefined;
+  if (testCgroup) {
+    mkdirSync(testCgroup);
+    t.teardown(() => rmdirSync(testCgroup));
+  }
   const hostPaths = {
     '/sys/fs/bpf': '/sys/fs/bpf', '/var/run/cellium': run_, '/var/run/netns': '/var/run/netns', '/opt/cni/bin': cniBin, '/etc/cni/net.d': cniConf,
-    '/lib/modules': existsSync('/lib/modules') ? '/lib/modules' : noModules,
+    '/lib/modules': existsSync('/lib/modules') ? '/lib/modules' : noModules, '/sys/fs/cgroup': testCgroup ?? noModules,
   };
   const shared = new Set(['/sys/fs/bpf', '/var/run/netns', '/run/netns'].filter(isSharedMount));
   if (!shared.has('/sys/fs/bpf')) t.comment('/sys/fs/bpf is not a shared mount here: its bind carries no propagation (pins are on the same bpffs either way)');
@@ -87,7 +96,7 @@ t.test('the image runs as the DaemonSet runs it: install-cni, the agent, two pod
     run('podman', ['rm', '-f', '-t', '5', name]);
     rmSync(bpfRoot, { recursive: true, force: true });
   });
-  const started = run('podman', podman(name, agentSpec, true, { 'bpf-root': bpfRoot, 'prometheus-serve-addr': `127.0.0.1:${metricsPort}`, 'ipv4-range': POOL }));
+  const started = run('podman', podman(name, agentSpec, true, { 'bpf-root': bpfRoot, 'prometheus-serve-addr': `127.0.0.1:${metricsPort}`, 'ipv4-range': POOL, ...(testCgroup ? {} : { 'bpf-lb-sock': 'false' }) }));
   t.equal(started.code, 0, `podman run the agent\n${started.stderr}`);
   if (started.code !== 0) return;
   const probe = agentSpec.readinessProbe?.exec?.command ?? ['cellium', 'status', '-o', 'json'];
@@ -107,6 +116,7 @@ t.test('the image runs as the DaemonSet runs it: install-cni, the agent, two pod
   t.equal(status['cellium-datapath'], 'bpf', 'the BPF datapath runs inside the image');
   t.equal((status.cilium as { state: string }).state, 'Ok');
   t.ok(existsSync(join(bpfRoot)), 'maps are pinned on the host bpffs');
+  if (testCgroup) t.equal(cgroupPrograms(testCgroup, 'connect4').length, 1, 'socket load balancing attached at the cgroup the DaemonSet mounts');
   const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { signal: AbortSignal.timeout(5000) }).then((r) => r.text(), (e: Error) => e.message);
   t.match(metrics, /^cellium_endpoint\b/m, 'Prometheus metrics on the host network');
   const cli = (args: string[], input?: string) => run('podman', ['exec', ...(input === undefined ? [] : ['-i']), name, 'cellium', ...args], { input });

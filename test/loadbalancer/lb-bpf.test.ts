@@ -54,6 +54,16 @@ async function resetCode(agent: TrafficAgent, id: string): Promise<string | unde
 
 const hits = (agent: TrafficAgent, id: string): number => agent.output.split('\n').filter((l) => l === `got ${id}`).length;
 
+/**
+ * The servers' hits once `total` of them have been logged (a server's "got" line can reach the
+ * agent's output after the client's connect returned), or as they are after 2 s.
+ */
+async function hitsOf(agent: TrafficAgent, ids: string[], total: number): Promise<number[]> {
+  const now = (): number[] => ids.map((id) => hits(agent, id));
+  for (let i = 0; i < 40 && now().reduce((a, b) => a + b, 0) < total; i++) await new Promise((r) => setTimeout(r, 50));
+  return now();
+}
+
 t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
   const { root, remove } = testBpfRoot();
   t.teardown(remove);
@@ -109,20 +119,20 @@ t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
   let ok = 0;
   for (let i = 0; i < N; i++) if (await connect(topo.podAgent, VIP, 80)) ok++;
   t.equal(ok, N, `${N} connections to the VIP completed (the SYN-ACK came from the VIP: rev-NAT)`);
-  const counts = servers.map((id) => hits(topo.hostAgent, id));
+  const counts = await hitsOf(topo.hostAgent, servers, N);
   t.equal(counts.reduce((a, b) => a + b, 0), N, 'every connection reached a backend');
   for (const [i, c] of counts.entries()) t.ok(c >= N * 0.15, `backend ${BACKENDS[i]} got ${c} of ${N} (>= 15%)`);
 
-  const pinned = servers.map((id) => hits(topo.hostAgent, id));
+  const pinned = counts;
   for (let i = 0; i < 15; i++) t.ok(await connect(topo.podAgent, STICKY_VIP, 80), `affinity connection ${i + 1}`);
-  const moved = servers.map((id, i) => hits(topo.hostAgent, id) - pinned[i]!);
+  const moved = (await hitsOf(topo.hostAgent, servers, N + 15)).map((n, i) => n - pinned[i]!);
   t.same(moved.filter((n) => n > 0).length, 1, `ClientIP affinity: every connection went to one backend (${moved.join(', ')})`);
 
   const servers6 = await Promise.all(BACKENDS6.map((b) => listen(topo.hostAgent, 'tcp', b, 8080)));
   let ok6 = 0;
   for (let i = 0; i < 20; i++) if (await connect(topo.podAgent, VIP6, 80)) ok6++;
   t.equal(ok6, 20, 'IPv6: 20 connections to the VIP completed (rev-NAT of the SYN-ACK)');
-  const counts6 = servers6.map((id) => hits(topo.hostAgent, id));
+  const counts6 = await hitsOf(topo.hostAgent, servers6, 20);
   t.equal(counts6.reduce((a, b) => a + b, 0), 20, 'IPv6: every connection reached a backend');
   t.ok(counts6.every((c) => c > 0), `IPv6: both backends were used (${counts6.join(', ')})`);
 
@@ -180,8 +190,9 @@ t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
   t.ok(e2 > e1, `the established stream to the terminating backend goes on (${e1} -> ${e2})`);
   t.notMatch(topo.podAgent.output, new RegExp(`reset ${s} `), 'never reset');
   for (let i = 0; i < 5; i++) t.ok(await connect(topo.podAgent, STREAM_VIP, 90), `new connection ${i + 1}`);
-  t.equal(hits(topo.hostAgent, echoB), 5, 'every new connection went to the active backend');
-  t.equal(hits(topo.hostAgent, echoA), 1, 'the terminating backend got only the stream');
+  const [gotA, gotB] = await hitsOf(topo.hostAgent, [echoA, echoB], 6);
+  t.equal(gotB, 5, 'every new connection went to the active backend');
+  t.equal(gotA, 1, 'the terminating backend got only the stream');
   topo.podAgent.command(`stop ${s}`);
 
   // Maglev in the kernel: a writer with --bpf-lb-algorithm=maglev takes the maps over (as a

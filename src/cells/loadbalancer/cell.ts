@@ -6,7 +6,7 @@ import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { Reconciler } from '../../lib/reconciler/index.js';
 import { LBMapsToken, type LBMapSet } from '../../datapath/lb-maps.js';
-import { DatapathToken } from '../datapath/index.js';
+import { DatapathToken, type Datapath } from '../datapath/index.js';
 import { BpfDatapathConfigToken, type BpfDatapathConfig } from '../datapath-bpf/index.js';
 import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
 import { LBConfigToken, lbConfigSchema, type LBConfig } from './config.js';
@@ -16,6 +16,8 @@ import { LBServiceManager } from './manager.js';
 import { ServiceStore, serviceStoreFile } from './store.js';
 import { ServiceManagerToken, type FrontendDesired, type ServiceManager } from './types.js';
 import { token } from '../../hive/token.js';
+import { sockAttachFailed } from './errors.js';
+import { attachSockLB, detachSockLB, resolveCgroupRoot, sockLBProblems, SOCK_HOOKS, type SockLBAttachment } from './sock-lb.js';
 
 /** How often the frontends' status is reported to the health tree. */
 const STATUS_INTERVAL_MS = 5000;
@@ -76,6 +78,69 @@ function newReconciler(mgr: ServiceManager, maps: LBMapSet, cfg: LBConfig, bpf: 
   return r;
 }
 
+/** Token of socket load balancing's start hook (constructed after the reconciler: the LB maps are pinned by then). */
+export const SockLBToken = token<{ readonly hook: string }>('SockLB');
+
+/**
+ * Socket load balancing's start hook: with the BPF datapath and --bpf-lb-sock, attaches (or
+ * atomically replaces) bpf_sock's programs at the cgroup of --cgroup-root; with
+ * --bpf-lb-sock=false detaches what an earlier start attached; with the memory datapath it says
+ * in one line that nothing is attached. A cgroup or program that cannot be used stops the start.
+ * Every --bpf-map-prune-interval, links found gone are attached again (health scope socket-lb).
+ */
+function newSockLB(dp: Datapath, maps: LBMapSet, cfg: LBConfig, bpf: BpfDatapathConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger, _r: Reconciler<FrontendDesired>): { hook: string } {
+  const hook = 'lb-sock';
+  const h = health.scope('socket-lb');
+  let cgroup: string | undefined;
+  const attach = async (): Promise<SockLBAttachment> => attachSockLB({
+    bpfRoot: bpf.bpfRoot, cgroup: cgroup!, revMapMax: cfg.bpfSockRevMapMax,
+    onReplace: (x) => log.warn({ map: x.name, path: x.path, have: x.have, want: x.want }, 'replaced a pinned reverse-socket map of another layout'),
+  });
+  lc.append({
+    name: hook,
+    onStart: async () => {
+      if (dp.mode !== 'bpf') {
+        log.info({ datapath: dp.mode }, `socket load balancing not attached: the ${dp.mode} datapath has no cgroup programs (host processes do not reach services)`);
+        h.ok(`not attached: the ${dp.mode} datapath`);
+        return;
+      }
+      if (!cfg.bpfLbSock) {
+        const n = detachSockLB(bpf.bpfRoot);
+        if (n) log.info({ detached: n }, 'socket load balancing off (--bpf-lb-sock=false): detached the socket programs of an earlier start');
+        h.ok('off (--bpf-lb-sock=false)');
+        return;
+      }
+      cgroup = resolveCgroupRoot(cfg.cgroupRoot);
+      void maps.services4; // the LB maps pinned (the kernel maps open on first use)
+      let r: SockLBAttachment;
+      try {
+        r = await attach();
+      } catch (err) {
+        throw sockAttachFailed(cgroup, err);
+      }
+      const replaced = SOCK_HOOKS.filter((x) => r[x].replaced).length;
+      log.info({ cgroup, programs: SOCK_HOOKS.length, replaced, moved: SOCK_HOOKS.filter((x) => r[x].moved).length }, replaced ? 'socket load balancing: programs replaced atomically' : 'socket load balancing attached');
+      h.ok(`${SOCK_HOOKS.length} programs attached at ${cgroup}`);
+    },
+  });
+  // links detached or unpinned behind the agent's back are attached again every prune round
+  if (bpf.bpfMapPruneInterval > 0) {
+    jobs.timer('lb-sock-check', async () => {
+      if (!cgroup) return;
+      const problems = sockLBProblems(bpf.bpfRoot, cgroup);
+      if (!problems.length) return;
+      log.warn({ problems }, 'socket load balancing: programs found detached; attaching them again');
+      try {
+        await attach();
+        h.ok(`${SOCK_HOOKS.length} programs attached at ${cgroup} (attached again: ${problems.join('; ')})`);
+      } catch (err) {
+        h.degraded(`socket programs detached (${problems.join('; ')}) and attaching them again failed: ${(err as Error).message}`);
+      }
+    }, bpf.bpfMapPruneInterval);
+  }
+  return { hook };
+}
+
 /** The loadbalancer cell. */
 export const loadBalancerCell = module(
   'loadbalancer',
@@ -85,4 +150,6 @@ export const loadBalancerCell = module(
   provide(LBMapsToken, selectLBMaps, DatapathToken, BpfDatapathConfigToken, LBConfigToken, LoggerToken),
   provide(LBReconcilerToken, newReconciler, ServiceManagerToken, LBMapsToken, LBConfigToken, BpfDatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken),
   invoke('lb-reconciler', (_r: Reconciler<FrontendDesired>) => undefined, LBReconcilerToken),
+  provide(SockLBToken, newSockLB, DatapathToken, LBMapsToken, LBConfigToken, BpfDatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken, LBReconcilerToken),
+  invoke('lb-sock', (_s: { hook: string }) => undefined, SockLBToken),
 );

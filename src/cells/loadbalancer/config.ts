@@ -1,5 +1,5 @@
-/** Configuration of the loadbalancer cell (Cilium's --bpf-lb-* flags). */
-import { int, oneOf, type ValuesOf } from '../../hive/config/fields.js';
+/** Configuration of the loadbalancer cell (Cilium's --bpf-lb-* flags, socket load balancing's --bpf-lb-sock and --cgroup-root). */
+import { bool, int, oneOf, string, type ValuesOf } from '../../hive/config/fields.js';
 import { token } from '../../hive/token.js';
 
 /** Maglev table sizes Cilium accepts (primes, so every backend's permutation covers the table). */
@@ -17,6 +17,16 @@ export const lbConfigSchema = {
     },
   },
   bpfLbMapMax: int(65536, 'Entries of the load-balancing maps (services, backends, reverse NAT, affinity); also the number of service IDs', { min: 16, max: 1 << 24 }),
+  bpfLbSock: bool(true, 'Socket-level load balancing for the node\'s own processes: cgroup programs (connect, sendmsg, recvmsg, getpeername) on --cgroup-root translate a connect to a service frontend into a backend (BPF datapath only)'),
+  cgroupRoot: {
+    ...string('', 'The cgroup v2 directory the socket load-balancing programs attach to (every process in it and below it); empty: the cgroup v2 mount of /proc/mounts (the node\'s root cgroup)'),
+    parse(raw: unknown): string {
+      const s = string('', '').parse(raw).trim();
+      if (s && !s.startsWith('/')) throw new Error(`expected an absolute path to a cgroup v2 directory (e.g. /sys/fs/cgroup), got ${JSON.stringify(s)}`);
+      return s.length > 1 ? s.replace(/\/+$/, '') : s;
+    },
+  },
+  bpfSockRevMapMax: int(262144, 'Entries of the reverse-socket maps of socket load balancing (cellium_lb4_reverse_sk, cellium_lb6_reverse_sk; LRU)', { min: 16, max: 1 << 24 }),
   serviceNoBackendResponse: oneOf(['reject', 'drop'] as const, 'reject', 'What a packet to a service without backends gets: reject (ICMP port unreachable; IPv4, IPv6 drops) or drop'),
 };
 

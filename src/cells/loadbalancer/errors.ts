@@ -70,3 +70,32 @@ export function storeWriteFailed(file: string, problem: string): LBError {
 export function maglevSizeUnsupported(size: number, compiled: number): ConfigError {
   return new ConfigError('bpf-lb-maglev-table-size', `--bpf-lb-maglev-table-size=${size}: bpf_lxc is compiled for Maglev tables of ${compiled} entries and cannot read others; fix: leave the flag at ${compiled} with the BPF datapath (the memory datapath takes any of the listed sizes)`);
 }
+
+/** --cgroup-root names no usable cgroup v2 directory (socket load balancing cannot attach). */
+export function cgroupRootUnusable(path: string, problem: string): ConfigError {
+  return new ConfigError('cgroup-root', `--cgroup-root=${path} ${problem}; fix: name a cgroup v2 directory (the cgroup2 mount in /proc/mounts, e.g. /sys/fs/cgroup or /sys/fs/cgroup/unified, or a cgroup below it), or turn socket load balancing off with --bpf-lb-sock=false`);
+}
+
+/** No cgroup v2 file system is mounted: --cgroup-root has no default. */
+export function noCgroupV2(): ConfigError {
+  return new ConfigError('cgroup-root', 'socket load balancing (--bpf-lb-sock=true) needs a cgroup v2 directory and /proc/mounts has no cgroup2 mount; fix: mount one (mount -t cgroup2 none /sys/fs/cgroup/unified) and/or name it with --cgroup-root, or turn socket load balancing off with --bpf-lb-sock=false');
+}
+
+/** bpf_sock.o is not built: socket load balancing cannot be attached. */
+export function sockObjectMissing(path: string): ConfigError {
+  return new ConfigError('bpf-lb-sock', `--bpf-lb-sock=true: the socket load-balancing programs are not built (${path} missing); fix: run npm run build (needs clang and libbpf-dev), or turn socket load balancing off with --bpf-lb-sock=false`);
+}
+
+/** Socket load balancing could not be loaded or attached (the start stops; links of an earlier start keep their programs). */
+export class SockLBError extends Error {
+  override readonly name = 'SockLBError';
+}
+
+/** Wraps a failed load or attach of bpf_sock with what was done and the fix (a ConfigError, which names its flag, as it is). */
+export function sockAttachFailed(cgroup: string, err: unknown): Error {
+  if (err instanceof ConfigError) return err;
+  return new SockLBError(
+    `socket load balancing: loading bpf_sock or attaching it to ${cgroup} failed: ${(err as Error).message}; fix: see the cause above (kernel >= 5.18 for cgroup links and bpf_set_retval, root or CAP_BPF+CAP_NET_ADMIN), or turn socket load balancing off with --bpf-lb-sock=false (links attached by an earlier start keep translating until then)`,
+    { cause: err },
+  );
+}

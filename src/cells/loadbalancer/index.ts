@@ -2,7 +2,9 @@
  * The loadbalancer cell (module `loadbalancer`): the ServiceManager (services, frontends with
  * their service IDs, backends; persisted in `<state-dir>/services.json`) and the `--bpf-lb-*`
  * configuration, and the reconciler that writes every frontend into the LB maps (kernel maps under
- * --bpf-root with the BPF datapath, in memory otherwise) in Cilium's order. Needs the statedir,
+ * --bpf-root with the BPF datapath, in memory otherwise) in Cilium's order; with the BPF datapath
+ * and --bpf-lb-sock, socket load balancing for the node's processes (bpf_sock's cgroup programs on
+ * --cgroup-root). Needs the statedir,
  * datapath and datapath-bpf (its --bpf-root) cells. docs/cells/loadbalancer.md describes it.
  */
 export * from './types.js';
@@ -17,4 +19,6 @@ export { applyManifests, type ImportResult } from './k8s-import.js';
 export { LBOps, PROTO_NUMBER, serviceFlags, takesNewFlows, type LBOpsOptions } from './lb-ops.js';
 export { BackendIds } from './backend-ids.js';
 export { selectLBMaps, lazyLBMaps } from './lb-maps.js';
+export { attachSockLB, detachSockLB, resolveCgroupRoot, sockLinkPath, sockLBProblems, SOCK_PROGRAMS, SOCK_HOOKS, type SockLBOptions, type SockLBAttachment } from './sock-lb.js';
+export { rebindOnReplacedLBMaps, lbRebindCell } from './rebind.js';
 export * from './cell.js';

@@ -12,11 +12,12 @@ import type { Datapath } from '../datapath/index.js';
 import type { BpfDatapathConfig } from '../datapath-bpf/index.js';
 import type { LBConfig } from './config.js';
 
-/** An LBMapSet whose maps are made by `open` when first touched. */
-export function lazyLBMaps(open: () => LBMapSet): LBMapSet {
+/** An LBMapSet whose maps are made by `open` when first touched; `replaced` is what opening replaced. */
+export function lazyLBMaps(open: () => LBMapSet, replaced: readonly string[] = []): LBMapSet {
   let maps: LBMapSet | undefined;
   const get = (): LBMapSet => (maps ??= open());
   return {
+    get replaced() { get(); return replaced; },
     get services4() { return get().services4; },
     get services6() { return get().services6; },
     get backends4() { return get().backends4; },
@@ -34,7 +35,11 @@ export function selectLBMaps(dp: Datapath, bpf: BpfDatapathConfig, cfg: LBConfig
   if (dp.lbMaps) return dp.lbMaps;
   if (dp.mode !== 'bpf') return memoryLBMaps(cfg.bpfLbMapMax);
   if (cfg.bpfLbMaglevTableSize !== BPF_MAGLEV_TABLE_SIZE) throw maglevSizeUnsupported(cfg.bpfLbMaglevTableSize, BPF_MAGLEV_TABLE_SIZE);
+  const replaced: string[] = [];
   return lazyLBMaps(() =>
-    openLBMaps(bpf.bpfRoot, cfg.bpfLbMapMax, cfg.bpfLbMaglevTableSize, (r) => log.warn({ map: r.name, path: r.path, have: r.have, want: r.want }, 'replaced a pinned LB map of another layout (its entries are rewritten)')),
-  );
+    openLBMaps(bpf.bpfRoot, cfg.bpfLbMapMax, cfg.bpfLbMaglevTableSize, (r) => {
+      replaced.push(r.name);
+      log.warn({ map: r.name, path: r.path, have: r.have, want: r.want }, 'replaced a pinned LB map of another layout (its entries are rewritten)');
+    }),
+  replaced);
 }

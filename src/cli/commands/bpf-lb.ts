@@ -1,6 +1,7 @@
 /**
  * `cellium bpf lb list`: the load-balancing maps read straight from their pins under --bpf-root,
- * as Cilium prints them (no agent API involved); `-o json` gives one object per frontend.
+ * as Cilium prints them (no agent API involved); `-o json` gives one object per frontend. `--sock`:
+ * the reverse-socket maps of socket load balancing instead (socket, backend -> frontend).
  */
 import type { Command } from 'commander';
 import type { CliRuntime } from '../context.js';
@@ -12,7 +13,14 @@ export function registerBpfLb(bpf: Command, rt: CliRuntime, defaultRoot: string)
   lb.command('list')
     .description('list the frontends with their backends by slot')
     .option('--bpf-root <dir>', "the agent's --bpf-root", defaultRoot)
-    .action(rt.action(async (ctx, opts: { bpfRoot: string }) => {
+    .option('--sock', 'the reverse-socket maps of socket load balancing (cellium_lb4_reverse_sk, cellium_lb6_reverse_sk): per socket and backend, the frontend it was translated from')
+    .action(rt.action(async (ctx, opts: { bpfRoot: string; sock?: boolean }) => {
+      if (opts.sock) {
+        const { listReverseSk, renderReverseSk } = await import('./bpf-lb-sock.js');
+        const entries = listReverseSk(opts.bpfRoot);
+        ctx.print(entries, (es) => (es.length ? renderReverseSk(es) : 'No entries found.\n'));
+        return;
+      }
       const maps = await import('../../maps/index.js');
       const { listLB, renderLBList } = await import('../../datapath/lb-list.js');
       let open;

@@ -101,6 +101,8 @@ export async function clusterDemo(n: Narrator): Promise<void> {
         '--datapath-mode=bpf', `--bpf-root=${node.bpfRoot}`, `--state-dir=${node.dir}/state`, `--socket-path=${node.socket}`, `--cni-delete-queue-dir=${node.dir}/delete-queue`,
         '--kvstore=etcd', `--kvstore-opt=etcd.config=${etcdConfig}`, '--kvstore-lease-ttl=30s', `--node-name=${node.name}`, `--node-ip=${node.ip}`,
         `--cluster-pool-ipv4-cidr=${POOL}`, '--cluster-pool-ipv4-mask-size=24', '--ipv6-range=', '--auto-direct-node-routes',
+        // the nodes are network namespaces of one machine: no socket programs on its root cgroup
+        '--bpf-lb-sock=false',
       ], node.socket, ['nsenter', `--net=/var/run/netns/${node.netns}`]);
       must(n, [process.execPath, bins.cli, 'install-cni', '--cni-bin-dir', binDir, '--cni-conf-dir', confDir, '--socket-path', node.socket], { show: `cellium install-cni --cni-bin-dir ${binDir} --cni-conf-dir ${confDir} --socket-path ${node.socket}` });
       const conflist = JSON.parse(readFileSync(join(confDir, '05-cellium.conflist'), 'utf8')) as { cniVersion: string; name: string; plugins: Record<string, unknown>[] };

@@ -36,7 +36,7 @@ export async function privilegedDemo(n: Narrator): Promise<void> {
   const servers: { kill(): void }[] = [];
   try {
     n.step('Start the agent (BPF datapath) and install the CNI plugin');
-    agent = await startAgent(n, ['--datapath-mode=bpf', `--bpf-root=${BPF_ROOT}`, `--state-dir=${dir}/state`, `--socket-path=${socket}`,
+    agent = await startAgent(n, ['--datapath-mode=bpf', '--bpf-lb-sock=false', `--bpf-root=${BPF_ROOT}`, `--state-dir=${dir}/state`, `--socket-path=${socket}`,
       `--cni-delete-queue-dir=${dir}/delete-queue`, '--ipv4-range=10.234.0.0/24'], socket);
     // the shim's call log goes to the demo's directory too (the default, /var/run/cellium/cellium-cni.log, would outlive the demo)
     const shimLog = join(dir, 'cellium-cni.log');

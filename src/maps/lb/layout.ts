@@ -125,7 +125,7 @@ export const affinityMatchKeyCodec: Codec<LBAffinityMatchKey> = {
 export const u8Codec: Codec<number> = { size: 1, encode: (v, b, o) => void (b[o] = v), decode: (b, o) => b[o]! };
 
 /** Bytes of struct lb4_affinity_key (packed). */
-/** The Maglev table size bpf_lxc is compiled with (LB_MAGLEV_LUT_SIZE in bpf/lib/maps.h): the only one its lookups can read. */
+/** The Maglev table size bpf_lxc is compiled with (LB_MAGLEV_LUT_SIZE in bpf/lib/lb_maps.h): the only one its lookups can read. */
 export const BPF_MAGLEV_TABLE_SIZE = 16381;
 
 export const AFFINITY_KEY4_SIZE = 16;
