@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cniSuccess, writeCniResponse } from '../src/cni/protocol.js';
-import { printTable, ratio, sample, stats } from './lib/report.js';
+import { interleaved, printTable, ratio, sample, stats } from './lib/report.js';
 
 const RUNS = 300;
 const BRIDGE = '/usr/lib/cni/bridge';
@@ -33,19 +33,6 @@ function run(file: string, env: Record<string, string>, stdin: string): Promise<
     child.stdin.on('error', () => undefined); // a program that ignores stdin (/bin/true) closes it early
     child.stdin.end(stdin);
   });
-}
-
-/** Runs every program once per round for `runs` rounds (after 10 untimed rounds); ms per program. */
-async function interleaved(runs: number, programs: Array<() => Promise<void>>): Promise<number[][]> {
-  const out = programs.map(() => [] as number[]);
-  for (let round = -10; round < runs; round++) {
-    for (const [i, program] of programs.entries()) {
-      const t0 = performance.now();
-      await program();
-      if (round >= 0) out[i]!.push(performance.now() - t0);
-    }
-  }
-  return out;
 }
 
 async function main(): Promise<void> {
