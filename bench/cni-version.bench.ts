@@ -55,7 +55,8 @@ async function main(): Promise<void> {
     req.on('end', () => writeCniResponse(res, cniSuccess({ cniVersion: '1.0.0', interfaces: [], ips: [] })));
   });
   await new Promise<void>((ok) => server.listen(socketPath, ok));
-  const addEnv = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'bench', CNI_NETNS: '/var/run/netns/bench', CNI_IFNAME: 'eth0' };
+  // the shim checks that CNI_NETNS exists and that CNI_PATH is given, as a runtime always passes them
+  const addEnv = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'bench', CNI_NETNS: '/proc/self/ns/net', CNI_IFNAME: 'eth0', CNI_PATH: '/opt/cni/bin' };
   const netconf = JSON.stringify({ cniVersion: '1.0.0', name: 'cellium', type: 'cellium-cni', 'socket-path': socketPath });
   const forward = stats(await sample(RUNS, () => run(shim, addEnv, netconf)));
   server.close();
