@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cniSuccess, writeCniResponse } from '../src/cni/protocol.js';
-import { printTable, ratio, sample, stats } from './lib/report.js';
+import { interleaved, printTable, ratio, sample, stats } from './lib/report.js';
 
 const RUNS = 300;
 const BRIDGE = '/usr/lib/cni/bridge';
@@ -35,19 +35,6 @@ function run(file: string, env: Record<string, string>, stdin: string): Promise<
   });
 }
 
-/** Runs every program once per round for `runs` rounds (after 10 untimed rounds); ms per program. */
-async function interleaved(runs: number, programs: Array<() => Promise<void>>): Promise<number[][]> {
-  const out = programs.map(() => [] as number[]);
-  for (let round = -10; round < runs; round++) {
-    for (const [i, program] of programs.entries()) {
-      const t0 = performance.now();
-      await program();
-      if (round >= 0) out[i]!.push(performance.now() - t0);
-    }
-  }
-  return out;
-}
-
 async function main(): Promise<void> {
   const shim = join(root(), 'bin', 'cellium-cni');
   if (!existsSync(shim)) throw new Error(`${shim} missing: run npm run build`);
@@ -68,7 +55,8 @@ async function main(): Promise<void> {
     req.on('end', () => writeCniResponse(res, cniSuccess({ cniVersion: '1.0.0', interfaces: [], ips: [] })));
   });
   await new Promise<void>((ok) => server.listen(socketPath, ok));
-  const addEnv = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'bench', CNI_NETNS: '/var/run/netns/bench', CNI_IFNAME: 'eth0' };
+  // the shim checks that CNI_NETNS exists and that CNI_PATH is given, as a runtime always passes them
+  const addEnv = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'bench', CNI_NETNS: '/proc/self/ns/net', CNI_IFNAME: 'eth0', CNI_PATH: '/opt/cni/bin' };
   const netconf = JSON.stringify({ cniVersion: '1.0.0', name: 'cellium', type: 'cellium-cni', 'socket-path': socketPath });
   const forward = stats(await sample(RUNS, () => run(shim, addEnv, netconf)));
   server.close();

@@ -75,3 +75,19 @@ export function ratio(ours: number, baseline: number, target?: string): string {
   const r = ours / baseline;
   return `${r.toFixed(2)}x${target ? ` (target ${target})` : ''}`;
 }
+
+/**
+ * Runs every program once per round for `runs` rounds (after 10 untimed rounds), so drift of the
+ * machine or of Node's JIT hits every program alike; ms per program.
+ */
+export async function interleaved(runs: number, programs: Array<() => Promise<void>>): Promise<number[][]> {
+  const out = programs.map(() => [] as number[]);
+  for (let round = -10; round < runs; round++) {
+    for (const [i, program] of programs.entries()) {
+      const t0 = performance.now();
+      await program();
+      if (round >= 0) out[i]!.push(performance.now() - t0);
+    }
+  }
+  return out;
+}

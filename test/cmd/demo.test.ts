@@ -51,4 +51,7 @@ t.test('the privileged demo: real pods through the CNI shim, the BPF program dro
   t.match(all, /Demo finished/);
   t.notOk(existsSync('/var/run/netns/cellium-demo-client') || existsSync('/var/run/netns/cellium-demo-server'), 'the pod network namespaces are gone');
   t.notOk(existsSync('/sys/fs/bpf/cellium-demo'), 'the pinned BPF objects are gone');
+  const shimLog = /--cni-log-file (\S+\/cellium-demo-\w+\/cellium-cni\.log)/.exec(all)?.[1];
+  t.ok(shimLog, "the shim's call log goes to the demo's directory, not /var/run/cellium where it would outlive the demo");
+  t.notOk(shimLog && existsSync(shimLog), 'and is removed with it');
 });

@@ -12,7 +12,7 @@ import { policyCell } from '../../src/cells/policy/index.js';
 import { datapathCell } from '../../src/cells/datapath/index.js';
 import { memoryDatapathCell } from '../../src/cells/datapath-memory/index.js';
 import { endpointCell, EndpointAPIManagerToken, EndpointManagerToken, type EndpointAPIManager } from '../../src/cells/endpoint/index.js';
-import { AttachmentJournal, AttachmentLedger, CniServer, JOURNAL_DIR, type CniDeps } from '../../src/cells/cni-server/index.js';
+import { AttachmentJournal, AttachmentLedger, CniServer, IPAM_RECORDS_DIR, IpamRecords, JOURNAL_DIR, type CniDeps } from '../../src/cells/cni-server/index.js';
 import type { CniRequest } from '../../src/cni/protocol.js';
 import { FakeNet } from './fake-net.js';
 
@@ -58,6 +58,7 @@ export async function rig(t: TestLike, opts: { config?: Record<string, unknown>;
     cfg: { cniMtu: 1500 },
     ledger: new AttachmentLedger(),
     journal: new AttachmentJournal(join(stateDir, JOURNAL_DIR)),
+    ipamRecords: new IpamRecords(join(stateDir, IPAM_RECORDS_DIR)),
     log: silentLogger(),
   };
   const server = new CniServer(deps);

@@ -243,6 +243,19 @@ t.test('GC removes endpoints and IPs of attachments the runtime no longer has', 
   t.equal(r.deps.ipam.ownerOf(ip), 'default/g1', 'valid IP kept');
 });
 
+t.test("GC of another network (its runtime lists only that network's attachments) leaves this network's endpoints alone", async (t) => {
+  const r = await rig(t);
+  await add(r, 'n1');
+  t.equal(r.deps.manager.lookup('cni-attachment-id:n1:eth0')!.cniNetwork, 'cellium', 'the endpoint records its network');
+  const other = cniReq('GC', { containerId: '', netns: '', ifName: '' }, { name: 'macvlan-net', 'cni.dev/valid-attachments': [] }, '1.1.0');
+  t.same(await r.server.handle(other), { exitCode: 0, body: '' });
+  t.ok(r.deps.manager.lookup('cni-attachment-id:n1:eth0'), 'kept');
+  t.ok(r.net.hostNs.links.has(hostIfName('n1', 'eth0')), 'with its veth');
+  const own = cniReq('GC', { containerId: '', netns: '', ifName: '' }, { 'cni.dev/valid-attachments': [] }, '1.1.0');
+  t.same(await r.server.handle(own), { exitCode: 0, body: '' });
+  t.notOk(r.deps.manager.lookup('cni-attachment-id:n1:eth0'), "its own network's GC removes it");
+});
+
 t.test('chaining: attaches to the interface of the previous plugin and returns its result enriched', async (t) => {
   const r = await rig(t);
   const ns = r.net.addNetns('/run/netns/ch');

@@ -1,6 +1,7 @@
 // The shim's call log (the netconf's "log-file" and "enable-debug" keys): one line per call with
 // time, command, container id, netns, ifname, code, exit and duration; more with debug; a log that
-// cannot be written (missing directory under a file, a symlink, a FIFO) never fails the call.
+// cannot be written (missing directory under a file, a symlink, a FIFO, a read-only file system, a
+// device) never fails the call.
 import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -112,6 +113,23 @@ t.test('a log that cannot be written never fails the call', async (t) => {
   t.notOk(existsSync(target), 'the symlink was not followed to create its target');
   t.ok(lstatSync(link).isSymbolicLink(), 'the symlink is left alone');
   t.ok(lstatSync(fifo).isFIFO(), 'the FIFO is left alone (and did not block the call)');
+});
+
+t.test('a log directory that cannot be written (read-only file system, a device) never fails the call', { skip: process.getuid?.() === 0 ? false : 'needs root to mount a read-only file system' }, async (t) => {
+  const socketPath = join(tmp.dir, 'agent-readonly.sock');
+  const agent = await startFakeAgent(socketPath, (_req, res) => writeCniResponse(res, cniSuccess(result)));
+  t.teardown(agent.close);
+  const ro = join(tmp.dir, 'read-only');
+  mkdirSync(ro);
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=64k', 'tmpfs', ro]);
+  t.teardown(() => execFileSync('umount', [ro]));
+  for (const path of [join(ro, 'cellium-cni.log'), '/dev/full', '/dev/null']) {
+    const stdin = JSON.stringify({ cniVersion: '1.0.0', name: 'n', type: 'cellium-cni', 'socket-path': socketPath, 'log-file': path, 'enable-debug': true });
+    const run = await runShim(env, stdin);
+    t.equal(run.code, 0, `ADD succeeds with log-file ${path}: ${run.stderr}`);
+    t.same(JSON.parse(run.stdout), result, 'and prints only its result');
+  }
+  t.notOk(existsSync(join(ro, 'cellium-cni.log')));
 });
 
 t.test('bad log keys are a clear configuration error (code 7)', async (t) => {

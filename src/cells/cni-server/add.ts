@@ -15,8 +15,8 @@ import { CelliumCniCode, CniFailure, asCniFailure, interfaceTaken } from './erro
 import { attachmentKey } from './ledger.js';
 import { interfaceOwner } from './owners.js';
 import { vethOffload } from './bigtcp.js';
-import { delegatedAdd, delegatedDel, delegatedType } from './delegated-ipam.js';
-import { IPAM_SOURCE_PROPERTY } from '../endpoint/index.js';
+import { delegatedAdd, delegatedDel, delegatedDelType, delegatedType, findPlugin } from './delegated-ipam.js';
+import { CNI_NETWORK_PROPERTY, IPAM_SOURCE_PROPERTY } from '../endpoint/index.js';
 import type { ParsedCall } from './netconf.js';
 import { activateHostVeth, configurePodVeth, createPodVeth, findChainedLinks, hostIfName, podCidr, randomPodMac, type PodAddress } from './plumbing.js';
 import type { CniResultModel, ResultIP } from './result.js';
@@ -72,10 +72,21 @@ interface Delegated {
   readonly routes: { dst: string; gw: string }[];
 }
 
-/** Runs the IPAM plugin's ADD (its DEL goes on the undo list) and takes its addresses, gateways and routes. */
-async function allocateDelegated(type: string, call: ParsedCall, undo: Undo): Promise<Delegated> {
+/**
+ * Runs the IPAM plugin's ADD and takes its addresses, gateways and routes. The attachment is
+ * recorded first and the plugin's DEL goes on the undo list before the ADD runs: a plugin that
+ * allocated and then failed, timed out or printed an unusable result is still asked to release
+ * (DEL is idempotent), and a release that fails stays recorded for the next GC.
+ */
+async function allocateDelegated(d: CniDeps, type: string, call: ParsedCall, undo: Undo): Promise<Delegated> {
+  const { containerId, ifName } = call.req;
+  findPlugin(type, call.req.path); // a plugin that is not there took nothing: no record, no DEL
+  await d.ipamRecords.write({ containerId, ifName, network: call.conf.name, plugin: type });
+  undo.push([`IPAM plugin ${type} DEL`, async () => {
+    await delegatedDel(type, call);
+    await d.ipamRecords.remove(containerId, ifName);
+  }]);
   const result = await delegatedAdd(type, call);
-  undo.push([`IPAM plugin ${type} DEL`, () => delegatedDel(type, call)]);
   const addresses: PodAddress[] = [];
   for (const ip of result.ips) {
     const family = familyOf(ip.address);
@@ -109,7 +120,7 @@ function changeRequest(call: ParsedCall, links: EndpointLinks, addrs: readonly {
     ...(args.podName ? { 'container-name': args.podName } : {}),
     ...(pod ? { 'k8s-pod-name': args.podName, 'k8s-namespace': args.podNamespace } : {}),
     ...(args.podUid ? { 'k8s-uid': args.podUid } : {}),
-    ...(ipamSource ? { properties: { [IPAM_SOURCE_PROPERTY]: ipamSource } } : {}),
+    properties: { [CNI_NETWORK_PROPERTY]: call.conf.name, ...(ipamSource ? { [IPAM_SOURCE_PROPERTY]: ipamSource } : {}) },
     'sync-build-endpoint': true,
   };
 }
@@ -149,7 +160,7 @@ async function addVeth(d: CniDeps, call: ParsedCall, signal: AbortSignal | undef
   const holder = interfaceOwner(d.manager, hostName);
   if (holder) throw interfaceTaken(`creating the host side of ${req.ifName}`, hostName, holder);
   const type = delegatedType(d, call);
-  const delegated = type ? await allocateDelegated(type, call, undo) : undefined;
+  const delegated = type ? await allocateDelegated(d, type, call, undo) : undefined;
   const pooled = delegated ? [] : allocate(d, call, undo);
   const allocs = delegated ? delegated.addresses : pooled;
   const addresses: PodAddress[] = allocs.map((a) => ({ ip: a.ip, family: a.family, gateway: a.gateway }));
@@ -190,7 +201,13 @@ export async function runAdd(d: CniDeps, call: ParsedCall, signal?: AbortSignal)
   const key = attachmentKey(req.containerId, req.ifName);
   if (d.manager.lookup(`cni-attachment-id:${key}`)) {
     d.log.info({ containerID: req.containerId, ifName: req.ifName }, 'CNI ADD: the attachment already has an endpoint; replacing it');
+    const plugin = delegatedDelType(d, call);
     await removeAttachment(d, req.containerId, req.ifName, 'repeated ADD');
+    // the plugin releases the old addresses first: host-local refuses a second allocation for the same container
+    if (plugin) {
+      await delegatedDel(plugin, call);
+      await d.ipamRecords.remove(req.containerId, req.ifName);
+    }
   }
   const undo: Undo = [];
   try {

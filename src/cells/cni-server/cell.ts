@@ -12,6 +12,7 @@ import { IPAMConfigToken, IPAMToken, type IPAM, type IPAMConfig } from '../ipam/
 import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
 import { CniServerConfigToken, cniServerConfigSchema, type CniServerConfig } from './config.js';
 import { AttachmentJournal, JOURNAL_DIR } from './journal.js';
+import { IPAM_RECORDS_DIR, IpamRecords } from './ipam-records.js';
 import { AttachmentLedger } from './ledger.js';
 import { NetlinkOps, type NetOps } from './netops.js';
 import { cniRouter } from './routes.js';
@@ -45,7 +46,8 @@ function newServer(p: ServerParams): CniServer {
   const cfg = { ...p.cfg, ipamMode: p.ipamCfg.ipam };
   if (cfg.ipamMode === 'delegated-plugin') p.log.info('IPAM delegated: pod addresses come from the IPAM plugin of each network configuration');
   const journal = new AttachmentJournal(join(p.stateDir, JOURNAL_DIR));
-  const server = new CniServer({ ipam: p.ipam, endpoints: p.endpoints, manager: p.manager, net: p.net, cfg, ledger: new AttachmentLedger(), journal, log: p.log });
+  const ipamRecords = new IpamRecords(join(p.stateDir, IPAM_RECORDS_DIR));
+  const server = new CniServer({ ipam: p.ipam, endpoints: p.endpoints, manager: p.manager, net: p.net, cfg, ledger: new AttachmentLedger(), journal, ipamRecords, log: p.log });
   p.lc.append({
     name: 'cni-server',
     onStop: async () => {

@@ -8,7 +8,7 @@
  */
 import { execFile } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { delimiter, isAbsolute, join } from 'node:path';
 import { CniErrorCode } from '../../cni/protocol.js';
 import type { CniDeps } from './deps.js';
 import { attachmentKey } from './ledger.js';
@@ -36,10 +36,12 @@ export function ipamPluginType(stdin: string): string | undefined {
   return type;
 }
 
-/** The plugin's executable: the first regular, executable `type` in the CNI_PATH directories. */
-function findPlugin(type: string, cniPath: string): string {
-  const dirs = cniPath.split(delimiter).filter(Boolean);
-  for (const dir of dirs) {
+/** The plugin's executable: the first regular, executable `type` in the absolute CNI_PATH directories (else code 7 naming ipam.type). */
+export function findPlugin(type: string, cniPath: string): string {
+  const entries = cniPath.split(delimiter).filter(Boolean);
+  // a relative entry means the runtime's working directory, which the agent does not share: never searched
+  const relative = entries.filter((dir) => !isAbsolute(dir));
+  for (const dir of entries.filter((d) => isAbsolute(d))) {
     const file = join(dir, type);
     try {
       if (statSync(file).isFile()) {
@@ -50,7 +52,8 @@ function findPlugin(type: string, cniPath: string): string {
       // not in this directory
     }
   }
-  throw invalidConfig('ipam.type', `${quoteValue(type)}: no such plugin in CNI_PATH ${quoteValue(cniPath)} (install it there, or fix the name)`);
+  const skipped = relative.length ? `; relative entries such as ${quoteValue(relative[0]!)} are not searched: give absolute directories` : '';
+  throw invalidConfig('ipam.type', `${quoteValue(type)}: no such plugin in CNI_PATH ${quoteValue(cniPath)} (install it there, or fix the name${skipped})`);
 }
 
 /** Turns a plugin's failure into the CNI error it reported (code and message), else an I/O failure. */
@@ -68,8 +71,8 @@ function pluginFailure(type: string, command: string, stdout: string, stderr: st
   return new CniFailure(CniErrorCode.IoFailure, `IPAM plugin ${type} ${command} failed: ${why.slice(0, 500)}`);
 }
 
-/** Runs the IPAM plugin for `command`; resolves with its stdout. */
-function run(type: string, command: 'ADD' | 'DEL' | 'CHECK' | 'GC' | 'VERSION', call: ParsedCall, stdin: string): Promise<string> {
+/** Runs the IPAM plugin for `command` with `stdin`; resolves with its stdout, rejects with a {@link CniFailure}. */
+export function runIpamPlugin(type: string, command: 'ADD' | 'DEL' | 'CHECK' | 'GC' | 'VERSION', call: ParsedCall, stdin: string): Promise<string> {
   const { req } = call;
   const file = findPlugin(type, req.path);
   const env = {
@@ -93,7 +96,7 @@ function run(type: string, command: 'ADD' | 'DEL' | 'CHECK' | 'GC' | 'VERSION', 
 
 /** IPAM ADD: the plugin's addresses, routes and DNS. */
 export async function delegatedAdd(type: string, call: ParsedCall): Promise<CniResultModel> {
-  const out = await run(type, 'ADD', call, call.req.stdin);
+  const out = await runIpamPlugin(type, 'ADD', call, call.req.stdin);
   try {
     const result = parseResult(JSON.parse(out));
     if (result.ips.length === 0) throw new Error('it has no IP');
@@ -105,89 +108,48 @@ export async function delegatedAdd(type: string, call: ParsedCall): Promise<CniR
 
 /** IPAM DEL (idempotent in every plugin the spec describes). */
 export async function delegatedDel(type: string, call: ParsedCall): Promise<void> {
-  await run(type, 'DEL', call, call.req.stdin);
+  await runIpamPlugin(type, 'DEL', call, call.req.stdin);
 }
 
 /** IPAM CHECK (CNI 0.4.0 and later; an earlier version has no CHECK). */
 export async function delegatedCheck(type: string, call: ParsedCall): Promise<void> {
   if (call.conf.cniVersion === '0.3.1') return;
-  await run(type, 'CHECK', call, call.req.stdin);
+  await runIpamPlugin(type, 'CHECK', call, call.req.stdin);
 }
 
 /**
- * The plugin a DEL runs: the netconf's `ipam.type` when the agent delegates or the attachment's
- * endpoint says its addresses came from a plugin (an agent switched back to cluster-pool still
- * releases them); a DEL without an `ipam` section removes the attachment and logs why nothing was
- * released, so a pod can always be deleted.
+ * The plugin a DEL runs: the netconf's `ipam.type` when the agent delegates, or the attachment's
+ * endpoint or IPAM record says its addresses came from a plugin (an agent switched back to
+ * cluster-pool still releases them); a DEL without an `ipam` section removes the attachment and
+ * logs why nothing was released, so a pod can always be deleted (the record stays for a GC).
  */
 export function delegatedDelType(d: CniDeps, call: ParsedCall): string | undefined {
   const ep = d.manager.lookup(`cni-attachment-id:${attachmentKey(call.req.containerId, call.req.ifName)}`);
   const source = ep?.ipamSource;
-  const fromPlugin = source?.startsWith('delegated-plugin:') === true;
+  const fromPlugin = source?.startsWith('delegated-plugin:') === true || d.ipamRecords.has(call.req.containerId, call.req.ifName);
   if (d.cfg.ipamMode !== 'delegated-plugin' && !fromPlugin) return undefined;
   const type = ipamPluginType(call.req.stdin);
   if (!type) d.log.warn({ containerID: call.req.containerId, ifName: call.req.ifName, source }, 'CNI DEL without an ipam section: no IPAM plugin to release the addresses with');
   return type;
 }
 
-/** The CNI versions the plugin says it supports (its VERSION answer); [] when it answers nothing usable. */
-async function pluginVersions(type: string, call: ParsedCall): Promise<string[]> {
-  const out = await run(type, 'VERSION', call, JSON.stringify({ cniVersion: call.conf.cniVersion }));
+/** The CNI versions the plugin says it supports (its VERSION answer), oldest first; [] when it answers nothing usable. */
+export async function pluginVersions(type: string, call: ParsedCall): Promise<string[]> {
+  const out = await runIpamPlugin(type, 'VERSION', call, JSON.stringify({ cniVersion: call.conf.cniVersion }));
   try {
     const v = (JSON.parse(out) as { supportedVersions?: unknown }).supportedVersions;
-    return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+    return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string' && /^\d+\.\d+\.\d+$/.test(x)).sort(versionOrder) : [];
   } catch {
     return [];
   }
 }
 
 /** Numeric order of CNI versions ("0.4.0" < "1.0.0" < "1.1.0"). */
-function versionOrder(a: string, b: string): number {
+export function versionOrder(a: string, b: string): number {
   const pa = a.split('.').map(Number);
   const pb = b.split('.').map(Number);
   for (let i = 0; i < 3; i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0);
   return 0;
-}
-
-/** An attachment whose addresses came from an IPAM plugin (a GC removed its endpoint). */
-export interface DelegatedAttachment {
-  readonly containerId: string;
-  readonly ifName: string;
-}
-
-/**
- * GC for the IPAM plugin (CNI 1.1: a plugin that delegates IPAM passes GC on). A plugin that
- * supports 1.1.0 gets the GC itself, with the runtime's valid attachments (it also frees addresses
- * a crash leaked); an older one (Debian's host-local 1.1 speaks up to 1.0.0) gets an IPAM DEL for
- * each attachment this GC removed, with the netconf at its newest version. Every removed attachment
- * is tried; failures are reported together afterwards, so the runtime's next GC retries them.
- */
-export async function delegatedGc(d: CniDeps, call: ParsedCall, removed: readonly DelegatedAttachment[]): Promise<void> {
-  if (d.cfg.ipamMode !== 'delegated-plugin' && removed.length === 0) return;
-  const type = ipamPluginType(call.req.stdin);
-  if (!type) {
-    if (removed.length) d.log.warn({ attachments: removed.map((a) => attachmentKey(a.containerId, a.ifName)) }, 'CNI GC without an ipam section: no IPAM plugin to release the removed attachments\' addresses with');
-    return;
-  }
-  const versions = (await pluginVersions(type, call)).sort(versionOrder);
-  if (versions.some((v) => versionOrder(v, '1.1.0') >= 0)) {
-    await run(type, 'GC', call, call.req.stdin);
-    return;
-  }
-  const newest = versions.at(-1);
-  if (!newest) throw new CniFailure(CniErrorCode.IoFailure, `IPAM plugin ${type} VERSION named no supported version; cannot release the addresses of ${removed.length} removed attachments`);
-  const { 'cni.dev/valid-attachments': _valid, ...conf } = JSON.parse(call.req.stdin) as Record<string, unknown>;
-  const stdin = JSON.stringify({ ...conf, cniVersion: newest });
-  const failed: string[] = [];
-  for (const a of removed) {
-    const del: ParsedCall = { ...call, req: { ...call.req, command: 'DEL', containerId: a.containerId, ifName: a.ifName, netns: '', stdin } };
-    try {
-      await run(type, 'DEL', del, stdin);
-    } catch (err) {
-      failed.push(`${attachmentKey(a.containerId, a.ifName)}: ${(err as Error).message}`);
-    }
-  }
-  if (failed.length) throw new CniFailure(CniErrorCode.IoFailure, `IPAM plugin ${type} DEL failed during GC for ${failed.length} attachments (the next GC retries them)`, failed.join('; ').slice(0, 2000));
 }
 
 const warned = new WeakMap<object, Set<string>>();

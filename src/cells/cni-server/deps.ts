@@ -1,9 +1,10 @@
-/** What the CNI commands work with: IPAM, the endpoint managers, netlink, configuration, the ledger and the journal. */
+/** What the CNI commands work with: IPAM, the endpoint managers, netlink, configuration, the ledger, the journal and the IPAM records. */
 import type { Logger } from '../../hive/logger.js';
 import type { EndpointAPIManager, EndpointManager } from '../endpoint/types.js';
 import type { IPAM, IPAMMode } from '../ipam/types.js';
 import type { CniServerConfig } from './config.js';
 import type { AttachmentJournal } from './journal.js';
+import type { IpamRecords } from './ipam-records.js';
 import type { AttachmentLedger } from './ledger.js';
 import type { NetOps } from './netops.js';
 
@@ -21,5 +22,7 @@ export interface CniDeps {
   readonly ledger: AttachmentLedger;
   /** The host interfaces ADD created (survives restarts). */
   readonly journal: AttachmentJournal;
+  /** The attachments whose addresses a delegated IPAM plugin may hold (survives restarts). */
+  readonly ipamRecords: IpamRecords;
   readonly log: Logger;
 }

@@ -9,13 +9,14 @@
  * StateDirConfigToken and the api-server cell.
  */
 export { CniServer } from './server.js';
-export { CniServerConfigToken, cniServerConfigSchema, type CniServerConfig } from './config.js';
+export { CniServerConfigToken, cniServerConfigSchema, defaultDeleteQueueDir, type CniServerConfig } from './config.js';
 export { NetlinkOps, type NetOps, type LinkOps } from './netops.js';
 export { CniFailure, CelliumCniCode } from './errors.js';
 export { hostIfName, HOST_IF_PREFIX } from './plumbing.js';
 export { cniRouter, CNI_OPERATION_ID } from './routes.js';
 export { AttachmentLedger, attachmentKey } from './ledger.js';
 export { AttachmentJournal, JOURNAL_DIR, type AttachmentRecord, type JournalEntry } from './journal.js';
+export { IpamRecords, IPAM_RECORDS_DIR, type IpamRecord } from './ipam-records.js';
 export type { OrphanOutcome } from './orphans.js';
 export type { GcOutcome } from './gc.js';
 export { formatResult, parseResult, type CniResultModel } from './result.js';

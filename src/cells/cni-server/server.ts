@@ -82,7 +82,9 @@ export class CniServer {
         await d.ledger.withLock(key, async () => {
           const type = delegatedDelType(d, call);
           await removeAttachment(d, req.containerId, req.ifName, 'CNI DEL');
-          if (type) await delegatedDel(type, call);
+          if (!type) return;
+          await delegatedDel(type, call);
+          await d.ipamRecords.remove(req.containerId, req.ifName);
         });
         return cniEmptySuccess();
       case 'CHECK': {

@@ -14,7 +14,7 @@ import type { EndpointHealth, EndpointLogEntry, EndpointModel, EndpointState } f
 import { endpointModel } from './api-model.js';
 import { EndpointLabels } from './labels.js';
 import type { EndpointSnapshot } from './snapshot.js';
-import { DEFAULT_OPTIONS, IPAM_SOURCE_PROPERTY, cniAttachmentId, podKey, type EndpointSpec } from './spec.js';
+import { CNI_NETWORK_PROPERTY, DEFAULT_OPTIONS, IPAM_SOURCE_PROPERTY, cniAttachmentId, podKey, type EndpointSpec } from './spec.js';
 import { NEW, canBuilderTransition, canTransition, isTerminating, type StoredState } from './state.js';
 import type { EndpointView, RegenerationLevel } from './types.js';
 
@@ -80,6 +80,12 @@ export class Endpoint implements EndpointView {
   /** Where the addresses came from (the `cellium.io/ipam-source` property); undefined for the node pool. */
   get ipamSource(): string | undefined {
     const s = this._spec.properties?.[IPAM_SOURCE_PROPERTY];
+    return typeof s === 'string' ? s : undefined;
+  }
+
+  /** The CNI network whose ADD made it (the `cellium.io/cni-network` property); undefined when not recorded. */
+  get cniNetwork(): string | undefined {
+    const s = this._spec.properties?.[CNI_NETWORK_PROPERTY];
     return typeof s === 'string' ? s : undefined;
   }
 

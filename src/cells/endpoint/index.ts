@@ -20,6 +20,6 @@ export { Regenerator, datapathConfigOf, configHash, RECOVERY_REASON, type Regene
 export { gcRound, type GCResult } from './gc.js';
 export { parseEndpointId, type EndpointIdPrefix } from './endpoint-id.js';
 export { MIN_ENDPOINT_ID, MAX_ENDPOINT_ID } from './id-allocator.js';
-export { ENDPOINT_OPTIONS, DEFAULT_OPTIONS, IPAM_SOURCE_PROPERTY, addressesFromNodePool, type EndpointSpec } from './spec.js';
+export { ENDPOINT_OPTIONS, DEFAULT_OPTIONS, IPAM_SOURCE_PROPERTY, CNI_NETWORK_PROPERTY, addressesFromNodePool, type EndpointSpec } from './spec.js';
 export { STORED_STATES, TRANSITIONS, BUILDER_TRANSITIONS, canTransition, canBuilderTransition, type StoredState } from './state.js';
 export * from './cell.js';

@@ -40,6 +40,9 @@ export interface EndpointSpec {
  */
 export const IPAM_SOURCE_PROPERTY = 'cellium.io/ipam-source';
 
+/** The endpoint property naming the CNI network (the netconf's `name`) whose ADD made it: a GC of another network leaves it alone. */
+export const CNI_NETWORK_PROPERTY = 'cellium.io/cni-network';
+
 /** Whether the endpoint's addresses are the node pool's (so restore re-claims and removal releases them there). */
 export function addressesFromNodePool(spec: Pick<EndpointSpec, 'properties'>): boolean {
   const source = spec.properties?.[IPAM_SOURCE_PROPERTY];

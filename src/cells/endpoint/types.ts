@@ -24,6 +24,8 @@ export interface EndpointView {
   readonly labels: readonly string[];
   /** Where its addresses came from: `delegated-plugin:<type>`, or undefined for the node pool. */
   readonly ipamSource?: string;
+  /** The CNI network (netconf `name`) whose ADD made it, when recorded. */
+  readonly cniNetwork?: string;
   /** The Cilium Endpoint model for the API. */
   toModel(): EndpointModel;
   /** Recent status log entries, newest last. */

@@ -1,11 +1,11 @@
 /**
  * Kvstore mode: `cellium node list` (GET /cluster/nodes), `cellium ip list` (GET /ip), and
  * `cellium kvstore get [--recursive] KEY`, which reads etcd directly (as Cilium's CLI does) with the
- * agent's etcd config file (`--kvstore-opt etcd.config=FILE` or CELLIUM_KVSTORE_OPT).
+ * agent's etcd config file (`--kvstore-opt etcd.config=FILE` or CELLIUM_KVSTORE_OPT). The etcd
+ * client (etcd3, gRPC, protobufjs) is loaded only by that command: every other command starts
+ * without it (it was a third of each `cellium` call's start).
  */
-import { Etcd3 } from 'etcd3';
 import type { ClusterNodeStatus, IPListEntry } from '../../api/models.js';
-import { readEtcdConfig } from '../../cells/kvstore/index.js';
 import type { CommandGroup } from '../context.js';
 import { CliFailure, UsageError } from '../errors.js';
 import { table } from '../output.js';
@@ -56,6 +56,7 @@ export const clusterCommands: CommandGroup = (program, rt) => {
     .option('--recursive', 'every key under the prefix')
     .option('--kvstore-opt <opt>', 'etcd.config=FILE: the agent\'s etcd config (endpoints, TLS)')
     .action(rt.action(async (ctx, key: string, opts: { recursive?: boolean; kvstoreOpt?: string }) => {
+      const [{ Etcd3 }, { readEtcdConfig }] = await Promise.all([import('etcd3'), import('../../cells/kvstore/index.js')]);
       const cfg = readEtcdConfig(etcdConfigFile(opts.kvstoreOpt ?? ctx.io.env.CELLIUM_KVSTORE_OPT));
       const client = new Etcd3({
         hosts: [...cfg.endpoints],

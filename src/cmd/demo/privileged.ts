@@ -38,7 +38,9 @@ export async function privilegedDemo(n: Narrator): Promise<void> {
     n.step('Start the agent (BPF datapath) and install the CNI plugin');
     agent = await startAgent(n, ['--datapath-mode=bpf', '--bpf-lb-sock=false', `--bpf-root=${BPF_ROOT}`, `--state-dir=${dir}/state`, `--socket-path=${socket}`,
       `--cni-delete-queue-dir=${dir}/delete-queue`, '--ipv4-range=10.234.0.0/24'], socket);
-    must(n, [process.execPath, bins.cli, 'install-cni', '--cni-bin-dir', binDir, '--cni-conf-dir', confDir, '--socket-path', socket], { show: `cellium install-cni --cni-bin-dir ${binDir} --cni-conf-dir ${confDir} --socket-path ${socket}` });
+    // the shim's call log goes to the demo's directory too (the default, /var/run/cellium/cellium-cni.log, would outlive the demo)
+    const shimLog = join(dir, 'cellium-cni.log');
+    must(n, [process.execPath, bins.cli, 'install-cni', '--cni-bin-dir', binDir, '--cni-conf-dir', confDir, '--socket-path', socket, '--cni-log-file', shimLog], { show: `cellium install-cni --cni-bin-dir ${binDir} --cni-conf-dir ${confDir} --socket-path ${socket} --cni-log-file ${shimLog}` });
     const conflist = JSON.parse(readFileSync(join(confDir, '05-cellium.conflist'), 'utf8')) as { cniVersion: string; name: string; plugins: Record<string, unknown>[] };
     const netconf = JSON.stringify({ cniVersion: conflist.cniVersion, name: conflist.name, ...conflist.plugins[0] });
 
