@@ -31,7 +31,11 @@ export class BackendIds {
 
   /** The ID of an address for frontend `fe` (allocated when new), counting the reference. */
   acquire(addr: L3n4Addr, fe: string): number {
-    const key = formatL3n4(addr);
+    return this.acquireKey(formatL3n4(addr), fe);
+  }
+
+  /** {@link acquire} by the address's formatL3n4 text (a caller that has it already). */
+  acquireKey(key: string, fe: string): number {
     let id = this.ids.get(key);
     if (id === undefined) {
       id = this.allocate();

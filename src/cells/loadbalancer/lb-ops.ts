@@ -198,7 +198,8 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
     const others = fe.backends.filter((b) => !takesNewFlows(b));
     const ordered = [...active, ...others];
     // 1. backends
-    const ids = ordered.map((b) => this.ids.acquire(b.address, key));
+    const names = ordered.map((b) => formatL3n4(b.address));
+    const ids = names.map((name) => this.ids.acquireKey(name, key));
     const beWrites: [number, LBBackendValue][] = [];
     ordered.forEach((b, i) => {
       const id = ids[i]!;
@@ -214,7 +215,7 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
     if (ids.length) m.svc.set(ids.map((id, i) => [{ ...base, slot: i + 1 }, { backendId: id, count: 0, qcount: 0, revNat: fe.id, flags: 0, flags2: 0 }] as const));
     // 3. Maglev table
     const maglev = this.opts.algorithm === 'maglev';
-    if (maglev) m.mg.set([[fe.id, maglevTable(active.map((b, i) => ({ id: ids[i]!, name: formatL3n4(b.address), weight: b.weight })), this.opts.maglevTableSize)]]);
+    if (maglev) m.mg.set([[fe.id, maglevTable(active.map((b, i) => ({ id: ids[i]!, name: names[i]!, weight: b.weight })), this.opts.maglevTableSize)]]);
     // 4. reverse NAT
     m.rn.set([[fe.id, { address: fe.address.ip, port: fe.address.port }]]);
     const affinity = fe.affinityTimeoutSec > 0;
@@ -236,8 +237,11 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
       if (prev.maglev) m.mg.delete([prev.revNat]);
     } else if (prev?.maglev && !maglev) m.mg.delete([prev.revNat]);
     // backends this frontend no longer has (and their affinity matches)
-    const now = new Set(ordered.map((b) => formatL3n4(b.address)));
-    const dropped = (prev?.backends ?? []).filter((a) => !now.has(formatL3n4(a)));
+    let dropped: L3n4Addr[] = [];
+    if (prev?.backends.length) {
+      const now = new Set(names);
+      dropped = prev.backends.filter((a) => !now.has(formatL3n4(a)));
+    }
     const matchGone = prev?.affinity ? (affinity && prev.revNat === fe.id ? dropped : prev.backends) : [];
     if (matchGone.length) this.maps.affinityMatch.delete(matchGone.flatMap((a) => { const id = this.ids.idOf(a); return id === undefined ? [] : [{ backendId: id, revNat: prev!.revNat }]; }));
     this.releaseBackends(family, key, dropped);
