@@ -41,6 +41,9 @@ function missing(): string | undefined {
 
 function topology(): void {
   podTopology(NODE, Object.values(PODS), GATEWAY);
+  // thousands of connections a second leave the client's ports in TIME_WAIT for 60 s: the client
+  // reuses them (timestamps keep that safe), else a later round runs out of fresh ports
+  execFileSync('ip', ['netns', 'exec', PODS.client.ns, 'sysctl', '-qw', 'net.ipv4.tcp_tw_reuse=1']);
 }
 
 function cleanup(): void {
@@ -117,7 +120,10 @@ const one=()=>{if(Date.now()>=end){console.log(n/${SECONDS});return;}const s=net
 
 /** TCP connections per second (connect, then close) from the client to `dst`. */
 async function connRate(dst: string): Promise<number> {
-  const s = inNs(PODS.server.ns, [process.execPath, '-e', `require('node:net').createServer((c)=>{c.on('error',()=>{});c.destroy();}).listen(${CONN_PORT},'${PODS.server.addr}')`]);
+  // the client closes first (the server answers its FIN), so TIME_WAIT stays on the client, whose
+  // connect() never picks a port still waiting: a server closing first left TIME_WAITs a reused
+  // client port ran into (a 1 s SYN retransmit), whichever side of the run came second
+  const s = inNs(PODS.server.ns, [process.execPath, '-e', `require('node:net').createServer((c)=>{c.on('error',()=>{});c.resume();c.on('end',()=>c.end());}).listen(${CONN_PORT},'${PODS.server.addr}')`]);
   try {
     await settle();
     const out = execFileSync('ip', ['netns', 'exec', PODS.client.ns, process.execPath, '-e', CONNECT_LOOP, dst], { encoding: 'utf8' });
