@@ -278,6 +278,7 @@ t.test('host processes in the cgroup reach ClusterIPs through socket load balanc
   t.ok(await until(() => /detached the socket programs/.test(off.log()), 10000), 'it detached the socket programs', { log: off.log() });
   t.same(attachedPerHook(cg2), Object.fromEntries(SOCK_HOOKS.map((h) => [h, 0])), 'no program at any hook of the cgroup');
   t.ok(SOCK_HOOKS.every((h) => !existsSync(sockLinkPath(a.root, h))), 'no link pins');
+  t.notOk(Object.values(REVERSE_SK_MAP_NAMES).some((m) => existsSync(join(a.root, m))), 'no reverse-socket map pins');
   t.same(await inside.ask('tcp', VIP, '80'), ['err', 'EACCES'], 'the client is no longer translated');
 });
 

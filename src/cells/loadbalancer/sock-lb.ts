@@ -6,7 +6,7 @@
  * down the old programs keep translating); a start with --bpf-lb-sock=false detaches them.
  * sockLBProblems finds links gone or detached since (the periodic check attaches them again).
  */
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   attachCgroup, BpfMap, BpfObject, CgroupAttachType, cgroupId, cgroupV2Mount, cgroupV2Problem, detachCgroup, objectPath, pinnedCgroupLink,
@@ -94,12 +94,16 @@ export async function attachSockLB(o: SockLBOptions): Promise<SockLBAttachment> 
   }
 }
 
-/** Detaches every socket program pinned under the BPF root (links/sock_*); how many there were. */
+/**
+ * Detaches every socket program pinned under the BPF root (links/sock_*) and unpins the
+ * reverse-socket maps only they used (LRU maps hold their memory whether used or not); how many
+ * programs there were.
+ */
 export function detachSockLB(bpfRoot: string): number {
   const dir = join(bpfRoot, 'links');
-  if (!existsSync(dir)) return 0;
   let n = 0;
-  for (const f of readdirSync(dir)) if (/^sock_/.test(f) && detachCgroup(join(dir, f))) n++;
+  if (existsSync(dir)) for (const f of readdirSync(dir)) if (/^sock_/.test(f) && detachCgroup(join(dir, f))) n++;
+  for (const name of Object.values(REVERSE_SK_MAP_NAMES)) rmSync(join(bpfRoot, name), { force: true });
   return n;
 }
 
