@@ -6,10 +6,7 @@
  * other tool or agent made. The file is named after the interface, so even a record the crash tore
  * names what to remove.
  */
-import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { stateIO, type StateIO } from '../../lib/state-io.js';
-import { HOST_IF_PREFIX } from './plumbing.js';
+import { RecordDir, type RecordFile } from './record-dir.js';
 
 /** The journal's directory under the state directory. */
 export const JOURNAL_DIR = 'cni-attachments';
@@ -23,68 +20,33 @@ export interface AttachmentRecord {
 }
 
 /** A journal file as read back: its interface name, and the record unless the file is unreadable. */
-export interface JournalEntry {
-  readonly hostName: string;
-  readonly record?: AttachmentRecord;
-  /** Why the record could not be read (a write a crash cut short). */
-  readonly error?: string;
-}
+export type JournalEntry = RecordFile<AttachmentRecord>;
 
-const FILE = new RegExp(`^(${HOST_IF_PREFIX}[0-9a-f]{11})\\.json$`);
+function isAttachment(v: unknown, hostName: string): v is AttachmentRecord {
+  const r = v as Partial<AttachmentRecord> | null;
+  return !!r && r.hostName === hostName && typeof r.containerId === 'string' && typeof r.ifName === 'string' && Array.isArray(r.ips);
+}
 
 /** The journal in one directory. */
 export class AttachmentJournal {
-  private readonly io: StateIO;
+  private readonly files: RecordDir<AttachmentRecord>;
 
   constructor(readonly dir: string) {
-    this.io = stateIO(dir);
+    this.files = new RecordDir(dir, isAttachment);
   }
 
   /** Records an interface about to be created (resolves once the file is written). */
-  async write(r: AttachmentRecord): Promise<void> {
-    const text = JSON.stringify(r);
-    try {
-      await this.io.writeFile(this.path(r.hostName), text);
-    } catch (err) {
-      if ((err as { code?: string }).code !== 'ENOENT') throw err;
-      await this.io.mkdir(this.dir, { recursive: true });
-      await this.io.writeFile(this.path(r.hostName), text);
-    }
+  write(r: AttachmentRecord): Promise<void> {
+    return this.files.write(r.hostName, r);
   }
 
   /** Forgets an interface (it is gone); nothing recorded is fine. */
-  async remove(hostName: string): Promise<void> {
-    await this.io.rm(this.path(hostName));
+  remove(hostName: string): Promise<void> {
+    return this.files.remove(hostName);
   }
 
   /** Every recorded interface; files that are not the journal's are ignored. */
-  async list(): Promise<JournalEntry[]> {
-    let names: string[];
-    try {
-      names = await readdir(this.dir);
-    } catch (err) {
-      if ((err as { code?: string }).code === 'ENOENT') return [];
-      throw err;
-    }
-    const out: JournalEntry[] = [];
-    for (const name of names.sort()) {
-      const hostName = FILE.exec(name)?.[1];
-      if (!hostName) continue;
-      try {
-        const record = JSON.parse(await readFile(join(this.dir, name), 'utf8')) as AttachmentRecord;
-        if (record?.hostName !== hostName || typeof record.containerId !== 'string' || typeof record.ifName !== 'string' || !Array.isArray(record.ips)) {
-          throw new Error('not an attachment record');
-        }
-        out.push({ hostName, record });
-      } catch (err) {
-        if ((err as { code?: string }).code === 'ENOENT') continue; // removed meanwhile
-        out.push({ hostName, error: (err as Error).message });
-      }
-    }
-    return out;
-  }
-
-  private path(hostName: string): string {
-    return join(this.dir, `${hostName}.json`);
+  list(): Promise<JournalEntry[]> {
+    return this.files.list();
   }
 }
