@@ -101,6 +101,17 @@ t.test('bad ServiceSpecs: 400 naming the field, 460 frontend, 461 backend', asyn
   const family = await call('PutServiceID', 'PUT', '/service/1', { body: spec('10.96.0.10', 80, ['fd00::1']) });
   t.equal(family.status, 461);
   t.match(family.body, /backend-addresses\/0\/ip: fd00::1 is not of the frontend's address family/);
+  const otherId = await call('PutServiceID', 'PUT', '/service/1', { body: { ...spec('10.96.0.10', 80, []), id: 2 } });
+  t.equal(otherId.status, 400, 'a body ID other than the path\'s is refused');
+  t.match(otherId.body, { error: { field: '/body/id', message: /^2 is not the service ID of the path \(1\); fix: / } });
+  const udpBackend = await call('PutServiceID', 'PUT', '/service/1', { body: { ...spec('10.96.0.10', 80, []), 'backend-addresses': [{ ip: '10.0.1.1', port: 80, protocol: 'UDP' }] } });
+  t.equal(udpBackend.status, 461, 'a UDP backend of a TCP frontend is refused');
+  t.match(udpBackend.body, /\/body\/backend-addresses\/0\/protocol: UDP is not the frontend's protocol \(TCP\); fix: /);
+  t.equal((await call('GetServiceID', 'GET', '/service/1')).status, 404, 'nothing was created by the refused specs');
+  const anyBackend = await call('PutServiceID', 'PUT', '/service/1', { body: { ...spec('10.96.0.10', 80, []), 'backend-addresses': [{ ip: '10.0.1.1', port: 80, protocol: 'ANY' }] } });
+  t.equal(anyBackend.status, 201, 'a backend of protocol ANY takes the frontend\'s');
+  t.match((await call('GetServiceID', 'GET', '/service/1')).body, { spec: { 'backend-addresses': [{ ip: '10.0.1.1', protocol: 'TCP' }] } });
+  t.equal((await call('DeleteServiceID', 'DELETE', '/service/1')).status, 200);
   // addresses that would take over the node's own connections, or that nothing can answer
   for (const ip of ['127.0.0.1', '0.0.0.0', '224.0.0.251', '255.255.255.255']) {
     const r = await call('PutServiceID', 'PUT', '/service/1', { body: spec(ip, 80, ['10.0.1.1']) });

@@ -14,6 +14,7 @@ export const DEFAULT_BACKEND_WEIGHT = 100;
 
 /** The upsert a ServiceSpec asks for, for service `id`. */
 export function specToUpsert(id: number, spec: ServiceSpec): ServiceUpsert {
+  if (spec.id !== undefined && spec.id !== id) throw invalidField('/id', `${spec.id} is not the service ID of the path (${id})`, `give the path's ID in the body too, or leave the body's id out`);
   const fa = spec['frontend-address'];
   const ip = canonicalIP(fa.ip ?? '');
   if (!ip) throw invalidFrontend('/frontend-address/ip', `${JSON.stringify(fa.ip)} is not an IP address`, 'give the frontend an IPv4 or IPv6 address such as 10.96.0.10');
@@ -44,8 +45,13 @@ function backendOf(b: BackendAddress, i: number, fport: number, fproto: ReturnTy
   if (!ip) throw invalidBackend(`${at}/ip`, `${JSON.stringify(b.ip)} is not an IP address`, 'give the backend an IPv4 or IPv6 address');
   const port = b.port === undefined || b.port === 0 ? fport : b.port;
   if (!validPort(port)) throw invalidBackend(`${at}/port`, `${JSON.stringify(b.port)} is not a port`, 'give a port between 1 and 65535');
-  const protocol = b.protocol === undefined ? fproto : parseProto(b.protocol);
+  const given = b.protocol === undefined ? fproto : parseProto(b.protocol);
+  // ANY on a backend: the frontend's
+  const protocol = given === 'any' ? fproto : given;
   if (!protocol) throw invalidBackend(`${at}/protocol`, `${JSON.stringify(b.protocol)} is not a protocol`, 'give TCP or UDP');
+  // the datapath translates the frontend's packets to the backend whatever its protocol: a backend
+  // of another protocol would get them unasked
+  if (fproto && fproto !== 'any' && protocol !== fproto) throw invalidBackend(`${at}/protocol`, `${protocol.toUpperCase()} is not the frontend's protocol (${fproto.toUpperCase()})`, "give the frontend's protocol or leave the backend's out");
   return {
     address: { ip, port, protocol: protocol ?? 'tcp', scope: 'external' },
     state: (b.state ?? 'active') as BackendState,
