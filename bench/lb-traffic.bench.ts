@@ -4,7 +4,9 @@
  * veths, and a ClusterIP service whose backend is the server pod. Interleaved, the same client
  * talks to the server straight to its IP and through the VIP: iperf3 TCP throughput (goal: VIP >=
  * 0.95x direct) and TCP connections per second, each a connect and close from a Node loop (goal:
- * VIP >= 0.9x direct). Needs root, BPF and iperf3; skips with one line otherwise.
+ * VIP >= 0.9x direct), each round's two runs compared with each other; and the kernel's own time in
+ * bpf_lxc per packet (BPF run statistics) on either path. Needs root, BPF and iperf3; skips with one
+ * line otherwise.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -15,8 +17,9 @@ import { LBOps, LBServiceManager } from '../src/cells/loadbalancer/index.js';
 import type { PolicyEntry } from '../src/datapath/types.js';
 import { ip, podTopology, removeTopology } from './lib/pods.js';
 import { median, printTable, ratio } from './lib/report.js';
+import { enableBpfStats, nsPerRun, tcProgramIds } from './lib/bpf-stats.js';
 
-const ROUNDS = 4;
+const ROUNDS = 5;
 const SECONDS = 3;
 const IPERF_PORT = 5201;
 const CONN_PORT = 7000;
@@ -133,34 +136,53 @@ async function connRate(dst: string): Promise<number> {
   }
 }
 
+type Side = 'direct' | 'vip';
+type Series = Record<Side, number[]>;
+
+/** The middle of `v` with its range, e.g. "1.02x (0.97-1.05x)". */
+function spread(v: readonly number[], target: string): string {
+  return `${median(v).toFixed(2)}x (rounds ${Math.min(...v).toFixed(2)}-${Math.max(...v).toFixed(2)}x; target ${target})`;
+}
+
 async function main(): Promise<void> {
   const why = missing();
   if (why) {
     console.log(`lb-traffic: skipped: ${why}`);
     return;
   }
-  const r = { direct: { gbps: [] as number[], cps: [] as number[] }, vip: { gbps: [] as number[], cps: [] as number[] } };
+  const gbps: Series = { direct: [], vip: [] };
+  const cps: Series = { direct: [], vip: [] };
+  const nsPkt: Series = { direct: [], vip: [] };
   try {
     topology();
     const detach = await attach();
+    const restoreStats = enableBpfStats();
     try {
+      const progs = [PODS.client.lxc, PODS.server.lxc].flatMap((dev) => tcProgramIds(NODE, dev));
       for (let i = 0; i < ROUNDS; i++) {
         // the order alternates, so neither side always runs first (after the other's TIME_WAITs)
-        const sides = i % 2 ? (['vip', 'direct'] as const) : (['direct', 'vip'] as const);
-        for (const side of sides) r[side].gbps.push(await iperf(side === 'vip' ? VIP : PODS.server.addr));
-        for (const side of sides) r[side].cps.push(await connRate(side === 'vip' ? VIP : PODS.server.addr));
+        const sides: readonly Side[] = i % 2 ? ['vip', 'direct'] : ['direct', 'vip'];
+        for (const side of sides) {
+          const m = await nsPerRun(progs, () => iperf(side === 'vip' ? VIP : PODS.server.addr));
+          gbps[side].push(m.value);
+          nsPkt[side].push(m.nsPerRun);
+        }
+        for (const side of sides) cps[side].push(await connRate(side === 'vip' ? VIP : PODS.server.addr));
       }
     } finally {
+      restoreStats();
       detach();
     }
   } finally {
     cleanup();
   }
-  const d = { gbps: median(r.direct.gbps), cps: median(r.direct.cps) };
-  const v = { gbps: median(r.vip.gbps), cps: median(r.vip.cps) };
-  printTable(`pod to pod through bpf_lxc (conntrack + policy on both veths), median of ${ROUNDS} interleaved rounds of ${SECONDS} s: through a ClusterIP VIP vs straight to the backend's IP`, ['measure', 'through the VIP', "straight to the backend's IP", 'VIP / direct'], [
-    ['iperf3 TCP throughput (Gbit/s)', v.gbps, d.gbps, ratio(v.gbps, d.gbps, '>= 0.95x')],
-    ['TCP connections per second (connect + close)', v.cps, d.cps, ratio(v.cps, d.cps, '>= 0.9x')],
+  // each round's VIP run is compared with the direct run next to it (the machine's load drifts
+  // between rounds more than between the two runs of one round)
+  const paired = (s: Series): number[] => s.vip.map((v, i) => v / s.direct[i]!);
+  printTable(`pod to pod through bpf_lxc (conntrack + policy on both veths), ${ROUNDS} interleaved rounds of ${SECONDS} s: through a ClusterIP VIP vs straight to the backend's IP (medians; VIP / direct is the median of the rounds' ratios)`, ['measure', 'through the VIP', "straight to the backend's IP", 'VIP / direct'], [
+    ['iperf3 TCP throughput (Gbit/s)', median(gbps.vip), median(gbps.direct), spread(paired(gbps), '>= 0.95x')],
+    ['TCP connections per second (connect + close)', median(cps.vip), median(cps.direct), spread(paired(cps), '>= 0.9x')],
+    ['bpf_lxc ns per packet during iperf3 (kernel BPF stats, both veths, both directions)', median(nsPkt.vip), median(nsPkt.direct), ratio(median(nsPkt.vip), median(nsPkt.direct))],
   ]);
 }
 

@@ -17,14 +17,16 @@
 import { endianness } from 'node:os';
 import { parseAddr } from '../lib/addr.js';
 import { TupleFlags, type CtEntry, type CtKey, type CtStore } from './conntrack.js';
-import { BackendFlag, SvcFlag, type LBMapSet, type LBServiceKey, type LBServiceValue } from './lb-maps.js';
+import { BackendFlag, SvcFlag, SvcFlag2, type LBMapSet, type LBServiceKey, type LBServiceValue } from './lb-maps.js';
 import { Proto } from './types.js';
 import type { VerdictPacket } from './verdict-model.js';
 
 /** What happened to a packet at the service lookup. */
 export type LBOutcome =
   | { readonly kind: 'none' }
-  | { readonly kind: 'no-service' | 'no-backend'; readonly revNat: number }
+  | { readonly kind: 'no-service'; readonly revNat: number }
+  /** `reject`: the sender is answered with an ICMP port unreachable (else the packet is just dropped). */
+  | { readonly kind: 'no-backend'; readonly revNat: number; readonly reject: boolean }
   | { readonly kind: 'translated'; readonly packet: VerdictPacket; readonly backendId: number; readonly revNat: number; readonly vip: string; readonly vport: number };
 
 /** A ClientIP affinity choice (the LRU affinity map's entry). */
@@ -128,7 +130,8 @@ export function lbTranslate(s: LBModelState, p: VerdictPacket, commit = true): L
   const affinityKey = `${p.src}|${master.revNat}`;
   const affinity = (master.flags & SvcFlag.affinity) !== 0;
   if (!backendId) {
-    if (master.count === 0) return { kind: 'no-backend', revNat: master.revNat };
+    // bpf_lxc answers a service without backends for new flows per --service-no-backend-response
+    if (master.count === 0) return { kind: 'no-backend', revNat: master.revNat, reject: (master.flags2 & SvcFlag2.noBackendDrop) === 0 };
     if (affinity) {
       const a = s.affinity.get(affinityKey);
       const b = a && backends.get(a.backendId);
@@ -143,7 +146,8 @@ export function lbTranslate(s: LBModelState, p: VerdictPacket, commit = true): L
       const slot = Math.floor(s.random() * master.count) + 1;
       backendId = svc.get({ ...key, slot })?.backendId ?? 0;
     }
-    if (!backendId || !backends.get(backendId)) return { kind: 'no-backend', revNat: master.revNat };
+    // a slot or backend missing under a non-zero count (never, with the writer's order): dropped unanswered
+    if (!backendId || !backends.get(backendId)) return { kind: 'no-backend', revNat: master.revNat, reject: false };
   }
   const be = backends.get(backendId)!;
   if (commit) {

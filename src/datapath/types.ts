@@ -104,6 +104,11 @@ export interface Verdict {
   /** Identity the peer address resolved to (after service translation: the backend's). */
   readonly peerIdentity: number;
   /**
+   * A dropped packet whose sender is answered with an ICMP port unreachable (a service without
+   * backends under --service-no-backend-response=reject); absent when the drop is silent.
+   */
+  readonly rejected?: true;
+  /**
    * Service translation: an egress packet to `frontend` went to `backend` (DNAT), or a reply from
    * `backend` has its source rewritten to `frontend` (rev-NAT). Absent for other packets.
    */

@@ -23,7 +23,7 @@ t.test('service cases on the memory datapath', async (t) => {
     dp.maps.setPolicy(7, c.policy);
     t.same(await dp.maps.flush(), []);
     const mgr = new LBServiceManager();
-    const ops = new LBOps(dp.lbMaps, { algorithm: 'random', maglevTableSize: 251, maxBackends: 100 });
+    const ops = new LBOps(dp.lbMaps, { algorithm: 'random', maglevTableSize: 251, maxBackends: 100, noBackendResponse: c.noBackendResponse ?? 'reject' });
     const apply = async (services: readonly ServiceFixture[]) => {
       const ups = upserts(services);
       for (const u of ups) mgr.upsert(u);

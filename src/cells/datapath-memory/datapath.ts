@@ -81,7 +81,7 @@ export class MemoryDatapath implements Datapath {
     const lb = direction === 'egress' ? lbTranslate({ maps: this.lbMaps, ct: this.conntrack, now: this.ct.now(), serviceLifetime: packet.protocol === 6 ? this.timeouts.tcp : this.timeouts.any, random: this.random, affinity: this.affinity }, packet, commit) : { kind: 'none' as const };
     if (lb.kind === 'no-service' || lb.kind === 'no-backend') {
       this.drops.set(lb.kind, (this.drops.get(lb.kind) ?? 0) + 1);
-      return { verdict: { allowed: false, reason: lb.kind, peerIdentity: ReservedIdentity.world }, ct: 'new' };
+      return { verdict: { allowed: false, reason: lb.kind, peerIdentity: ReservedIdentity.world, ...(lb.kind === 'no-backend' && lb.reject ? { rejected: true as const } : {}) }, ct: 'new' };
     }
     const pkt = lb.kind === 'translated' ? lb.packet : packet;
     const peer = this.maps.lookupIPCache(peerAddress(direction, pkt))?.identity ?? ReservedIdentity.world;

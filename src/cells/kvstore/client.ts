@@ -4,12 +4,13 @@
  * session lease kept alive by the client and granted anew when lost, and a status probe per
  * endpoint (`etcd: 1/1 connected, leases=1: http://127.0.0.1:2379 - 3.4.23 (Leader)`).
  */
-import { Etcd3, type Lease } from 'etcd3';
+import type { Etcd3, Lease } from 'etcd3';
 import { Subject } from 'rxjs';
 import type { Health } from '../../hive/health.js';
 import type { Logger } from '../../hive/logger.js';
 import { exponentialBackoff } from '../../lib/backoff.js';
 import { kvstoreOpt, type KVStoreConfig } from './config.js';
+import { etcd3 } from './etcd3-lib.js';
 import { readEtcdConfig, type EtcdConfig } from './etcd-config.js';
 import { badFlag, disabled, unavailable } from './errors.js';
 import type { KVStore, KVStoreStatus } from './types.js';
@@ -18,7 +19,8 @@ import type { KVStore, KVStoreStatus } from './types.js';
 export const CALL_TIMEOUT_MS = 5000;
 
 function newClient(hosts: readonly string[], cfg: EtcdConfig, timeoutMs: number): Etcd3 {
-  return new Etcd3({
+  const { Etcd3: Client } = etcd3();
+  return new Client({
     hosts: [...hosts],
     ...(cfg.tls ? { credentials: { rootCertificate: cfg.tls.ca, ...(cfg.tls.cert ? { certChain: cfg.tls.cert, privateKey: cfg.tls.key } : {}) } } : {}),
     // watches and lease keep-alives are streams and live on; every other call has a deadline

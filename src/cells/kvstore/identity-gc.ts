@@ -5,8 +5,9 @@
  * `value/<labels>/` is marked; if it is still unclaimed and unchanged at the next round it is
  * deleted, in a transaction that checks both again, so an identity claimed in between survives.
  */
-import { EtcdLockFailedError, type Etcd3 } from 'etcd3';
+import type { Etcd3 } from 'etcd3';
 import type { Logger } from '../../hive/logger.js';
+import { etcd3 } from './etcd3-lib.js';
 import { unavailable } from './errors.js';
 import { KEYS } from './types.js';
 
@@ -44,7 +45,7 @@ export class KVIdentityGC {
     try {
       await lock.acquire();
     } catch (err) {
-      if (err instanceof EtcdLockFailedError) return { skipped: true, marked: 0, deleted: 0 };
+      if (err instanceof etcd3().EtcdLockFailedError) return { skipped: true, marked: 0, deleted: 0 };
       throw unavailable('taking the identity GC lock', err);
     }
     try {

@@ -25,9 +25,18 @@ export interface RuleInput {
   readonly resource?: RuleSource;
 }
 
-const ajv = new Ajv({ allErrors: false, verbose: true, strict: false });
-const validateRule = ajv.compile(ruleSchema);
-const validateResource = ajv.compile(resourceSchema);
+/**
+ * The rule and resource validators, compiled on first use: compiling the rule schema takes about
+ * a second, which an agent without policy to parse, and every CLI command, would pay at start.
+ */
+let compiled: { readonly rule: ValidateFunction; readonly resource: ValidateFunction } | undefined;
+function validators(): NonNullable<typeof compiled> {
+  if (!compiled) {
+    const ajv = new Ajv({ allErrors: false, verbose: true, strict: false });
+    compiled = { rule: ajv.compile(ruleSchema), resource: ajv.compile(resourceSchema) };
+  }
+  return compiled;
+}
 
 /** Parses and validates policy text; throws PolicyError naming the first bad field. */
 export function parsePolicyText(text: string): RuleInput[] {
@@ -78,7 +87,7 @@ function collect(doc: unknown, pointer: string, out: RuleInput[], document: numb
     return;
   }
   if ('kind' in o || 'apiVersion' in o) {
-    check(validateResource, o, pointer);
+    check(validators().resource, o, pointer);
     const meta = o.metadata as { name: string; namespace?: string; uid?: string };
     const kind = o.kind as RuleSource['kind'];
     const resource: RuleSource = {
@@ -92,7 +101,7 @@ function collect(doc: unknown, pointer: string, out: RuleInput[], document: numb
     (o.specs as Record<string, unknown>[] | undefined)?.forEach((s, i) => out.push({ spec: s, pointer: `${pointer}/specs/${i}`, document, resource }));
     return;
   }
-  check(validateRule, o, pointer);
+  check(validators().rule, o, pointer);
   out.push({ spec: o, pointer, document });
 }
 
