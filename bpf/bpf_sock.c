@@ -17,6 +17,11 @@
  * random backend, a UDP socket the one its cookie picks (its datagrams stay on one backend);
  * ClientIP affinity keys the host's choice by its network namespace cookie (Cilium's
  * netns_cookie form of the affinity key).
+ * NodePort (Cilium's sock4_wildcard_lookup): a destination that is no frontend but one of the
+ * node's own addresses (a loopback address, or one the ipcache gives the host identity) is looked
+ * up again as the NodePort surrogate 0.0.0.0:port ([::]:port); the reverse-socket entry keeps the
+ * address connected to, so getpeername and recvmsg show nodeIP:nodePort. Other addresses with a
+ * node port are never translated.
  * Only sockets of the initial (host) network namespace are translated: pods keep the per-packet
  * load balancing of bpf_lxc (Maglev, affinity by client IP, conntrack stickiness). IPv4-mapped
  * IPv6 destinations (::ffff:a.b.c.d on an AF_INET6 socket) are translated as IPv4.
@@ -27,6 +32,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "lib/common.h"
+#include "lib/ipcache.h"
 #include "lib/lb_maps.h"
 #include "lib/lb_lookup.h"
 
@@ -86,6 +92,48 @@ static __always_inline __u32 sock_now(void)
 	return (__u32)(bpf_ktime_get_ns() / 1000000000ULL);
 }
 
+/* Whether an IPv4 address is the node's own: loopback (127.0.0.0/8) or the host identity's. */
+static __always_inline int sock4_is_node_addr(__be32 addr)
+{
+	if ((bpf_ntohl(addr) >> 24) == 127)
+		return 1;
+	return ipcache_identity(FAMILY_IPV4, &addr) == IDENTITY_HOST;
+}
+
+/* Whether an IPv6 address is the node's own: ::1 or the host identity's. */
+static __always_inline int sock6_is_node_addr(const __u8 *addr)
+{
+	const __u32 *a = (const __u32 *)addr;
+
+	if (a[0] == 0 && a[1] == 0 && a[2] == 0 && a[3] == bpf_htonl(1))
+		return 1;
+	return ipcache_identity(FAMILY_IPV6, addr) == IDENTITY_HOST;
+}
+
+/*
+ * The master entry of a destination (lb4_lookup_service), else, for one of the node's own
+ * addresses, of its NodePort surrogate (the key then holds 0.0.0.0). NULL: *no_port as
+ * lb4_lookup_service says.
+ */
+static __always_inline struct lb4_service *sock4_lookup(struct lb4_key *key, int *no_port)
+{
+	struct lb4_service *svc = lb4_lookup_service(key, no_port);
+
+	if (!svc && sock4_is_node_addr(key->address))
+		svc = lb4_lookup_nodeport(key);
+	return svc;
+}
+
+/* sock4_lookup for IPv6 (the surrogate ::). */
+static __always_inline struct lb4_service *sock6_lookup(struct lb6_key *key, int *no_port)
+{
+	struct lb4_service *svc = lb6_lookup_service(key, no_port);
+
+	if (!svc && sock6_is_node_addr(key->address))
+		svc = lb6_lookup_nodeport(key);
+	return svc;
+}
+
 /* The failure of a destination that is a service but cannot be translated (see the header). */
 static __always_inline int no_backend(const struct lb4_service *svc)
 {
@@ -115,7 +163,7 @@ __attribute__((noinline)) int sock4_fwd(struct bpf_sock_addr *ctx, __u32 proto, 
 	key.address = *addr;
 	key.dport = *port;
 	key.proto = proto;
-	svc = lb4_lookup_service(&key, &no_port);
+	svc = sock4_lookup(&key, &no_port);
 	if (!svc)
 		return no_port ? -EHOSTUNREACH : 0;
 	if (!svc->count)
@@ -181,7 +229,7 @@ __attribute__((noinline)) int sock4_rev(struct bpf_sock_addr *ctx, __u32 proto, 
 	key.address = rv->address;
 	key.dport = rv->port;
 	key.proto = proto;
-	svc = lb4_lookup_service(&key, &no_port);
+	svc = sock4_lookup(&key, &no_port);
 	if (!svc || svc->rev_nat_index != rv->rev_nat_index) {
 		bpf_map_delete_elem(&cellium_lb4_reverse_sk, &rk);
 		return 0;
@@ -210,7 +258,7 @@ __attribute__((noinline)) int sock6_fwd(struct bpf_sock_addr *ctx, __u32 proto, 
 	__builtin_memcpy(key.address, dst->address, 16);
 	key.dport = dst->dport;
 	key.proto = proto;
-	svc = lb6_lookup_service(&key, &no_port);
+	svc = sock6_lookup(&key, &no_port);
 	if (!svc)
 		return no_port ? -EHOSTUNREACH : 0;
 	if (!svc->count)
@@ -269,7 +317,7 @@ __attribute__((noinline)) int sock6_rev(struct bpf_sock_addr *ctx, __u32 proto, 
 	__builtin_memcpy(key.address, rv->address, 16);
 	key.dport = rv->port;
 	key.proto = proto;
-	svc = lb6_lookup_service(&key, &no_port);
+	svc = sock6_lookup(&key, &no_port);
 	if (!svc || svc->rev_nat_index != rv->rev_nat_index) {
 		bpf_map_delete_elem(&cellium_lb6_reverse_sk, &rk);
 		return 0;

@@ -5,6 +5,8 @@
  *   - lb4_lookup_service / lb6_lookup_service: the master entry of address:port for the protocol,
  *     then for any protocol (proto 0); none, but the address has a wildcard entry (port 0): the
  *     caller is told the VIP exists without that port (per packet DROP_NO_SERVICE);
+ *   - lb4_lookup_nodeport / lb6_lookup_nodeport: the NodePort surrogate (0.0.0.0:port, [::]:port)
+ *     of a destination that is one of the node's own addresses (bpf_sock decides that);
  *   - lb4_slot_backend / lb6_slot_backend: the backend of slot 1 + n % count (the backends that
  *     take new flows; terminating ones sit in the slots above count);
  *   - lb_affinity_backend: a client's unexpired ClientIP-affinity choice, when it is still one of
@@ -49,6 +51,37 @@ static __always_inline struct lb4_service *name(struct key_type *key, int *no_po
 
 LB_LOOKUP_SERVICE(lb4_lookup_service, lb4_key, cellium_lb4_services)
 LB_LOOKUP_SERVICE(lb6_lookup_service, lb6_key, cellium_lb6_services)
+
+/* SVC_FLAG_NODEPORT in a master's flags: a NodePort frontend (Cilium's SVC_FLAG_NODE_PORT). */
+#define SVC_FLAG_NODEPORT (1 << 1)
+
+/*
+ * lb4_lookup_nodeport(key) / lb6_lookup_nodeport: the master entry of the NodePort surrogate
+ * (0.0.0.0 / ::) at key->dport for key->proto, else for proto 0 (Cilium's sock4_wildcard_lookup);
+ * only a NodePort master counts. When found, key->address is left at the surrogate (and key->proto
+ * at the one that matched), so the slots are looked up under it; else the key is restored. The
+ * caller checks first that the destination is one of the node's own addresses.
+ */
+#define LB_LOOKUP_NODEPORT(name, key_type, services)						\
+static __always_inline struct lb4_service *name(struct key_type *key)				\
+{												\
+	struct key_type orig = *key;								\
+	struct lb4_service *svc;								\
+												\
+	__builtin_memset(&key->address, 0, sizeof(key->address));				\
+	svc = bpf_map_lookup_elem(&services, key);						\
+	if (!svc) {										\
+		key->proto = 0;									\
+		svc = bpf_map_lookup_elem(&services, key);					\
+	}											\
+	if (svc && (svc->flags & SVC_FLAG_NODEPORT))						\
+		return svc;									\
+	*key = orig;										\
+	return 0;										\
+}
+
+LB_LOOKUP_NODEPORT(lb4_lookup_nodeport, lb4_key, cellium_lb4_services)
+LB_LOOKUP_NODEPORT(lb6_lookup_nodeport, lb6_key, cellium_lb6_services)
 
 /*
  * lb4_slot_backend(key, svc, n, id) / lb6_slot_backend: the backend in slot 1 + n % count of the

@@ -21,14 +21,8 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } cellium_policy SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__type(key, struct ipcache_key);
-	__type(value, struct ipcache_value);
-	__uint(max_entries, 65536);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} cellium_ipcache SEC(".maps");
+/* cellium_ipcache: lib/ipcache.h (bpf_sock's too). */
+#include "ipcache.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -19,19 +19,7 @@
 
 static __always_inline __u32 resolve_identity(__u8 family, const __u8 *addr)
 {
-	struct ipcache_key key = {};
-	struct ipcache_value *v;
-
-	key.family = family;
-	if (family == FAMILY_IPV4) {
-		key.prefixlen = IPCACHE_STATIC_PREFIX + 32;
-		__builtin_memcpy(key.addr, addr, 4);
-	} else {
-		key.prefixlen = IPCACHE_STATIC_PREFIX + 128;
-		__builtin_memcpy(key.addr, addr, 16);
-	}
-	v = bpf_map_lookup_elem(&cellium_ipcache, &key);
-	return v ? v->identity : IDENTITY_WORLD;
+	return ipcache_identity(family, addr);
 }
 
 static __always_inline int is_neighbour_discovery(const struct pkt *p)

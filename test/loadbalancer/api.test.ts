@@ -116,7 +116,7 @@ t.test('bad ServiceSpecs: 400 naming the field, 460 frontend, 461 backend', asyn
   for (const ip of ['127.0.0.1', '0.0.0.0', '224.0.0.251', '255.255.255.255']) {
     const r = await call('PutServiceID', 'PUT', '/service/1', { body: spec(ip, 80, ['10.0.1.1']) });
     t.equal(r.status, 460, `frontend ${ip}: 460`);
-    t.match(r.body, new RegExp(`/body/frontend-address/ip: ${ip.replace(/\./g, '\\.')} cannot be a service frontend: it is .*; fix: `));
+    t.match(r.body, new RegExp(`/body/frontend-address/ip: ${ip.replace(/\./g, '\\.')} cannot be a service frontend of type ClusterIP: it is .*; fix: `));
   }
   for (const ip of ['::1', '::', 'ff02::1']) t.equal((await call('PutServiceID', 'PUT', '/service/1', { body: spec(ip, 80, ['fd00::1']) })).status, 460, `frontend ${ip}: 460`);
   for (const ip of ['0.0.0.0', '239.1.1.1', '255.255.255.255']) {
@@ -124,6 +124,22 @@ t.test('bad ServiceSpecs: 400 naming the field, 460 frontend, 461 backend', asyn
     t.equal(r.status, 461, `backend ${ip}: 461`);
     t.match(r.body, /\/body\/backend-addresses\/1\/ip: .* cannot be a backend: it is /);
   }
+  // the unspecified address is NodePort's surrogate (this port on every address of the node): only for type NodePort
+  for (const type of ['ClusterIP', 'ExternalIPs', 'LoadBalancer', 'HostPort']) {
+    const r = await call('PutServiceID', 'PUT', '/service/1', { body: { ...spec('0.0.0.0', 30080, ['10.0.1.1']), flags: { type } } });
+    t.equal(r.status, 460, `type ${type} on 0.0.0.0: 460`);
+    t.match(r.body, new RegExp(`cannot be a service frontend of type ${type}: it is an unspecified .*; fix: .*or give it type NodePort`));
+  }
+  const np6Bad = await call('PutServiceID', 'PUT', '/service/1', { body: { ...spec('::', 30080, ['fd00::1']), flags: { type: 'ClusterIP' } } });
+  t.equal(np6Bad.status, 460, 'type ClusterIP on ::: 460');
+  const np0 = await call('PutServiceID', 'PUT', '/service/1', { body: { ...spec('0.0.0.1', 30080, ['10.0.1.1']), flags: { type: 'NodePort' } } });
+  t.equal(np0.status, 460, 'NodePort on 0.0.0.1 (this network, not the surrogate): 460');
+  const np = await call('PutServiceID', 'PUT', '/service/5', { body: { ...spec('0.0.0.0', 30080, ['10.0.1.1']), flags: { type: 'NodePort', name: 'np' } } });
+  t.equal(np.status, 201, 'NodePort on 0.0.0.0:30080: created');
+  t.match((await call('GetServiceID', 'GET', '/service/5')).body, { spec: { 'frontend-address': { ip: '0.0.0.0', port: 30080 }, flags: { type: 'NodePort' } } });
+  t.equal((await call('PutServiceID', 'PUT', '/service/6', { body: { ...spec('::', 30080, ['fd00::1']), flags: { type: 'NodePort', name: 'np' } } })).status, 201, 'NodePort on [::]:30080: created');
+  t.equal((await call('DeleteServiceID', 'DELETE', '/service/5')).status, 200);
+  t.equal((await call('DeleteServiceID', 'DELETE', '/service/6')).status, 200);
   t.equal((await call('PutServiceID', 'PUT', '/service/1', { body: spec('169.254.20.10', 53, ['127.0.0.1']) })).status, 201, 'a link-local frontend (node-local DNS) with a loopback backend is fine');
   t.equal((await call('DeleteServiceID', 'DELETE', '/service/1')).status, 200);
   t.equal((await call('PutServiceID', 'PUT', '/service/1', { body: spec('10.96.0.10', 80, []) })).status, 201);

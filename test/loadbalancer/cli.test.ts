@@ -22,6 +22,14 @@ const services: Service[] = [
     spec: { id: 1, 'frontend-address': { ip: 'fd00::10', port: 53, protocol: 'udp' }, 'backend-addresses': [], flags: { type: 'ClusterIP' } },
     status: { 'cellium-state': { state: 'error', message: 'E2BIG' } },
   },
+  {
+    spec: { id: 3, 'frontend-address': { ip: '0.0.0.0', port: 30080, protocol: 'tcp' }, 'backend-addresses': [{ ip: '10.0.1.1', port: 8080, protocol: 'TCP', state: 'active', weight: 100 }], flags: { type: 'NodePort' } },
+    status: { 'cellium-state': { state: 'done' } },
+  },
+  {
+    spec: { id: 4, 'frontend-address': { ip: '::', port: 30080, protocol: 'tcp' }, 'backend-addresses': [], flags: { type: 'NodePort' } },
+    status: { 'cellium-state': { state: 'done' } },
+  },
 ];
 
 t.test('service list: Cilium columns, one backend a line with its state, the status', async (t) => {
@@ -33,6 +41,8 @@ t.test('service list: Cilium columns, one backend a line with its state, the sta
   t.match(lines[1], /^1\s+\[fd00::10\]:53\/UDP\s+ClusterIP\s+error: E2BIG$/);
   t.match(lines[2], /^2\s+10\.96\.0\.10:80\/TCP\s+ClusterIP\s+1 => 10\.0\.1\.1:8080\/TCP \(active\)\s+done$/);
   t.match(lines[3], /^\s+2 => 10\.0\.1\.2:8080\/TCP \(terminating\)$/);
+  t.match(lines[4], /^3\s+0\.0\.0\.0:30080\/TCP\s+NodePort\s+1 => 10\.0\.1\.1:8080\/TCP \(active\)\s+done$/, 'a node port: the IPv4 surrogate, type NodePort');
+  t.match(lines[5], /^4\s+\[::\]:30080\/TCP\s+NodePort\s+done$/, 'the IPv6 surrogate');
   const j = await cli(agent.socketPath, ['-o', 'json', 'service', 'list']);
   t.same(JSON.parse(j.stdout), services);
   t.same(agent.problems, []);
@@ -46,6 +56,8 @@ t.test('service update sends a ServiceSpec; bad flags are usage errors naming th
   t.equal(r.stdout, 'Created service with ID 5\n');
   t.match(agent.requests('PutServiceID')[0], { path: { id: 5 }, body: { 'frontend-address': { ip: '10.96.0.20', port: 53, protocol: 'udp' }, 'backend-addresses': [{ ip: '10.0.1.1', port: 5353 }, { ip: '10.0.1.2', port: 5353 }] } });
   t.equal((await cli(agent.socketPath, ['service', 'update', '--id', '5', '--frontend', '[fd00::20]:53'])).stdout, 'Updated service with ID 5\n');
+  t.equal((await cli(agent.socketPath, ['service', 'update', '--id', '6', '--frontend', '0.0.0.0:30080', '--type', 'NodePort', '--backends', '10.0.1.1:8080'])).code, 0, 'a node port');
+  t.match(agent.requests('PutServiceID')[2], { path: { id: 6 }, body: { 'frontend-address': { ip: '0.0.0.0', port: 30080, protocol: 'tcp' }, flags: { type: 'NodePort' } } });
   for (const [args, re] of [
     [['--id', '0', '--frontend', '10.96.0.20:53'], /--id: "0" is not a service ID/],
     [['--id', '5', '--frontend', '10.96.0.20'], /--frontend: "10.96.0.20" is not IP:PORT/],
@@ -57,7 +69,7 @@ t.test('service update sends a ServiceSpec; bad flags are usage errors naming th
     t.equal(bad.code, 2, args.join(' '));
     t.match(bad.stderr, re);
   }
-  t.equal(agent.requests('PutServiceID').length, 2, 'nothing sent for bad flags');
+  t.equal(agent.requests('PutServiceID').length, 3, 'nothing sent for bad flags');
 });
 
 t.test('service delete IDs or --all; an unknown ID fails', async (t) => {
@@ -65,7 +77,7 @@ t.test('service delete IDs or --all; an unknown ID fails', async (t) => {
     GetService: { status: 200, body: services },
     DeleteServiceID: (req) => (req.path.id === 9 ? { status: 404, body: 'service 9 does not exist' } : { status: 200 }),
   });
-  t.equal((await cli(agent.socketPath, ['service', 'delete', '--all'])).stdout, 'Deleted 2 service(s): 2, 1\n');
+  t.equal((await cli(agent.socketPath, ['service', 'delete', '--all'])).stdout, 'Deleted 4 service(s): 2, 1, 3, 4\n');
   const missing = await cli(agent.socketPath, ['service', 'delete', '9']);
   t.equal(missing.code, 1);
   t.match(missing.stderr, /service 9 does not exist/);

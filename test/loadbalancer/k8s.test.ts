@@ -88,3 +88,46 @@ t.test('an import is checked before anything is applied', async (t) => {
   t.throws(() => applyManifests(mgr, two), /sourceRanges\/0: "nope" is not a CIDR/);
   t.same(mgr.list(), []);
 });
+
+const NP = (spec: Record<string, unknown>, extra: Record<string, unknown> = {}) => JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'np', namespace: 'shop' }, spec, ...extra });
+const feText = (fs: readonly { type: string; address: { ip: string; port: number; protocol: string } }[]) => fs.map((f) => `${f.type} ${f.address.ip}:${f.address.port}/${f.address.protocol}`);
+
+t.test('NodePort and LoadBalancer services: node ports on the surrogates 0.0.0.0 and ::, per IP family', async (t) => {
+  const dual = parseManifests(NP({
+    type: 'NodePort', clusterIPs: ['10.96.1.20', 'fd00:96::20'], ipFamilies: ['IPv4', 'IPv6'],
+    ports: [{ name: 'http', port: 80, nodePort: 30080 }, { name: 'dns', port: 53, protocol: 'UDP', nodePort: 30053 }],
+  }));
+  t.same(feText(dual.services[0]!.frontends), [
+    'ClusterIP 10.96.1.20:80/tcp', 'ClusterIP fd00:96::20:80/tcp', 'NodePort 0.0.0.0:30080/tcp', 'NodePort :::30080/tcp',
+    'ClusterIP 10.96.1.20:53/udp', 'ClusterIP fd00:96::20:53/udp', 'NodePort 0.0.0.0:30053/udp', 'NodePort :::30053/udp',
+  ], 'each port: its ClusterIPs, then its node port on 0.0.0.0 and ::');
+  t.same(dual.services[0]!.frontends.filter((f) => f.type === 'NodePort').map((f) => f.portName), ['http', 'http', 'dns', 'dns'], 'a node port selects the backends of its port');
+  t.same(feText(parseManifests(NP({ type: 'NodePort', clusterIP: 'fd00:96::21', ports: [{ port: 80, nodePort: 30081 }] })).services[0]!.frontends), ['ClusterIP fd00:96::21:80/tcp', 'NodePort :::30081/tcp'], 'no ipFamilies: the cluster IPs\' families (IPv6 only)');
+  t.same(feText(parseManifests(NP({ type: 'NodePort', clusterIP: '10.96.1.22', ports: [{ port: 80, nodePort: 30082 }] })).services[0]!.frontends), ['ClusterIP 10.96.1.22:80/tcp', 'NodePort 0.0.0.0:30082/tcp'], 'IPv4 only');
+  const lb = parseManifests(NP({ type: 'LoadBalancer', clusterIP: '10.96.1.23', ports: [{ port: 443, nodePort: 30443 }] }, { status: { loadBalancer: { ingress: [{ ip: '198.51.100.5' }] } } }));
+  t.same(feText(lb.services[0]!.frontends), ['ClusterIP 10.96.1.23:443/tcp', 'LoadBalancer 198.51.100.5:443/tcp', 'NodePort 0.0.0.0:30443/tcp'], 'a LoadBalancer service has node ports too');
+  const noAlloc = parseManifests(NP({ type: 'LoadBalancer', clusterIP: '10.96.1.24', allocateLoadBalancerNodePorts: false, ports: [{ port: 443 }] }));
+  t.same(feText(noAlloc.services[0]!.frontends), ['ClusterIP 10.96.1.24:443/tcp'], 'allocateLoadBalancerNodePorts: false: no node port needed');
+
+  // the import: backends of the service serve its node ports, which service list shows as Cilium does
+  const mgr = new LBServiceManager();
+  applyManifests(mgr, parseManifests(`${NP({ type: 'NodePort', clusterIP: '10.96.1.20', ports: [{ name: 'http', port: 80, nodePort: 30080 }] })}\n---\n${JSON.stringify({ ...SLICE, metadata: { ...SLICE.metadata, labels: { 'kubernetes.io/service-name': 'np' } } })}`));
+  const np = mgr.list().find((f) => f.frontend.type === 'NodePort')!;
+  t.same([np.frontend.address.ip, np.frontend.address.port], ['0.0.0.0', 30080]);
+  t.same(np.frontend.backends.map((b) => `${b.address.ip}:${b.address.port}`), ['10.0.2.1:8080', '10.0.2.2:8080', '10.0.2.5:8080'], 'the node port has the service\'s backends of its port');
+  // two services cannot share a node port (of one protocol)
+  const clash = parseManifests(NP({ type: 'NodePort', clusterIP: '10.96.1.29', ports: [{ port: 80, nodePort: 30080 }] }, { metadata: { name: 'other', namespace: 'shop' } }));
+  t.throws(() => applyManifests(mgr, clash), { message: /0\.0\.0\.0:30080\/TCP is already a frontend of shop\/np/ });
+});
+
+t.test('bad node ports name the field and the fix', async (t) => {
+  const bad = (spec: Record<string, unknown>, re: RegExp, what: string) => t.throws(() => parseManifests(NP(spec)), re, what);
+  bad({ type: 'NodePort', clusterIP: '10.96.1.20', ports: [{ port: 80 }] }, /document 1 \/spec\/ports\/0\/nodePort: is missing on a NodePort service; fix: give the node port .*kubectl get svc NAME -o yaml.*no node-port allocator/, 'missing on NodePort');
+  bad({ type: 'LoadBalancer', clusterIP: '10.96.1.20', ports: [{ port: 80 }] }, /\/spec\/ports\/0\/nodePort: is missing on a LoadBalancer service/, 'missing on LoadBalancer (allocation on by default)');
+  bad({ type: 'NodePort', clusterIP: '10.96.1.20', ports: [{ name: 'a', port: 80, nodePort: 30080 }, { name: 'b', port: 81, nodePort: 70000 }] }, /\/spec\/ports\/1\/nodePort: 70000 is not a port; fix: give a node port between 1 and 65535/, 'out of range');
+  bad({ type: 'NodePort', clusterIP: '10.96.1.20', ports: [{ port: 80, nodePort: 0 }] }, /\/spec\/ports\/0\/nodePort: 0 is not a port/, 'zero');
+  bad({ type: 'NodePort', clusterIP: '10.96.1.20', ports: [{ port: 80, nodePort: '30080' }] }, /\/spec\/ports\/0\/nodePort: "30080" is not a port/, 'a string');
+  bad({ clusterIP: '10.96.1.20', ports: [{ port: 80, nodePort: 30080 }] }, /\/spec\/ports\/0\/nodePort: may not be used when type is ClusterIP; fix: make the service type NodePort or LoadBalancer, or leave nodePort out/, 'on a ClusterIP service');
+  bad({ type: 'Nodeport', clusterIP: '10.96.1.20', ports: [{ port: 80 }] }, /\/spec\/type: "Nodeport" is not a Service type; fix: give one of ClusterIP, NodePort, LoadBalancer, ExternalName/, 'a misspelt type');
+  bad({ type: 'NodePort', clusterIP: '10.96.1.20', ipFamilies: ['IPv5'], ports: [{ port: 80, nodePort: 30080 }] }, /\/spec\/ipFamilies\/0: "IPv5" is not IPv4 or IPv6/, 'a bad IP family');
+});

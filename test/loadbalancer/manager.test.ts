@@ -94,6 +94,23 @@ t.test('services persist with the same IDs across restarts', async (t) => {
   t.not(f!.id, 42);
 });
 
+t.test('NodePort surrogates: only for type NodePort, kept across restarts with their IDs', async (t) => {
+  const file = tempStore(t);
+  const a = new LBServiceManager(65535, new ServiceStore(file));
+  await a.restore();
+  const np = (ip: string) => ({ ...fe(ip, 30080), type: 'NodePort' as const });
+  t.throws(() => a.upsert({ service: svc('default/np'), frontends: [fe('10.96.0.5', 80), fe('0.0.0.0', 30080)], backends: [] }), { code: 'invalid-frontend', field: '/frontends/1/address/ip', message: /0\.0\.0\.0 cannot be a service frontend of type ClusterIP: it is an unspecified .*or give it type NodePort/ }, 'a ClusterIP on the surrogate: refused');
+  t.throws(() => a.upsert({ service: svc('default/np'), frontends: [{ ...np('0.0.0.0'), address: { ...np('0.0.0.0').address, port: 0 } }], backends: [] }), { field: '/frontends/0/address/port', message: /give the node port/ }, 'a surrogate needs its port');
+  t.throws(() => a.upsert({ service: svc('default/np'), frontends: [np('127.0.0.1')], backends: [] }), { field: '/frontends/0/address/ip', message: /loopback/ }, 'NodePort on loopback: refused');
+  const ids = a.upsert({ service: svc('default/np'), frontends: [fe('10.96.0.5', 80), np('0.0.0.0'), np('::')], backends: [be('10.0.1.5', 8080)] }).map((f) => f.id);
+  await a.flushStore();
+  const b = new LBServiceManager(65535, new ServiceStore(file));
+  t.equal(await b.restore(), 1);
+  t.same(b.list().map((s) => [s.frontend.id, s.frontend.type, formatL3n4(s.frontend.address), s.frontend.backends.length]), [
+    [ids[0], 'ClusterIP', '10.96.0.5:80/TCP', 1], [ids[1], 'NodePort', '0.0.0.0:30080/TCP', 1], [ids[2], 'NodePort', '[::]:30080/TCP', 0],
+  ], 'the IPv4 surrogate has the IPv4 backend, the IPv6 one none');
+});
+
 t.test('a store that cannot be used stops the restore with the fix', async (t) => {
   const file = tempStore(t);
   writeFileSync(file, '{"version":1,"services":[{"service":{"key":"a"},"frontends":[{"id":1,"address":{}},{"id":1,"address":{}}],"backends":[]}]}');

@@ -8,7 +8,7 @@ import { serviceCases, type ServiceFixture } from '../fixtures/verdict-cases.js'
 function upserts(services: readonly ServiceFixture[]): ServiceUpsert[] {
   return services.map((s, i) => ({
     service: { key: `default/svc${i}`, name: `svc${i}`, namespace: 'default', source: 'k8s', sessionAffinity: !!s.affinitySec, sessionAffinityTimeoutSec: s.affinitySec ?? 0, extTrafficPolicy: 'Cluster', intTrafficPolicy: 'Cluster', sourceRanges: [] },
-    frontends: [{ address: { ip: s.vip, port: s.port, protocol: s.protocol, scope: 'external' }, type: 'ClusterIP' }],
+    frontends: [{ address: { ip: s.vip, port: s.port, protocol: s.protocol, scope: 'external' }, type: s.type ?? 'ClusterIP' }],
     backends: s.backends.map((b) => ({ address: { ip: b.ip, port: b.port, protocol: s.protocol, scope: 'external' }, state: b.state ?? 'active', weight: 100 })),
   }));
 }

@@ -13,9 +13,6 @@
 // stop the agent with the flag and the fix; the memory datapath says in one line it attaches
 // nothing.
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createSocket } from 'node:dgram';
-import { createServer, type AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BpfMap, cgroupPrograms, cgroupV2Mount, detachCgroup, pinnedCgroupLink, type CgroupHook } from '../../src/bpf/index.js';
@@ -26,6 +23,7 @@ import { ip, uniq } from '../bpf/fixtures/topology.js';
 import {
   Cleanup, agentProcess, agentProcessSkip, allocatePod, cli, endpointRequest, spawnAgent, tempDir, until, type Pod,
 } from '../datapath-bpf/fixtures.js';
+import { Client, listen, loopbackEchoes } from './sock-fixtures.js';
 
 const POOL = '10.183.0.0/24';
 const VIPS = '10.183.96.0/24';
@@ -33,60 +31,6 @@ const VIP = '10.183.96.10';
 const EMPTY_VIP = '10.183.96.20';
 const VIPS6 = 'fd00:183:96::/64';
 const VIP6 = 'fd00:183:96::10';
-
-/** TCP and UDP echo servers on ::1 in this process (host network namespace, outside the test cgroup): IPv6 backends. */
-async function loopbackEchoes(c: Cleanup): Promise<{ tcpPort: number; udpPort: number; hits: () => number }> {
-  let n = 0;
-  const tcp = createServer((sock) => {
-    n++;
-    sock.on('error', () => undefined);
-    sock.pipe(sock);
-  });
-  await new Promise<void>((r) => tcp.listen(0, '::1', r));
-  const udp = createSocket('udp6');
-  udp.on('message', (msg, rinfo) => {
-    n++;
-    udp.send(msg, rinfo.port, rinfo.address);
-  });
-  await new Promise<void>((r) => udp.bind(0, '::1', r));
-  c.teardown(() => new Promise<void>((r) => tcp.close(() => r())));
-  c.teardown(() => udp.close());
-  return { tcpPort: (tcp.address() as AddressInfo).port, udpPort: udp.address().port, hits: () => n };
-}
-
-/** A client process in the host network namespace (sock-client.mjs): one command, one answer. */
-class Client {
-  private out = '';
-  private n = 0;
-  readonly proc: ChildProcess;
-  constructor(c: Cleanup) {
-    this.proc = spawn(process.execPath, [join(import.meta.dirname, 'sock-client.mjs')], { stdio: ['pipe', 'pipe', 'inherit'] });
-    this.proc.stdout!.on('data', (d: Buffer) => void (this.out += d.toString()));
-    const exited = new Promise<void>((r) => this.proc.on('exit', () => r()));
-    c.teardown(async () => {
-      if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill('SIGKILL');
-      await exited;
-    });
-  }
-  async ready(): Promise<boolean> {
-    return until(() => this.out.includes('ready\n'), 10000, 20);
-  }
-  /** Sends `cmd ...args ID`; the answer's words after the ID, or ['none'] when none came in 10 s. */
-  async ask(cmd: string, ...args: string[]): Promise<string[]> {
-    const id = `q${++this.n}`;
-    this.proc.stdin!.write(`${[cmd, ...args, id].join(' ')}\n`);
-    const re = new RegExp(`^${cmd} ${id} (.*)$`, 'm');
-    await until(() => re.test(this.out), 10000, 10);
-    return re.exec(this.out)?.[1]?.split(' ') ?? ['none'];
-  }
-}
-
-async function listen(pod: Pod, proto: string, port: number): Promise<string> {
-  const id = pod.traffic.nextId();
-  pod.traffic.command(`listen ${proto} ${pod.ip} ${port} ${id}`);
-  if (!(await pod.traffic.waitFor('ready', id, 10000))) throw new Error(`${pod.name} did not listen on ${port}`);
-  return id;
-}
 
 const hits = (pod: Pod, id: string): number => pod.traffic.output.split('\n').filter((l) => l === `got ${id}`).length;
 

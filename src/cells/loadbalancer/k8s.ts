@@ -1,7 +1,9 @@
 /**
  * Kubernetes objects to services, the way Cilium's Kubernetes reflector translates them: a
  * `v1/Service` gives the service (affinity, traffic policies, source ranges) and its frontends (one
- * per ClusterIP × port, ExternalIPs, LoadBalancer ingress IPs; headless services have none); a
+ * per ClusterIP × port, ExternalIPs, LoadBalancer ingress IPs; headless services have none; a
+ * NodePort or LoadBalancer service's nodePorts give NodePort frontends on the surrogate addresses
+ * 0.0.0.0:nodePort and [::]:nodePort, one per IP family of the service); a
  * `discovery.k8s.io/v1/EndpointSlice` gives backends (one per address × port, named like the
  * Service port they serve, so named target ports resolve through the slice). Endpoint conditions:
  * ready (or unset) → active; serving and terminating → terminating (keeps its flows, gets no new
@@ -123,6 +125,8 @@ export function translateService(o: Obj, at = 'Service'): K8sService {
   for (const [i, e] of strings(spec.externalIPs, `${at} /spec/externalIPs`).entries()) addrs.push([ip(e, `${at} /spec/externalIPs/${i}`), 'ExternalIPs', '']);
   const ingress = isObj(o.status) && isObj(o.status.loadBalancer) && Array.isArray(o.status.loadBalancer.ingress) ? o.status.loadBalancer.ingress : [];
   for (const [i, g] of ingress.entries()) if (isObj(g) && g.ip !== undefined) addrs.push([ip(g.ip, `${at} /status/loadBalancer/ingress/${i}/ip`), 'LoadBalancer', '']);
+  const svcType = serviceType(spec.type, `${at} /spec/type`);
+  const surrogates = svcType === 'NodePort' || svcType === 'LoadBalancer' ? nodePortSurrogates(spec, addrs.filter((a) => a[1] === 'ClusterIP').map((a) => a[0]), at) : [];
   const frontends: FrontendParams[] = [];
   for (const [j, p] of ports.entries()) {
     const pat = `${at} /spec/ports/${j}`;
@@ -130,9 +134,53 @@ export function translateService(o: Obj, at = 'Service'): K8sService {
     if (!validPort(p.port)) throw invalidField(`${pat}/port`, `${JSON.stringify(p.port)} is not a port`, 'give a port between 1 and 65535');
     if (ports.length > 1 && (typeof p.name !== 'string' || !p.name)) throw invalidField(`${pat}/name`, 'is missing on a service with several ports', 'name every port (Kubernetes requires it)');
     const protocol = proto(p.protocol, `${pat}/protocol`);
-    for (const [addr, type] of addrs) frontends.push({ address: { ip: addr, port: p.port, protocol, scope: 'external' }, type, portName: (p.name as string | undefined) ?? '' });
+    const portName = (p.name as string | undefined) ?? '';
+    for (const [addr, type] of addrs) frontends.push({ address: { ip: addr, port: p.port, protocol, scope: 'external' }, type, portName });
+    const np = nodePort(p.nodePort, svcType, spec.allocateLoadBalancerNodePorts, `${pat}/nodePort`);
+    if (np !== undefined) for (const addr of surrogates) frontends.push({ address: { ip: addr, port: np, protocol, scope: 'external' }, type: 'NodePort', portName });
   }
   return { service, frontends };
+}
+
+/** Kubernetes' Service types. */
+const K8S_SERVICE_TYPES = ['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName'] as const;
+type K8sServiceType = (typeof K8S_SERVICE_TYPES)[number];
+
+function serviceType(v: unknown, at: string): K8sServiceType {
+  if (v === undefined) return 'ClusterIP';
+  if ((K8S_SERVICE_TYPES as readonly unknown[]).includes(v)) return v as K8sServiceType;
+  throw invalidField(at, `${JSON.stringify(v)} is not a Service type`, `give one of ${K8S_SERVICE_TYPES.join(', ')}`);
+}
+
+/**
+ * The surrogate addresses of a NodePort or LoadBalancer service's node ports (Cilium's reflector):
+ * 0.0.0.0 for IPv4 and :: for IPv6, per spec.ipFamilies, else per the families of its cluster
+ * IPs, else IPv4 alone.
+ */
+function nodePortSurrogates(spec: Obj, clusterIPs: readonly string[], at: string): string[] {
+  const fams = strings(spec.ipFamilies, `${at} /spec/ipFamilies`);
+  for (const [i, f] of fams.entries()) if (f !== 'IPv4' && f !== 'IPv6') throw invalidField(`${at} /spec/ipFamilies/${i}`, `${JSON.stringify(f)} is not IPv4 or IPv6`, 'give IPv4 and/or IPv6');
+  const v6 = fams.length ? fams.includes('IPv6') : clusterIPs.some((c) => c.includes(':'));
+  const v4 = fams.length ? fams.includes('IPv4') : clusterIPs.length === 0 || clusterIPs.some((c) => !c.includes(':'));
+  return [...(v4 ? ['0.0.0.0'] : []), ...(v6 ? ['::'] : [])];
+}
+
+/**
+ * A port's nodePort (undefined: the port has no NodePort frontends). Kubernetes allocates it when
+ * the Service is created; an import has no allocator, so a NodePort service's manifest must carry
+ * it (as `kubectl get svc -o yaml` shows it); a LoadBalancer service's too unless
+ * allocateLoadBalancerNodePorts is false. A ClusterIP service may not have one.
+ */
+function nodePort(v: unknown, type: K8sServiceType, allocate: unknown, at: string): number | undefined {
+  if (v === undefined || v === null) {
+    if (type === 'NodePort' || (type === 'LoadBalancer' && allocate !== false)) {
+      throw invalidField(at, `is missing on a ${type} service`, 'give the node port (30000-32767 in a default cluster) as the cluster allocated it: `kubectl get svc NAME -o yaml` shows it; Cellium has no node-port allocator');
+    }
+    return undefined;
+  }
+  if (!validPort(v)) throw invalidField(at, `${JSON.stringify(v)} is not a port`, 'give a node port between 1 and 65535 (30000-32767 in a default cluster)');
+  if (type !== 'NodePort' && type !== 'LoadBalancer') throw invalidField(at, `may not be used when type is ${type}`, 'make the service type NodePort or LoadBalancer, or leave nodePort out');
+  return v;
 }
 
 /** Translates a `discovery.k8s.io/v1/EndpointSlice`; `at` names the document in errors. */

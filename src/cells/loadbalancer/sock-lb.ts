@@ -13,6 +13,7 @@ import {
   type CgroupAttachment, type CgroupHook,
 } from '../../bpf/index.js';
 import { LB_MAP_NAMES } from '../../datapath/lb-maps.js';
+import { IPCACHE_MAP } from '../../datapath/map-names.js';
 import { openReverseSkMaps, REVERSE_SK_MAP_NAMES } from '../../maps/lb/index.js';
 import type { MapReplacement } from '../../maps/ct/maps.js';
 import { cgroupRootUnusable, noCgroupV2, sockObjectMissing } from './errors.js';
@@ -63,8 +64,8 @@ export interface SockLBOptions {
 export type SockLBAttachment = Readonly<Record<CgroupHook, CgroupAttachment>>;
 
 /**
- * Loads bpf_sock bound to the LB maps pinned under the BPF root (the reconciler's, whatever their
- * size) and the reverse-socket maps, and attaches (or atomically replaces) every program at the
+ * Loads bpf_sock bound to the LB maps and the ipcache pinned under the BPF root (the reconciler's
+ * and the datapath's, whatever their size) and the reverse-socket maps, and attaches (or atomically replaces) every program at the
  * cgroup. The LB maps must be pinned already (the loadbalancer cell's takeover opens them).
  */
 export async function attachSockLB(o: SockLBOptions): Promise<SockLBAttachment> {
@@ -72,7 +73,8 @@ export async function attachSockLB(o: SockLBOptions): Promise<SockLBAttachment> 
   if (!existsSync(file)) throw sockObjectMissing(file);
   const maps: { name: string; map: BpfMap }[] = [];
   try {
-    for (const name of Object.values(LB_MAP_NAMES)) {
+    // the LB maps, and the ipcache (the node's own addresses: NodePort) at whatever size the datapath made it
+    for (const name of [...Object.values(LB_MAP_NAMES), IPCACHE_MAP]) {
       const path = join(o.bpfRoot, name);
       if (existsSync(path)) maps.push({ name, map: BpfMap.openPinned(path) });
     }

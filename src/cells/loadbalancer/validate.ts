@@ -3,7 +3,7 @@ import { canonicalIP, isIPv6, validPort } from './addr.js';
 import { invalidBackend, invalidField, invalidFrontend } from './errors.js';
 import { BACKEND_STATES, SERVICE_TYPES, type ServiceUpsert } from './types.js';
 import { parseCidr } from '../../lib/addr.js';
-import { whyNotBackendAddress, whyNotFrontendAddress } from './address-use.js';
+import { isSurrogateAddress, whyNotBackendAddress, whyNotFrontendAddress } from './address-use.js';
 
 const PROTOS = ['tcp', 'udp', 'any'];
 
@@ -24,13 +24,19 @@ export function validateUpsert(u: ServiceUpsert): void {
   for (const [i, f] of u.frontends.entries()) {
     const at = `/frontends/${i}`;
     if (canonicalIP(f.address.ip) !== f.address.ip) throw invalidFrontend(`${at}/address/ip`, `${JSON.stringify(f.address.ip)} is not a canonical IP address`, 'give an IPv4 or IPv6 address such as 10.96.0.10');
-    const notFe = whyNotFrontendAddress(f.address.ip);
-    if (notFe) throw invalidFrontend(`${at}/address/ip`, `${f.address.ip} cannot be a service frontend: ${notFe}`, 'give the service a cluster IP from the service CIDR (such as 10.96.0.10)');
-    if (!validPort(f.address.port, true)) throw invalidFrontend(`${at}/address/port`, `${String(f.address.port)} is not a port`, 'give a port between 0 and 65535');
+    const notFe = whyNotFrontendAddress(f.address.ip, f.type);
+    if (notFe) throw invalidFrontend(`${at}/address/ip`, `${f.address.ip} cannot be a service frontend of type ${String(f.type)}: ${notFe}`, surrogateFix(f.address.ip));
+    if (!validPort(f.address.port, !isSurrogateAddress(f.address.ip))) throw invalidFrontend(`${at}/address/port`, `${String(f.address.port)} is not a port`, isSurrogateAddress(f.address.ip) ? 'give the node port (1..65535, e.g. 30080)' : 'give a port between 0 and 65535');
     if (!PROTOS.includes(f.address.protocol)) throw invalidFrontend(`${at}/address/protocol`, `${String(f.address.protocol)} is not a protocol`, 'give tcp, udp or any');
     if (!(SERVICE_TYPES as readonly string[]).includes(f.type)) throw invalidFrontend(`${at}/type`, `${String(f.type)} is not a service type`, `give one of ${SERVICE_TYPES.join(', ')}`);
   }
   validateBackends(u.backends, u.frontends);
+}
+
+/** The fix for a frontend address that cannot be used (the unspecified one is NodePort's surrogate). */
+function surrogateFix(ip: string): string {
+  const cluster = 'give the service a cluster IP from the service CIDR (such as 10.96.0.10)';
+  return isSurrogateAddress(ip) ? `${cluster}, or give it type NodePort to serve this port on every address of the node` : cluster;
 }
 
 /** Throws LBError when a backend cannot be used (pointers `/backends/<i>/...`). */
