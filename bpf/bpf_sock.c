@@ -239,6 +239,18 @@ __attribute__((noinline)) int sock4_rev(struct bpf_sock_addr *ctx, __u32 proto, 
 	return 1;
 }
 
+/* Whether two IPv6 addresses are the same. */
+static __always_inline int sock6_same_addr(const __u8 *a, const __u8 *b)
+{
+	__u64 a0, a1, b0, b1;
+
+	__builtin_memcpy(&a0, a, 8);
+	__builtin_memcpy(&a1, a + 8, 8);
+	__builtin_memcpy(&b0, b, 8);
+	__builtin_memcpy(&b1, b + 8, 8);
+	return a0 == b0 && a1 == b1;
+}
+
 /* IPv6 forward translation, as sock4_fwd. A global function. */
 __attribute__((noinline)) int sock6_fwd(struct bpf_sock_addr *ctx, __u32 proto, struct lb6_key *dst)
 {
@@ -246,7 +258,7 @@ __attribute__((noinline)) int sock6_fwd(struct bpf_sock_addr *ctx, __u32 proto, 
 	struct lb6_affinity_key aff_key = {};
 	struct lb_affinity_val aff = {};
 	struct lb6_reverse_sk_key rk = {};
-	struct lb6_reverse_sk rv = {};
+	struct lb6_reverse_sk rv = {}, *old;
 	struct lb4_service *svc;
 	struct lb6_backend *be = 0;
 	__u32 backend_id = 0, now = 0;
@@ -290,8 +302,12 @@ __attribute__((noinline)) int sock6_fwd(struct bpf_sock_addr *ctx, __u32 proto, 
 	__builtin_memcpy(rv.address, dst->address, 16);
 	rv.port = dst->dport;
 	rv.rev_nat_index = svc->rev_nat_index;
-	if (bpf_map_update_elem(&cellium_lb6_reverse_sk, &rk, &rv, BPF_ANY) < 0)
-		return -ENOMEM;
+	/* as sock4_fwd: an unchanged entry is not written again (a UDP socket's every send) */
+	old = bpf_map_lookup_elem(&cellium_lb6_reverse_sk, &rk);
+	if (!old || !sock6_same_addr(old->address, rv.address) || old->port != rv.port || old->rev_nat_index != rv.rev_nat_index) {
+		if (bpf_map_update_elem(&cellium_lb6_reverse_sk, &rk, &rv, BPF_ANY) < 0)
+			return -ENOMEM;
+	}
 	__builtin_memcpy(dst->address, be->address, 16);
 	dst->dport = be->port;
 	return 1;
