@@ -5,6 +5,9 @@
  */
 import { BpfMap, UpdateFlags } from './bpf-map.js';
 
+/** Batches up to this many bytes of keys (or of values) are encoded into a buffer the map keeps. */
+const BATCH_SCRATCH_MAX = 64 * 1024;
+
 /** Encodes and decodes one C struct of a fixed size. */
 export interface Codec<T> {
   readonly size: number;
@@ -16,6 +19,8 @@ export interface Codec<T> {
 export class TypedMap<K, V> {
   private readonly k: Buffer;
   private readonly v: Buffer;
+  /** setMany's key and value buffers, reused (see batchBuffer). */
+  private readonly scratch = { keys: Buffer.alloc(0), values: Buffer.alloc(0) };
 
   /** Wraps `map`; the codecs' sizes must equal the map's key and value sizes. */
   constructor(
@@ -69,13 +74,29 @@ export class TypedMap<K, V> {
   setMany(entries: readonly (readonly [K, V])[], flags: number = UpdateFlags.ANY): number {
     const ks = this.keyCodec.size;
     const vs = this.valueCodec.size;
-    const keys = Buffer.alloc(ks * entries.length);
-    const values = Buffer.alloc(vs * entries.length);
-    entries.forEach(([k, v], i) => {
-      this.keyCodec.encode(k, keys, i * ks);
-      this.valueCodec.encode(v, values, i * vs);
-    });
-    return this.map.updateBatch(keys, values, entries.length, flags);
+    const n = entries.length;
+    const keys = this.batchBuffer('keys', ks * n);
+    const values = this.batchBuffer('values', vs * n);
+    for (let i = 0; i < n; i++) {
+      const e = entries[i]!;
+      this.keyCodec.encode(e[0], keys, i * ks);
+      this.valueCodec.encode(e[1], values, i * vs);
+    }
+    return this.map.updateBatch(keys, values, n, flags);
+  }
+
+  /**
+   * A buffer for a batch whose first `bytes` are zeroed: up to BATCH_SCRATCH_MAX bytes it is the
+   * scratch buffer this map keeps per role (possibly longer: the batch commands take the count
+   * and read only that much), so the batches of a busy writer allocate nothing; they are
+   * synchronous, so the kernel is done with it when they return.
+   */
+  private batchBuffer(role: 'keys' | 'values', bytes: number): Buffer {
+    if (bytes > BATCH_SCRATCH_MAX) return Buffer.alloc(bytes);
+    let b = this.scratch[role];
+    if (b.length < bytes) this.scratch[role] = b = Buffer.alloc(Math.min(BATCH_SCRATCH_MAX, Math.max(bytes, 2 * b.length, 256)));
+    else b.fill(0, 0, bytes);
+    return b;
   }
 
   /** Deletes many keys in one batch (all must exist); returns the count deleted. */

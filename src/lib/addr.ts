@@ -2,7 +2,7 @@
  * IP addresses and CIDRs as bigints, for both families: parsing, canonical formatting (RFC 5952
  * for IPv6) and containment. Shared by IPAM (pools) and policy (fromCIDR/toCIDR, CIDR identities).
  */
-import { isIPv4, isIPv6 } from 'node:net';
+import { isIPv6 } from 'node:net';
 
 /** An address family. */
 export type Family = 'ipv4' | 'ipv6';
@@ -27,10 +27,42 @@ export function familyBits(family: Family): number {
   return family === 'ipv4' ? 32 : 128;
 }
 
+/**
+ * A dotted-quad IPv4 address as a number (0..2^32-1), or undefined when `s` is not one. Accepts
+ * exactly what node:net's isIPv4 accepts (four decimal octets 0..255, no leading zeros, nothing
+ * else), so an accepted text is also the canonical form of its address. One pass over the
+ * characters: no regular expression, no BigInt, no garbage (the LB reconciler parses every
+ * frontend and backend address with it).
+ */
+export function parseIPv4(s: string): number | undefined {
+  const n = s.length;
+  if (n < 7 || n > 15) return undefined;
+  let value = 0;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 46) {
+      if (digits === 0 || dots === 3) return undefined;
+      value = value * 256 + octet;
+      octet = 0;
+      digits = 0;
+      dots++;
+      continue;
+    }
+    const d = c - 48;
+    if (d < 0 || d > 9 || (digits === 1 && octet === 0)) return undefined;
+    octet = octet * 10 + d;
+    if (octet > 255) return undefined;
+    digits++;
+  }
+  if (digits === 0 || dots !== 3) return undefined;
+  return value * 256 + octet;
+}
+
 function parseV4(s: string): bigint {
-  // in a double (exact below 2^53), one BigInt at the end: a BigInt per octet costs 4x
-  const p = s.split('.');
-  return BigInt(Number(p[0]) * 16777216 + Number(p[1]) * 65536 + Number(p[2]) * 256 + Number(p[3]));
+  return BigInt(parseIPv4(s)!);
 }
 
 function parseV6(s: string): bigint {
@@ -51,7 +83,8 @@ function parseV6(s: string): bigint {
 
 /** Parses an IPv4 or IPv6 address; undefined when `s` is not one. */
 export function parseAddr(s: string): Addr | undefined {
-  if (isIPv4(s)) return { family: 'ipv4', value: parseV4(s) };
+  const v4 = parseIPv4(s);
+  if (v4 !== undefined) return { family: 'ipv4', value: BigInt(v4) };
   if (isIPv6(s) && !s.includes('%')) return { family: 'ipv6', value: parseV6(s) };
   return undefined;
 }
@@ -80,6 +113,8 @@ export function formatAddr(family: Family, value: bigint): string {
 
 /** The canonical form of an address string, or undefined when it is not an address. */
 export function canonicalAddr(s: string): string | undefined {
+  // a dotted quad parseIPv4 accepts is canonical as written
+  if (parseIPv4(s) !== undefined) return s;
   const a = parseAddr(s);
   return a && formatAddr(a.family, a.value);
 }

@@ -2,7 +2,7 @@
 // for every datapath struct, the policy sync, per-CPU reads and error mapping of real failures.
 import t from 'tap';
 import { readdirSync } from 'node:fs';
-import { BpfError, BpfMap, MapType, UpdateFlags } from '../../src/bpf/index.js';
+import { BpfError, BpfMap, MapType, TypedMap, UpdateFlags, type Codec } from '../../src/bpf/index.js';
 import { openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readDropCounters, syncPolicyMap } from '../../src/maps/index.js';
 import { expandPolicy, policyKeyId } from '../../src/datapath/policy-lpm.js';
 import type { PolicyEntry } from '../../src/datapath/types.js';
@@ -80,6 +80,30 @@ t.test('batch update, lookup, iterate, delete', { skip }, async (t) => {
   t.equal(m.deleteBatch(keys, 100), 100);
   t.equal(m.lookupAll().count, n - 100);
   t.throws(() => m.deleteBatch(keys, 1), { code: 'ENOENT' }, 'batch delete of an absent key fails');
+});
+
+t.test('batch writes reuse their buffers: each batch zeroes what its codec leaves unwritten', { skip }, async (t) => {
+  const m = BpfMap.create({ name: 'cellium_tscr', type: MapType.HASH, keySize: 4, valueSize: 8, maxEntries: 20000 });
+  t.teardown(() => m.close());
+  // a codec that writes only the first 4 of the value's 8 bytes (the C struct's padding stays 0)
+  const partial: Codec<number> = { size: 8, encode: (v, b, o) => void b.writeUInt32LE(v, o), decode: (b, o) => b.readUInt32LE(o) + b.readUInt32LE(o + 4) * 2 ** 32 };
+  const full: Codec<number> = { size: 8, encode: (v, b, o) => void b.writeDoubleLE(v, o), decode: (b, o) => b.readDoubleLE(o) };
+  const key: Codec<number> = { size: 4, encode: (v, b, o) => void b.writeUInt32LE(v, o), decode: (b, o) => b.readUInt32LE(o) };
+  const dirty = new TypedMap(m, key, full);
+  const typed = new TypedMap(m, key, partial);
+  // the same TypedMap first writes full values (every byte set), then partial ones over its scratch
+  const both = new TypedMap(m, key, { size: 8, encode: (v, b, o) => (v < 0 ? full.encode(-v, b, o) : partial.encode(v, b, o)), decode: partial.decode });
+  t.equal(both.setMany([[1, -1e300], [2, -1e300], [3, -1e300]]), 3);
+  t.not(typed.get(1), 0, 'the full values filled the scratch buffer');
+  t.equal(both.setMany([[1, 7], [2, 8]]), 2);
+  t.equal(typed.get(1), 7, 'the bytes the codec left are zero, not the previous batch\'s');
+  t.equal(typed.get(2), 8);
+  t.equal(dirty.get(3), 1e300, 'an entry not in the later batch is untouched');
+  const many = Array.from({ length: 10000 }, (_, i) => [i, i + 1] as const);
+  t.equal(typed.setMany(many), 10000, 'a batch larger than the kept buffer');
+  t.equal(typed.get(9999), 10000);
+  t.equal(typed.setMany([[1, 5]]), 1);
+  t.equal(typed.get(1), 5);
 });
 
 t.test('typed datapath maps under a BPF root', { skip }, async (t) => {

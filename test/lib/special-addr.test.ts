@@ -20,3 +20,14 @@ t.test('whySpecial names the range unless its use is allowed', async (t) => {
   t.equal(whySpecial('169.254.1.1', ['loopback']), 'it is a link-local address (169.254.0.0/16)');
   t.equal(whySpecial('10.0.0.1'), undefined);
 });
+
+t.test('range edges of both families', async (t) => {
+  const cases: [string, string | undefined][] = [
+    ['0.255.255.255', 'unspecified'], ['1.0.0.0', undefined], ['126.255.255.255', undefined], ['127.0.0.0', 'loopback'], ['128.0.0.0', undefined],
+    ['169.253.255.255', undefined], ['169.254.0.0', 'link-local'], ['169.255.0.0', undefined], ['223.255.255.255', undefined], ['224.0.0.0', 'multicast'],
+    ['239.255.255.255', 'multicast'], ['240.0.0.0', 'reserved'],
+    ['::2', undefined], ['fe80::', 'link-local'], ['febf:ffff::1', 'link-local'], ['fec0::1', undefined], ['feff::1', undefined], ['ff00::', 'multicast'],
+    ['::ffff:127.0.0.1', undefined], ['010.0.0.1', undefined],
+  ];
+  for (const [ip, use] of cases) t.equal(specialRange(ip)?.use, use, ip);
+});

@@ -1,12 +1,16 @@
 /** Parsing and formatting of frontend/backend addresses (`10.0.0.1:80/TCP`, `[fd00::1]:80/UDP`). */
 import { canonicalAddr, parseAddr } from '../../lib/addr.js';
+import { flat } from '../../lib/flat-string.js';
 import type { L3n4Addr, L4Proto, LBScope } from './types.js';
 
 /** The address as a map key and in listings: `10.0.0.1:80/TCP`, `[fd00::1]:80/UDP`, `/i` appended for internal scope. */
 export function formatL3n4(a: L3n4Addr): string {
   const host = a.ip.includes(':') ? `[${a.ip}]` : a.ip;
-  return `${host}:${a.port}/${a.protocol.toUpperCase()}${a.scope === 'internal' ? '/i' : ''}`;
+  // a key of many maps (backend IDs, frontends): kept flat
+  return flat(`${host}:${a.port}/${PROTO_TEXT[a.protocol] ?? a.protocol.toUpperCase()}${a.scope === 'internal' ? '/i' : ''}`);
 }
+
+const PROTO_TEXT: Readonly<Record<string, string>> = { tcp: 'TCP', udp: 'UDP', any: 'ANY' };
 
 /** The family of an address. */
 export function isIPv6(ip: string): boolean {

@@ -8,8 +8,8 @@
  * service does not have are dropped rather than sent to whatever owns the address.
  */
 import type { ReconcileOps } from '../../lib/reconciler/index.js';
-import { BackendFlag, LBScopeCode, SvcFlag, SvcFlag2, type LBMap, type LBMapSet, type LBRevNatValue, type LBServiceKey, type LBServiceValue, type LBBackendValue } from '../../datapath/lb-maps.js';
-import { maglevTable } from '../../datapath/maglev.js';
+import { BackendFlag, LBScopeCode, SvcFlag, SvcFlag2, type LBMap, type LBMapSet, type LBRevNatValue, type LBServiceKey, type LBServiceValue, type LBBackendValue, type LBAffinityMatchKey } from '../../datapath/lb-maps.js';
+import { maglevTable, type MaglevBackend } from '../../datapath/maglev.js';
 import { formatL3n4, isIPv6 } from './addr.js';
 import { BackendIds } from './backend-ids.js';
 import type { Backend, FrontendDesired, L3n4Addr, L4Proto } from './types.js';
@@ -37,7 +37,8 @@ interface Written {
   readonly revNat: number;
   /** count + qcount. */
   readonly total: number;
-  readonly backends: readonly L3n4Addr[];
+  /** The backends in slot order, by their formatL3n4 text (the backend IDs' key). */
+  readonly backends: readonly string[];
   readonly affinity: boolean;
   readonly maglev: boolean;
 }
@@ -82,21 +83,22 @@ export function serviceFlags(fe: FrontendDesired, noBackendResponse: 'reject' | 
 export class LBOps implements ReconcileOps<FrontendDesired> {
   private readonly written = new Map<string, Written>();
   private readonly ids: BackendIds;
-  /** Backend ID -> the flags its entry was written with. */
-  private readonly backendFlags = new Map<number, number>();
-  /** Wildcard entry (text) -> frontends on that VIP. */
+  /** Wildcard entry (wildcardText) -> frontends on that VIP. */
   private readonly wildcards = new Map<string, { key: LBServiceKey; family: 4 | 6; users: Set<string> }>();
+  private readonly fam4: FamilyMaps;
+  private readonly fam6: FamilyMaps;
 
   constructor(
     private readonly maps: LBMapSet,
     private readonly opts: LBOpsOptions,
   ) {
     this.ids = new BackendIds(opts.maxBackends);
+    this.fam4 = { svc: maps.services4, be: maps.backends4, rn: maps.revNat4, mg: maps.maglev4 };
+    this.fam6 = { svc: maps.services6, be: maps.backends6, rn: maps.revNat6, mg: maps.maglev6 };
   }
 
   private fam(f: 4 | 6): FamilyMaps {
-    const m = this.maps;
-    return f === 4 ? { svc: m.services4, be: m.backends4, rn: m.revNat4, mg: m.maglev4 } : { svc: m.services6, be: m.backends6, rn: m.revNat6, mg: m.maglev6 };
+    return f === 4 ? this.fam4 : this.fam6;
   }
 
   /**
@@ -108,12 +110,11 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
     let n = 0;
     for (const family of [4, 6] as const) {
       const m = this.fam(family);
-      const byId = new Map<number, L3n4Addr>();
+      const byId = new Map<number, string>();
       for (const [id, v] of m.be.entries()) {
         const addr: L3n4Addr = { ip: v.address, port: v.port, protocol: PROTO_OF[v.proto] ?? 'any', scope: 'external' };
-        this.ids.restore(addr, id);
-        this.backendFlags.set(id, v.flags);
-        byId.set(id, addr);
+        this.ids.restore(addr, id, v.flags);
+        byId.set(id, formatL3n4(addr));
       }
       const all = m.svc.entries();
       const slots = new Map<string, number>();
@@ -121,16 +122,16 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
       for (const [k, v] of all) {
         if (k.slot !== 0) continue;
         if (k.port === 0 && k.proto === 0) {
-          this.wildcards.set(formatKey(k), { key: k, family, users: new Set() });
+          this.wildcards.set(wildcardText(k), { key: k, family, users: new Set() });
           continue;
         }
         const key = feKeyOf(k);
-        const backends: L3n4Addr[] = [];
+        const backends: string[] = [];
         for (let s = 1; s <= v.count + v.qcount; s++) {
           const addr = byId.get(slots.get(`${formatKey(k)}#${s}`) ?? -1);
           if (addr) {
             backends.push(addr);
-            this.ids.acquire(addr, key);
+            this.ids.acquireKey(addr, key);
           }
         }
         this.written.set(key, { family, base: k, revNat: v.revNat, total: v.count + v.qcount, backends, affinity: (v.flags & SvcFlag.affinity) !== 0, maglev: true });
@@ -183,7 +184,6 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
     }
     for (const [addrKey, id] of this.ids.unreferenced()) {
       this.fam(addrKey.startsWith('[') ? 6 : 4).be.delete([id]);
-      this.backendFlags.delete(id);
       this.ids.forget(addrKey);
     }
     return out;
@@ -193,40 +193,60 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
     const family = isIPv6(fe.address.ip) ? 6 : 4;
     const m = this.fam(family);
     const prev = this.written.get(key);
-    const base: LBServiceKey = { address: fe.address.ip, port: fe.address.port, slot: 0, proto: PROTO_NUMBER[fe.address.protocol], scope: LBScopeCode[fe.address.scope] };
-    const active = fe.backends.filter(takesNewFlows);
-    const others = fe.backends.filter((b) => !takesNewFlows(b));
-    const ordered = [...active, ...others];
+    const addr = fe.address.ip;
+    const port = fe.address.port;
+    const proto = PROTO_NUMBER[fe.address.protocol];
+    const scope = LBScopeCode[fe.address.scope];
+    const base: LBServiceKey = { address: addr, port, slot: 0, proto, scope };
+    // slot order: the backends that take new flows (1..count), then the others (..count+qcount)
+    const ordered: Backend[] = [];
+    for (const b of fe.backends) if (takesNewFlows(b)) ordered.push(b);
+    const count = ordered.length;
+    for (const b of fe.backends) if (!takesNewFlows(b)) ordered.push(b);
+    const total = ordered.length;
     // 1. backends
-    const names = ordered.map((b) => formatL3n4(b.address));
-    const ids = names.map((name) => this.ids.acquireKey(name, key));
+    const names = new Array<string>(total);
+    const ids = new Array<number>(total);
+    for (let i = 0; i < total; i++) {
+      const name = formatL3n4(ordered[i]!.address);
+      names[i] = name;
+      ids[i] = this.ids.acquireKey(name, key);
+    }
     const beWrites: [number, LBBackendValue][] = [];
-    ordered.forEach((b, i) => {
+    for (let i = 0; i < total; i++) {
+      const b = ordered[i]!;
       const id = ids[i]!;
       const flags = stateFlag(b);
-      if (this.backendFlags.get(id) === flags && m.be.get(id)) return;
+      if (this.ids.flagsOf(id) === flags && m.be.get(id)) continue;
       beWrites.push([id, { address: b.address.ip, port: b.address.port, proto: PROTO_NUMBER[b.address.protocol], flags, clusterId: 0, zone: 0 }]);
-    });
+    }
     if (beWrites.length) {
       m.be.set(beWrites);
-      for (const [id, v] of beWrites) this.backendFlags.set(id, v.flags);
+      for (const [id, v] of beWrites) this.ids.setFlags(id, v.flags);
     }
     // 2. slots 1..N
-    if (ids.length) m.svc.set(ids.map((id, i) => [{ ...base, slot: i + 1 }, { backendId: id, count: 0, qcount: 0, revNat: fe.id, flags: 0, flags2: 0 }] as const));
+    if (total) {
+      const slots = new Array<readonly [LBServiceKey, LBServiceValue]>(total);
+      for (let i = 0; i < total; i++) slots[i] = [{ address: addr, port, slot: i + 1, proto, scope }, { backendId: ids[i]!, count: 0, qcount: 0, revNat: fe.id, flags: 0, flags2: 0 }];
+      m.svc.set(slots);
+    }
     // 3. Maglev table
     const maglev = this.opts.algorithm === 'maglev';
-    if (maglev) m.mg.set([[fe.id, maglevTable(active.map((b, i) => ({ id: ids[i]!, name: names[i]!, weight: b.weight })), this.opts.maglevTableSize)]]);
+    if (maglev) {
+      const active: MaglevBackend[] = [];
+      for (let i = 0; i < count; i++) active.push({ id: ids[i]!, name: names[i]!, weight: ordered[i]!.weight });
+      m.mg.set([[fe.id, maglevTable(active, this.opts.maglevTableSize)]]);
+    }
     // 4. reverse NAT
-    m.rn.set([[fe.id, { address: fe.address.ip, port: fe.address.port }]]);
+    m.rn.set([[fe.id, { address: addr, port }]]);
     const affinity = fe.affinityTimeoutSec > 0;
-    if (affinity && ids.length) this.maps.affinityMatch.set(ids.map((id) => [{ backendId: id, revNat: fe.id }, 1] as const));
+    if (affinity && total) this.maps.affinityMatch.set(ids.map((id) => [{ backendId: id, revNat: fe.id }, 1] as const));
     // 5. master slot 0 with the new counts
     const { flags, flags2 } = serviceFlags(fe, this.opts.noBackendResponse);
-    m.svc.set([[base, { backendId: fe.affinityTimeoutSec, count: active.length, qcount: others.length, revNat: fe.id, flags, flags2 }]]);
+    m.svc.set([[base, { backendId: fe.affinityTimeoutSec, count, qcount: total - count, revNat: fe.id, flags, flags2 }]]);
     if (fe.type === 'ClusterIP') this.useWildcard(family, base, key);
     else this.dropWildcard(key, base);
     // 6. slots above the new count
-    const total = ordered.length;
     if (prev && prev.total > total) {
       const gone: LBServiceKey[] = [];
       for (let s = total + 1; s <= prev.total; s++) gone.push({ ...prev.base, slot: s });
@@ -237,15 +257,15 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
       if (prev.maglev) m.mg.delete([prev.revNat]);
     } else if (prev?.maglev && !maglev) m.mg.delete([prev.revNat]);
     // backends this frontend no longer has (and their affinity matches)
-    let dropped: L3n4Addr[] = [];
+    let dropped: readonly string[] = [];
     if (prev?.backends.length) {
       const now = new Set(names);
-      dropped = prev.backends.filter((a) => !now.has(formatL3n4(a)));
+      dropped = prev.backends.filter((a) => !now.has(a));
     }
     const matchGone = prev?.affinity ? (affinity && prev.revNat === fe.id ? dropped : prev.backends) : [];
-    if (matchGone.length) this.maps.affinityMatch.delete(matchGone.flatMap((a) => { const id = this.ids.idOf(a); return id === undefined ? [] : [{ backendId: id, revNat: prev!.revNat }]; }));
+    if (matchGone.length) this.maps.affinityMatch.delete(this.affinityKeys(matchGone, prev!.revNat));
     this.releaseBackends(family, key, dropped);
-    this.written.set(key, { fe, family, base, revNat: fe.id, total, backends: ordered.map((b) => b.address), affinity, maglev });
+    this.written.set(key, { fe, family, base, revNat: fe.id, total, backends: names, affinity, maglev });
   }
 
   private remove(key: string): void {
@@ -259,28 +279,37 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
     const slots: LBServiceKey[] = [];
     for (let s = 1; s <= w.total; s++) slots.push({ ...w.base, slot: s });
     if (slots.length) m.svc.delete(slots);
-    if (w.affinity) this.maps.affinityMatch.delete(w.backends.flatMap((a) => { const id = this.ids.idOf(a); return id === undefined ? [] : [{ backendId: id, revNat: w.revNat }]; }));
+    if (w.affinity) this.maps.affinityMatch.delete(this.affinityKeys(w.backends, w.revNat));
     this.releaseBackends(w.family, key, w.backends);
     this.written.delete(key);
   }
 
-  private releaseBackends(family: 4 | 6, key: string, addrs: readonly L3n4Addr[]): void {
+  /** The affinity match keys of backends (by address text) that still have an ID. */
+  private affinityKeys(backends: readonly string[], revNat: number): LBAffinityMatchKey[] {
+    const out: LBAffinityMatchKey[] = [];
+    for (const a of backends) {
+      const id = this.ids.idOfKey(a);
+      if (id !== undefined) out.push({ backendId: id, revNat });
+    }
+    return out;
+  }
+
+  private releaseBackends(family: 4 | 6, key: string, addrs: readonly string[]): void {
     const freed: number[] = [];
     for (const a of addrs) {
-      const id = this.ids.idOf(a);
-      if (id !== undefined && this.ids.release(a, key)) freed.push(id);
+      const id = this.ids.idOfKey(a);
+      if (id !== undefined && this.ids.releaseKey(a, key)) freed.push(id);
     }
     if (freed.length) {
       this.fam(family).be.delete(freed);
-      for (const id of freed) this.backendFlags.delete(id);
     }
   }
 
   private useWildcard(family: 4 | 6, base: LBServiceKey, fe: string): void {
-    const key = wildcardOf(base);
-    const text = formatKey(key);
+    const text = wildcardText(base);
     let wc = this.wildcards.get(text);
     if (!wc) {
+      const key = wildcardOf(base);
       this.fam(family).svc.set([[key, { backendId: 0, count: 0, qcount: 0, revNat: 0, flags: 0, flags2: 0 }]]);
       this.wildcards.set(text, (wc = { key, family, users: new Set() }));
     }
@@ -289,7 +318,7 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
 
   /** Frontend `fe` (master key `base`) no longer uses its address's wildcard entry: deleted with its last user. */
   private dropWildcard(fe: string, base: LBServiceKey): void {
-    const text = formatKey(wildcardOf(base));
+    const text = wildcardText(base);
     const wc = this.wildcards.get(text);
     if (!wc || !wc.users.delete(fe) || wc.users.size) return;
     this.fam(wc.family).svc.delete([wc.key]);
@@ -300,6 +329,11 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
 /** The wildcard entry (port 0, any protocol) of a master key's address. */
 function wildcardOf(base: LBServiceKey): LBServiceKey {
   return { address: base.address, port: 0, slot: 0, proto: 0, scope: base.scope };
+}
+
+/** The wildcards' key: the address and scope of a services key (its port, protocol and slot do not matter). */
+function wildcardText(k: LBServiceKey): string {
+  return `${k.address}|${k.scope}`;
 }
 
 function formatKey(k: LBServiceKey): string {

@@ -69,7 +69,7 @@ export class LBServiceManager implements ServiceManager {
     if (!svc) {
       // backends that arrive before their service (an EndpointSlice first) wait for it
       validateBackends(backends, []);
-      this.svcBackends.set(serviceKey, dedupe(backends));
+      this.svcBackends.set(serviceKey, dedupe(backends).backends);
       return;
     }
     this.apply({ service: svc, frontends: [...(this.svcFrontends.get(serviceKey)?.values() ?? [])], backends }, new Map());
@@ -152,19 +152,18 @@ export class LBServiceManager implements ServiceManager {
     for (const [addrKey, f] of old) if (!next.has(addrKey)) this.dropFrontend(f);
     this.services.set(key, u.service);
     this.svcFrontends.set(key, next);
-    this.svcBackends.set(key, dedupe(u.backends));
-    for (const fe of next.values()) this.frontends.upsert(formatL3n4(fe.address), this.desired(u.service, fe));
+    const { backends, keys } = dedupe(u.backends);
+    this.svcBackends.set(key, backends);
+    const sorted = sortedByAddress(backends, keys);
+    for (const [addrKey, fe] of next) this.frontends.upsert(addrKey, this.desired(u.service, fe, sorted));
     this.changed(key);
     return [...next.values()];
   }
 
-  private desired(svc: Service, fe: Frontend): FrontendDesired {
+  /** The desired state of frontend `fe` of `svc`, whose backends are `sorted` (by address). */
+  private desired(svc: Service, fe: Frontend, sorted: readonly Backend[]): FrontendDesired {
     const v6 = isIPv6(fe.address.ip);
-    const backends = this.backends(svc.key)
-      .filter((b) => isIPv6(b.address.ip) === v6 && (fe.portName === undefined || b.portName === undefined || b.portName === fe.portName))
-      .map((b) => [formatL3n4(b.address), b] as const)
-      .sort((a, b) => cmp(a[0], b[0]))
-      .map(([, b]) => b);
+    const backends = sorted.filter((b) => isIPv6(b.address.ip) === v6 && (fe.portName === undefined || b.portName === undefined || b.portName === fe.portName));
     return {
       id: fe.id,
       address: fe.address,
@@ -208,9 +207,32 @@ function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** One backend per address+port name (the last one given wins). */
-function dedupe(bs: readonly Backend[]): Backend[] {
-  const m = new Map<string, Backend>();
-  for (const b of bs) m.set(`${formatL3n4(b.address)}|${b.portName ?? ''}`, b);
-  return [...m.values()];
+/**
+ * One backend per address+port name (the last one given wins, in the place of the first), with
+ * each one's address as formatL3n4 text.
+ */
+function dedupe(bs: readonly Backend[]): { backends: Backend[]; keys: string[] } {
+  const at = new Map<string, number>();
+  const backends: Backend[] = [];
+  const keys: string[] = [];
+  for (const b of bs) {
+    const addrKey = formatL3n4(b.address);
+    // formatL3n4 text has no '|': the address alone stands for "no port name"
+    const k = b.portName ? `${addrKey}|${b.portName}` : addrKey;
+    const i = at.get(k);
+    if (i !== undefined) {
+      backends[i] = b;
+      continue;
+    }
+    at.set(k, backends.length);
+    backends.push(b);
+    keys.push(addrKey);
+  }
+  return { backends, keys };
+}
+
+/** The backends sorted by their addresses' text `keys` (stable: equal addresses keep their order). */
+function sortedByAddress(backends: readonly Backend[], keys: readonly string[]): Backend[] {
+  const order = keys.map((_, i) => i).sort((a, b) => cmp(keys[a]!, keys[b]!) || a - b);
+  return order.map((i) => backends[i]!);
 }

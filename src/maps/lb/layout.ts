@@ -3,7 +3,7 @@
  * and the map specs. Addresses and ports are in network order, the other integers in host order,
  * as in the C structs.
  */
-import { formatAddr, parseAddr } from '../../lib/addr.js';
+import { formatAddr, parseAddr, parseIPv4 } from '../../lib/addr.js';
 import { LB_MAP_NAMES, type LBAffinityMatchKey, type LBBackendValue, type LBRevNatValue, type LBServiceKey, type LBServiceValue } from '../../datapath/lb-maps.js';
 import { MapFlags, MapType, type MapSpec } from '../../bpf/bpf-map.js';
 import { hostOrder } from '../../bpf/host-order.js';
@@ -12,6 +12,14 @@ import type { Codec } from '../../bpf/typed-map.js';
 const { u16, u32 } = hostOrder;
 
 function writeIP(family: 4 | 6, ip: string, b: Buffer, o: number): void {
+  if (family === 4) {
+    // the common case without a BigInt (every slot key and backend of an IPv4 service)
+    const v4 = parseIPv4(ip);
+    if (v4 !== undefined) {
+      b.writeUInt32BE(v4, o);
+      return;
+    }
+  }
   const a = parseAddr(ip);
   if (!a || (a.family === 'ipv4') !== (family === 4)) throw new Error(`"${ip}" is not an IPv${family} address`);
   if (family === 4) b.writeUInt32BE(Number(a.value), o);
