@@ -10,6 +10,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { bpfAvailable, ensureBpffs } from '../src/bpf/index.js';
 import { CtMaps, openIPCacheMap, openLBMaps, openPolicyMap, syncPolicyMap } from '../src/maps/index.js';
 import { loadEndpointProgram, unloadEndpointProgram } from '../src/cells/datapath-bpf/lxc/index.js';
@@ -19,7 +20,7 @@ import { ip, podTopology, removeTopology } from './lib/pods.js';
 import { median, printTable, ratio } from './lib/report.js';
 import { enableBpfStats, nsPerRun, tcProgramIds } from './lib/bpf-stats.js';
 
-const ROUNDS = 5;
+const ROUNDS = 7;
 const SECONDS = 3;
 const IPERF_PORT = 5201;
 const CONN_PORT = 7000;
@@ -104,12 +105,19 @@ function inNs(ns: string, args: string[]): ChildProcess {
 
 const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 500));
 
+/**
+ * iperf3's CPU affinity (-A): with two CPUs or more the client and the server each keep one CPU,
+ * so both sides of a round run with the same placement (unpinned, the scheduler's placement
+ * moved a run's throughput by a third either way on a 2-CPU machine).
+ */
+const affinity = (cpu: number): string[] => (availableParallelism() >= 2 ? ['-A', String(cpu)] : []);
+
 /** iperf3 TCP throughput from the client to `dst`, Gbit/s. */
 async function iperf(dst: string): Promise<number> {
-  const s = inNs(PODS.server.ns, ['iperf3', '-s', '-1', '-B', PODS.server.addr, '-p', String(IPERF_PORT)]);
+  const s = inNs(PODS.server.ns, ['iperf3', '-s', '-1', '-B', PODS.server.addr, '-p', String(IPERF_PORT), ...affinity(1)]);
   try {
     await settle();
-    const out = execFileSync('ip', ['netns', 'exec', PODS.client.ns, 'iperf3', '-c', dst, '-p', String(IPERF_PORT), '-t', String(SECONDS), '-J'], { encoding: 'utf8' });
+    const out = execFileSync('ip', ['netns', 'exec', PODS.client.ns, 'iperf3', '-c', dst, '-p', String(IPERF_PORT), '-t', String(SECONDS), '-J', ...affinity(0)], { encoding: 'utf8' });
     const r = JSON.parse(out) as { error?: string; end?: { sum_received?: { bits_per_second: number } } };
     if (!r.end?.sum_received) throw new Error(`iperf3: ${r.error ?? 'no result'}`);
     return r.end.sum_received.bits_per_second / 1e9;
