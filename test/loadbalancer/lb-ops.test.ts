@@ -1,7 +1,7 @@
 import t from 'tap';
 import { Reconciler } from '../../src/lib/reconciler/index.js';
 import { LB_MAP_NAMES, MemoryLBMap, memoryLBMaps, serviceKeyText, type LBMap, type LBMapSet } from '../../src/datapath/lb-maps.js';
-import { LBServiceManager } from '../../src/cells/loadbalancer/index.js';
+import { LBServiceManager, lazyLBMaps } from '../../src/cells/loadbalancer/index.js';
 import { LBOps } from '../../src/cells/loadbalancer/lb-ops.js';
 import { be, upsert } from './helpers.js';
 
@@ -89,6 +89,23 @@ t.test('shared backends keep one ID; affinity match entries follow the backends'
   t.same(maps.backends4.entries().map(([id]) => id), [1], 'the backend a/a still uses stays');
   t.same(maps.affinityMatch.entries(), []);
   await r.stop();
+});
+
+t.test('the writer opens lazily opened maps at its first write, not when it is made', async (t) => {
+  // the BPF datapath's LB maps open on first touch, after the datapath's start mounted bpffs and
+  // made --bpf-root: a writer touching them when constructed failed every fresh start
+  let opened = 0;
+  const maps = lazyLBMaps(() => {
+    opened++;
+    return memoryLBMaps();
+  });
+  const ops = new LBOps(maps, { algorithm: 'random', maglevTableSize: 251, maxBackends: 100 });
+  t.equal(opened, 0, 'constructing the writer opens nothing');
+  const mgr = new LBServiceManager();
+  mgr.upsert(upsert('a/a', '10.96.0.1', 80, [be('10.0.1.1', 80)]));
+  t.same([...(await ops.update(mgr.frontends.due().map((o) => [o.key, o.value] as const))).values()], []);
+  t.equal(opened, 1, 'the first write opened the maps once');
+  t.equal(maps.backends4.entries().length, 1);
 });
 
 t.test('a failing map: status error with the message, retried with backoff until it works', async (t) => {

@@ -85,20 +85,21 @@ export class LBOps implements ReconcileOps<FrontendDesired> {
   private readonly ids: BackendIds;
   /** Wildcard entry (wildcardText) -> frontends on that VIP. */
   private readonly wildcards = new Map<string, { key: LBServiceKey; family: 4 | 6; users: Set<string> }>();
-  private readonly fam4: FamilyMaps;
-  private readonly fam6: FamilyMaps;
+  private fam4?: FamilyMaps;
+  private fam6?: FamilyMaps;
 
   constructor(
     private readonly maps: LBMapSet,
     private readonly opts: LBOpsOptions,
   ) {
     this.ids = new BackendIds(opts.maxBackends);
-    this.fam4 = { svc: maps.services4, be: maps.backends4, rn: maps.revNat4, mg: maps.maglev4 };
-    this.fam6 = { svc: maps.services6, be: maps.backends6, rn: maps.revNat6, mg: maps.maglev6 };
   }
 
+  /** A family's maps, taken on first use: the BPF datapath's LB maps open when first touched (after the datapath's start mounted the BPF file system), never at construction. */
   private fam(f: 4 | 6): FamilyMaps {
-    return f === 4 ? this.fam4 : this.fam6;
+    const m = this.maps;
+    if (f === 4) return (this.fam4 ??= { svc: m.services4, be: m.backends4, rn: m.revNat4, mg: m.maglev4 });
+    return (this.fam6 ??= { svc: m.services6, be: m.backends6, rn: m.revNat6, mg: m.maglev6 });
   }
 
   /**
