@@ -136,6 +136,9 @@ t.test('bad ServiceSpecs: 400 naming the field, 460 frontend, 461 backend', asyn
   t.equal(np0.status, 460, 'NodePort on 0.0.0.1 (this network, not the surrogate): 460');
   const np = await call('PutServiceID', 'PUT', '/service/5', { body: { ...spec('0.0.0.0', 30080, ['10.0.1.1']), flags: { type: 'NodePort', name: 'np' } } });
   t.equal(np.status, 201, 'NodePort on 0.0.0.0:30080: created');
+  const ssh = await call('PutServiceID', 'PUT', '/service/7', { body: { ...spec('0.0.0.0', 22, ['10.0.1.1']), flags: { type: 'NodePort', name: 'ssh' } } });
+  t.equal(ssh.status, 460, 'a node port outside --node-port-range (22 would take every host process\'s connect to the node\'s port 22): 460');
+  t.match(ssh.body, /\/body\/frontend-address\/port: node port 22 is outside --node-port-range 30000-32767; fix: /);
   t.match((await call('GetServiceID', 'GET', '/service/5')).body, { spec: { 'frontend-address': { ip: '0.0.0.0', port: 30080 }, flags: { type: 'NodePort' } } });
   t.equal((await call('PutServiceID', 'PUT', '/service/6', { body: { ...spec('::', 30080, ['fd00::1']), flags: { type: 'NodePort', name: 'np' } } })).status, 201, 'NodePort on [::]:30080: created');
   t.equal((await call('DeleteServiceID', 'DELETE', '/service/5')).status, 200);

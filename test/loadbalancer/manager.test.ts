@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import type { TestLike } from '../../src/hive/index.js';
-import { LBError, LBServiceManager, ServiceStore, apiServiceKey, formatL3n4 } from '../../src/cells/loadbalancer/index.js';
+import { LBError, LBServiceManager, ServiceStore, apiServiceKey, formatL3n4, lbConfigSchema } from '../../src/cells/loadbalancer/index.js';
 import { be, fe, svc, upsert } from './helpers.js';
 
 function tempStore(t: TestLike): string {
@@ -109,6 +109,26 @@ t.test('NodePort surrogates: only for type NodePort, kept across restarts with t
   t.same(b.list().map((s) => [s.frontend.id, s.frontend.type, formatL3n4(s.frontend.address), s.frontend.backends.length]), [
     [ids[0], 'ClusterIP', '10.96.0.5:80/TCP', 1], [ids[1], 'NodePort', '0.0.0.0:30080/TCP', 1], [ids[2], 'NodePort', '[::]:30080/TCP', 0],
   ], 'the IPv4 surrogate has the IPv4 backend, the IPv6 one none');
+});
+
+t.test('node ports: only from --node-port-range (they take the port on every node address, loopback included)', async (t) => {
+  const np = (ip: string, port: number) => ({ ...fe(ip, port), type: 'NodePort' as const });
+  const d = new LBServiceManager();
+  t.throws(() => d.upsert({ service: svc('default/ssh'), frontends: [np('0.0.0.0', 22)], backends: [] }), { code: 'invalid-frontend', field: '/frontends/0/address/port', message: /node port 22 is outside --node-port-range 30000-32767; fix: give a node port from 30000 to 32767, or widen --node-port-range/ }, 'the default range is Kubernetes\' 30000-32767');
+  t.throws(() => d.check({ service: svc('default/ssh'), frontends: [np('::', 32768)], backends: [] }), { code: 'invalid-frontend', field: '/frontends/0/address/port' }, 'check() says the same without changing anything');
+  t.same(d.list(), []);
+  t.equal(d.upsert({ service: svc('default/np'), frontends: [np('0.0.0.0', 30000), np('::', 32767)], backends: [] }).length, 2, 'both ends of the range');
+  t.equal(d.upsert({ service: svc('default/web'), frontends: [{ ...fe('10.96.0.5', 22), type: 'ExternalIPs' as const }], backends: [] }).length, 1, 'the range is for the surrogates alone');
+  const wide = new LBServiceManager(65535, undefined, [1000, 2000]);
+  t.equal(wide.upsert({ service: svc('default/np'), frontends: [np('0.0.0.0', 1500)], backends: [] }).length, 1, 'another --node-port-range');
+  t.throws(() => wide.upsert({ service: svc('default/np2'), frontends: [np('0.0.0.0', 30080)], backends: [] }), { message: /outside --node-port-range 1000-2000/ });
+  const f = lbConfigSchema.nodePortRange;
+  t.same(f.default, [30000, 32767]);
+  t.same(f.parse('1000,2000'), [1000, 2000]);
+  t.same(f.parse('1000-2000'), [1000, 2000], 'min-max as Kubernetes writes it');
+  t.same(f.parse(['1000', '2000']), [1000, 2000], 'a list in a config file');
+  for (const bad of ['2000,1000', '0,100', '1,70000', '30000', '1,2,3', 'a,b', ''])
+    t.throws(() => f.parse(bad), /expected min,max: two ports 1\.\.65535 with min <= max/, `--node-port-range=${bad}`);
 });
 
 t.test('a store that cannot be used stops the restore with the fix', async (t) => {

@@ -27,7 +27,7 @@ export const LBReconcilerToken = token<Reconciler<FrontendDesired>>('LBReconcile
 
 /** Builds the service manager; its services come back from the store at start. */
 function newServiceManager(cfg: LBConfig, sd: StateDirConfig, lc: Lifecycle, log: Logger): LBServiceManager {
-  const mgr = new LBServiceManager(Math.min(cfg.bpfLbMapMax, 65535), new ServiceStore(serviceStoreFile(sd.stateDir), log));
+  const mgr = new LBServiceManager(Math.min(cfg.bpfLbMapMax, 65535), new ServiceStore(serviceStoreFile(sd.stateDir), log), cfg.nodePortRange);
   lc.append({
     name: 'lb-services-restore',
     onStart: async () => {

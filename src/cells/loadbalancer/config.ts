@@ -1,9 +1,23 @@
 /** Configuration of the loadbalancer cell (Cilium's --bpf-lb-* flags, socket load balancing's --bpf-lb-sock and --cgroup-root). */
-import { bool, int, oneOf, string, type ValuesOf } from '../../hive/config/fields.js';
+import { bool, int, list, oneOf, string, type ValuesOf } from '../../hive/config/fields.js';
 import { token } from '../../hive/token.js';
 
 /** Maglev table sizes Cilium accepts (primes, so every backend's permutation covers the table). */
 export const MAGLEV_TABLE_SIZES = [251, 509, 1021, 2039, 4093, 8191, 16381, 32749, 65521, 131071] as const;
+
+/** The lowest and highest port a NodePort frontend may use. */
+export type NodePortRange = readonly [min: number, max: number];
+
+/** Kubernetes' default --service-node-port-range, Cilium's --node-port-range default. */
+export const DEFAULT_NODE_PORT_RANGE: NodePortRange = [30000, 32767];
+
+/** Parses `min,max` (or `min-max`): two ports, min <= max. */
+function parseNodePortRange(raw: unknown): NodePortRange {
+  const parts = typeof raw === 'string' ? raw.split(/[,-]/).map((p) => p.trim()) : list([], '').parse(raw);
+  const [min, max] = parts.map((p) => (/^\d+$/.test(p) ? Number(p) : NaN));
+  if (parts.length !== 2 || !(min! >= 1 && max! <= 65535 && min! <= max!)) throw new Error(`expected min,max: two ports 1..65535 with min <= max (e.g. 30000,32767), got ${JSON.stringify(raw)}`);
+  return [min!, max!];
+}
 
 /** Schema of the loadbalancer configuration. */
 export const lbConfigSchema = {
@@ -27,6 +41,12 @@ export const lbConfigSchema = {
     },
   },
   bpfSockRevMapMax: int(262144, 'Entries of the reverse-socket maps of socket load balancing (cellium_lb4_reverse_sk, cellium_lb6_reverse_sk; LRU)', { min: 16, max: 1 << 24 }),
+  nodePortRange: {
+    ...list([], 'The ports NodePort frontends may use, min,max (Cilium\'s --node-port-range; Kubernetes allocates node ports from the same range): a node port takes its port on every address of the node, loopback included, for every process socket LB translates'),
+    default: DEFAULT_NODE_PORT_RANGE,
+    parse: parseNodePortRange,
+    format: (v: NodePortRange): string => v.join(','),
+  },
   serviceNoBackendResponse: oneOf(['reject', 'drop'] as const, 'reject', 'What a packet to a service without backends gets: reject (ICMP port unreachable; IPv4, IPv6 drops) or drop'),
 };
 

@@ -7,7 +7,6 @@
 import { formatL3n4 } from './addr.js';
 import type { K8sManifests } from './k8s.js';
 import type { Frontend, ServiceManager } from './types.js';
-import { validateUpsert } from './validate.js';
 
 /** What an import did: per service, its frontends with their IDs, and how many backends it has. */
 export interface ImportResult {
@@ -21,7 +20,7 @@ export function applyManifests(mgr: ServiceManager, m: K8sManifests): ImportResu
   const bySvc = new Map<string, K8sManifests['slices'][number]['backends'][number][]>();
   for (const s of m.slices) bySvc.set(s.serviceKey, [...(bySvc.get(s.serviceKey) ?? []), ...s.backends]);
   const upserts = m.services.map((s) => ({ service: s.service, frontends: s.frontends, backends: bySvc.get(s.service.key) ?? mgr.backends(s.service.key) }));
-  for (const u of upserts) validateUpsert(u);
+  for (const u of upserts) mgr.check(u);
   const services: ImportResult['services'][number][] = [];
   for (const u of upserts) {
     const frontends = mgr.upsert(u);

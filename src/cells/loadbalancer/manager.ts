@@ -9,6 +9,7 @@ import { DesiredTable, type TableStatus } from '../../lib/reconciler/index.js';
 import { formatL3n4, isIPv6 } from './addr.js';
 import { idsExhausted, invalidFrontend } from './errors.js';
 import type { ServiceStore, StoredService } from './store.js';
+import { DEFAULT_NODE_PORT_RANGE, type NodePortRange } from './config.js';
 import type { Backend, Frontend, FrontendDesired, FrontendStatus, Service, ServiceManager, ServiceUpsert } from './types.js';
 import { validateBackends, validateUpsert } from './validate.js';
 
@@ -35,7 +36,14 @@ export class LBServiceManager implements ServiceManager {
     /** The highest service ID (IDs are 1..maxId; Cilium's rev-NAT index is 16 bits). */
     private readonly maxId = 65535,
     private readonly store?: ServiceStore,
+    /** --node-port-range: the ports NodePort surrogates may use. */
+    private readonly nodePorts: NodePortRange = DEFAULT_NODE_PORT_RANGE,
   ) {}
+
+  /** See ServiceManager. */
+  check(u: ServiceUpsert): void {
+    validateUpsert(u, this.nodePorts);
+  }
 
   /** Loads the store (before anything else changes the services). */
   async restore(): Promise<number> {
@@ -47,12 +55,12 @@ export class LBServiceManager implements ServiceManager {
   }
 
   upsert(u: ServiceUpsert): Frontend[] {
-    validateUpsert(u);
+    this.check(u);
     return this.apply(u, new Map());
   }
 
   upsertById(id: number, u: ServiceUpsert): boolean {
-    validateUpsert(u);
+    this.check(u);
     if (u.frontends.length !== 1) throw invalidFrontend('/frontends', `a service ID has one frontend, got ${u.frontends.length}`, 'give exactly one frontend address');
     const key = formatL3n4(u.frontends[0]!.address);
     const other = this.byAddr.get(key);

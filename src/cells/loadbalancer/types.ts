@@ -110,6 +110,8 @@ export interface ServiceUpsert {
 export interface ServiceManager {
   /** The desired state of every frontend, keyed by its address (`10.96.0.10:80/TCP`): what the LB reconciler writes. */
   readonly frontends: DesiredTable<FrontendDesired>;
+  /** Throws LBError naming the field when `u` cannot be upserted (upsert checks it too). */
+  check(u: ServiceUpsert): void;
   /** Creates or replaces a service with its frontends and backends (frontends it no longer has go); returns its frontends with their IDs. */
   upsert(u: ServiceUpsert): Frontend[];
   /**

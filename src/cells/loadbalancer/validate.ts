@@ -4,11 +4,16 @@ import { invalidBackend, invalidField, invalidFrontend } from './errors.js';
 import { BACKEND_STATES, SERVICE_TYPES, type ServiceUpsert } from './types.js';
 import { parseCidr } from '../../lib/addr.js';
 import { isSurrogateAddress, whyNotBackendAddress, whyNotFrontendAddress } from './address-use.js';
+import { DEFAULT_NODE_PORT_RANGE, type NodePortRange } from './config.js';
 
 const PROTOS = ['tcp', 'udp', 'any'];
 
-/** Throws LBError when the upsert cannot be used (pointers relative to the upsert object). */
-export function validateUpsert(u: ServiceUpsert): void {
+/**
+ * Throws LBError when the upsert cannot be used (pointers relative to the upsert object). A NodePort
+ * surrogate's port must lie in `nodePorts` (--node-port-range): it takes that port on every address
+ * of the node, loopback included, for every process socket LB translates.
+ */
+export function validateUpsert(u: ServiceUpsert, nodePorts: NodePortRange = DEFAULT_NODE_PORT_RANGE): void {
   const s = u.service;
   if (!s.key) throw invalidField('/service/key', 'a service needs a key', 'give the service a name');
   if (!Number.isInteger(s.sessionAffinityTimeoutSec) || s.sessionAffinityTimeoutSec < 0 || s.sessionAffinityTimeoutSec > 86400) {
@@ -27,6 +32,10 @@ export function validateUpsert(u: ServiceUpsert): void {
     const notFe = whyNotFrontendAddress(f.address.ip, f.type);
     if (notFe) throw invalidFrontend(`${at}/address/ip`, `${f.address.ip} cannot be a service frontend of type ${String(f.type)}: ${notFe}`, surrogateFix(f.address.ip));
     if (!validPort(f.address.port, !isSurrogateAddress(f.address.ip))) throw invalidFrontend(`${at}/address/port`, `${String(f.address.port)} is not a port`, isSurrogateAddress(f.address.ip) ? 'give the node port (1..65535, e.g. 30080)' : 'give a port between 0 and 65535');
+    const [min, max] = nodePorts;
+    if (isSurrogateAddress(f.address.ip) && (f.address.port < min || f.address.port > max)) {
+      throw invalidFrontend(`${at}/address/port`, `node port ${f.address.port} is outside --node-port-range ${min}-${max}`, `give a node port from ${min} to ${max}, or widen --node-port-range (the port is taken on every address of the node, loopback included)`);
+    }
     if (!PROTOS.includes(f.address.protocol)) throw invalidFrontend(`${at}/address/protocol`, `${String(f.address.protocol)} is not a protocol`, 'give tcp, udp or any');
     if (!(SERVICE_TYPES as readonly string[]).includes(f.type)) throw invalidFrontend(`${at}/type`, `${String(f.type)} is not a service type`, `give one of ${SERVICE_TYPES.join(', ')}`);
   }
