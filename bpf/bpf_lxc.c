@@ -166,9 +166,9 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 		if (!egress && ct.status == CT_REPLY && ct.rev_nat &&
 		    (p->family == FAMILY_IPV4 ? lb4_rev_nat(skb, p, ct.rev_nat) : lb6_rev_nat(skb, p, ct.rev_nat)) < 0)
 			return drop(skb, DROP_INVALID, egress, p, 0);
-		return forward(skb, p, egress, &ct, ct.report ? resolve_identity(p->family, egress ? p->dst : p->src) : 0);
+		return forward(skb, p, egress, &ct, ct.report ? ipcache_identity(p->family, egress ? p->dst : p->src) : 0);
 	}
-	identity = resolve_identity(p->family, egress ? p->dst : p->src);
+	identity = ipcache_identity(p->family, egress ? p->dst : p->src);
 	verdict_event = ct.status == CT_NEW || ct.status == CT_REOPENED;
 	reason = policy_verdict(egress, identity, p, verdict_event ? &m.match : 0);
 	if (verdict_event) {

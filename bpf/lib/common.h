@@ -232,6 +232,8 @@ struct lb6_reverse_nat {
 	__u16 pad;
 };
 
+/* SVC_FLAG_NODEPORT in lb4_service.flags of a master entry: a NodePort frontend (Cilium's SVC_FLAG_NODE_PORT). */
+#define SVC_FLAG_NODEPORT (1 << 1)
 /* SVC_FLAG_AFFINITY in lb4_service.flags of a master entry: ClientIP session affinity. */
 #define SVC_FLAG_AFFINITY (1 << 4)
 

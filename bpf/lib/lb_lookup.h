@@ -52,9 +52,6 @@ static __always_inline struct lb4_service *name(struct key_type *key, int *no_po
 LB_LOOKUP_SERVICE(lb4_lookup_service, lb4_key, cellium_lb4_services)
 LB_LOOKUP_SERVICE(lb6_lookup_service, lb6_key, cellium_lb6_services)
 
-/* SVC_FLAG_NODEPORT in a master's flags: a NodePort frontend (Cilium's SVC_FLAG_NODE_PORT). */
-#define SVC_FLAG_NODEPORT (1 << 1)
-
 /*
  * lb4_lookup_nodeport(key) / lb6_lookup_nodeport: the master entry of the NodePort surrogate
  * (0.0.0.0 / ::) at key->dport for key->proto, else for proto 0 (Cilium's sock4_wildcard_lookup);

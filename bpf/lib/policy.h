@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Identity resolution (ipcache longest-prefix match; unknown -> world) and the policy decision,
+ * The policy decision (identities: ipcache_identity of lib/ipcache.h, unknown -> world),
  * exactly as src/cells/datapath/verdict-model.ts computes it:
  *   1. ARP and IPv6 neighbour discovery (ICMPv6 133-137) pass (before conntrack, in bpf_lxc.c);
  *   2. ingress from the host identity passes (allow-localhost);
@@ -16,11 +16,6 @@
 
 #include "maps.h"
 #include "parse.h"
-
-static __always_inline __u32 resolve_identity(__u8 family, const __u8 *addr)
-{
-	return ipcache_identity(family, addr);
-}
 
 static __always_inline int is_neighbour_discovery(const struct pkt *p)
 {

@@ -125,7 +125,7 @@ export class MemoryLBMap<K, V> implements LBMap<K, V> {
 
   constructor(
     readonly name: string,
-      /** The key's identity: a text, or a number. */
+    /** The key's identity: a text, or a number. */
     private readonly keyText: (k: K) => string | number,
     /** Entries the map holds at most (a write beyond fails like the kernel's E2BIG). */
     private readonly maxEntries = Infinity,

@@ -17,7 +17,7 @@ import { BpfMap, cgroupV2Mount } from '../../src/bpf/index.js';
 import { REVERSE_SK_MAP_NAMES, reverseSkEntries } from '../../src/maps/lb/index.js';
 import { ip, uniq } from '../bpf/fixtures/topology.js';
 import { Cleanup, agentProcess, agentProcessSkip, allocatePod, cli, endpointRequest, until, type Pod } from '../datapath-bpf/fixtures.js';
-import { Client, listen, loopbackEchoes } from './sock-fixtures.js';
+import { cgroupClients, listen, loopbackEchoes, tcpEchoes } from './sock-fixtures.js';
 
 const POOL = '10.186.0.0/24';
 const NODE_IP = '10.186.50.1';
@@ -93,20 +93,10 @@ t.test('host processes in the cgroup reach NodePort services at the node\'s addr
   t.match(lb.out, /^\[::\]:30080\/TCP\s+\[::\]:0 \(\d+\) \(0\) \[NodePort\]$/m, 'bpf lb list: the IPv6 surrogate');
   t.notMatch(lb.out, /0\.0\.0\.0:0\/ANY|\[::\]:0\/ANY/, 'no wildcard entry on the surrogates (the node\'s other ports stay its own)');
 
-  const inside = new Client(c);
-  t.ok(await inside.ready(), 'the inside client runs');
-  writeFileSync(join(cg, 'cgroup.procs'), String(inside.proc.pid));
-  const outside = new Client(c);
-  t.ok(await outside.ready(), 'the outside client runs');
+  const { inside, outside } = await cgroupClients(t, c, cg);
 
   const N = 10;
-  let ok = 0;
-  for (let i = 0; i < N; i++) {
-    const r = await inside.ask('tcp', NODE_IP, '30080');
-    if (r[0] === 'ok' && r[1] === `${NODE_IP}:30080`) ok++;
-    else t.fail(`TCP ${i}: ${r.join(' ')}`);
-  }
-  t.equal(ok, N, `${N} TCP connections to ${NODE_IP}:30080 echoed by a backend, getpeername showing nodeIP:nodePort`);
+  t.equal(await tcpEchoes(t, inside, NODE_IP, 30080, N), N, `${N} TCP connections to ${NODE_IP}:30080 echoed by a backend, getpeername showing nodeIP:nodePort`);
   await until(() => tcpIds.reduce((s, id, i) => s + hits(backends[i]!, id), 0) >= N, 3000, 50);
   t.equal(tcpIds.reduce((s, id, i) => s + hits(backends[i]!, id), 0), N, 'the backend pods served them');
   t.same(await inside.ask('tcp', '127.0.0.1', '30080'), ['ok', '127.0.0.1:30080'], 'loopback:nodePort is the node\'s too');

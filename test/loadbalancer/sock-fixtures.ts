@@ -3,8 +3,11 @@
 // (sock-client.mjs), and echo listeners in backend pods.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
+import { writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { cgroupV2Mount } from '../../src/bpf/index.js';
+import type { Test } from 'tap';
 import { until, type Cleanup, type Pod } from '../datapath-bpf/fixtures.js';
 
 /** TCP and UDP echo servers on ::1 in this process (host network namespace, outside the test cgroup): IPv6 backends. */
@@ -52,6 +55,29 @@ export class Client {
     await until(() => re.test(this.out), 10000, 10);
     return re.exec(this.out)?.[1]?.split(' ') ?? ['none'];
   }
+}
+
+/** Two clients: `inside` moved into the test's cgroup `cg` (alone there), `outside` left where the test runs. */
+export async function cgroupClients(t: Test, c: Cleanup, cg: string): Promise<{ inside: Client; outside: Client }> {
+  const inside = new Client(c);
+  t.ok(await inside.ready(), 'the inside client runs');
+  writeFileSync(join(cg, 'cgroup.procs'), String(inside.proc.pid));
+  t.equal((await inside.ask('cgroup'))[0], cg.slice(cgroupV2Mount()!.length), 'only the client process is in the test cgroup');
+  const outside = new Client(c);
+  t.ok(await outside.ready(), 'the outside client runs');
+  return { inside, outside };
+}
+
+/** Asks `client` for `n` TCP echoes from ip:port; how many came back with getpeername showing ip:port (each other answer fails `t`). */
+export async function tcpEchoes(t: Test, client: Client, ip: string, port: number, n: number): Promise<number> {
+  const peer = ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`;
+  let ok = 0;
+  for (let i = 0; i < n; i++) {
+    const r = await client.ask('tcp', ip, String(port));
+    if (r[0] === 'ok' && r[1] === peer) ok++;
+    else t.fail(`TCP ${i} to ${peer}: ${r.join(' ')}`);
+  }
+  return ok;
 }
 
 /** Starts a `proto` (tcpecho, udpecho) listener on `port` in the pod; the ID its hits are counted under. */

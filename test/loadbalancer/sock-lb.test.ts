@@ -23,7 +23,7 @@ import { ip, uniq } from '../bpf/fixtures/topology.js';
 import {
   Cleanup, agentProcess, agentProcessSkip, allocatePod, cli, endpointRequest, spawnAgent, tempDir, until, type Pod,
 } from '../datapath-bpf/fixtures.js';
-import { Client, listen, loopbackEchoes } from './sock-fixtures.js';
+import { cgroupClients, listen, loopbackEchoes, tcpEchoes } from './sock-fixtures.js';
 
 const POOL = '10.183.0.0/24';
 const VIPS = '10.183.96.0/24';
@@ -127,21 +127,10 @@ t.test('host processes in the cgroup reach ClusterIPs through socket load balanc
   await a.client.putService(5, { 'frontend-address': { ip: VIP6, port: 53, protocol: 'udp' }, 'backend-addresses': [{ ip: '::1', port: lo6.udpPort, protocol: 'udp' }], flags: { ...flags, name: 'v6' } });
   t.ok(await until(async () => (await a.client.listServices()).every((s) => s.status?.['cellium-state']?.state === 'done'), 10000), 'every frontend is done in the kernel maps');
 
-  const inside = new Client(c);
-  t.ok(await inside.ready(), 'the inside client runs');
-  writeFileSync(join(cg, 'cgroup.procs'), String(inside.proc.pid));
-  t.equal((await inside.ask('cgroup'))[0], cg.slice(cgroupV2Mount()!.length), 'only the client process is in the test cgroup');
-  const outside = new Client(c);
-  t.ok(await outside.ready(), 'the outside client runs');
+  const { inside, outside } = await cgroupClients(t, c, cg);
 
   const N = 20;
-  let ok = 0;
-  for (let i = 0; i < N; i++) {
-    const r = await inside.ask('tcp', VIP, '80');
-    if (r[0] === 'ok' && r[1] === `${VIP}:80`) ok++;
-    else t.fail(`TCP ${i}: ${r.join(' ')}`);
-  }
-  t.equal(ok, N, `${N} TCP connections to ${VIP}:80 echoed, getpeername showing the VIP`);
+  t.equal(await tcpEchoes(t, inside, VIP, 80, N), N, `${N} TCP connections to ${VIP}:80 echoed, getpeername showing the VIP`);
   await until(() => tcpIds.reduce((s, id, i) => s + hits(backends[i]!, id), 0) >= N, 3000, 50);
   for (const [i, b] of backends.entries()) t.ok(hits(b, tcpIds[i]!) > 0, `${b.name} served ${hits(b, tcpIds[i]!)} of them`);
 
