@@ -25,6 +25,7 @@ import { printTable, ratio, sample, stats, time } from './lib/report.js';
 const N = 1000;
 
 function request(n: number, sync: boolean): EndpointChangeRequest {
+  const host = n + 1; // .0.1 is the pool's gateway address, which the agent refuses for an endpoint
   return {
     'container-id': `bench-${n}`,
     'container-interface-name': 'eth0',
@@ -32,7 +33,7 @@ function request(n: number, sync: boolean): EndpointChangeRequest {
     'interface-index': 100 + n,
     mac: '02:00:00:00:00:01',
     'host-mac': '02:00:00:00:00:02',
-    addressing: { ipv4: `10.${200 + (n >> 16)}.${(n >> 8) & 255}.${n & 255}` },
+    addressing: { ipv4: `10.${200 + (host >> 16)}.${(host >> 8) & 255}.${host & 255}` },
     'k8s-pod-name': `pod-${n}`,
     'k8s-namespace': 'bench',
     labels: [`k8s:app=app-${n % 50}`],
