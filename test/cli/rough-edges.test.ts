@@ -108,13 +108,14 @@ t.test('-H HOST:PORT without a scheme, and bad hosts', async (t) => {
   t.equal(parseHost('localhost:9'), 'http://localhost:9');
   t.equal(parseHost('http://127.0.0.1:9234/'), 'http://127.0.0.1:9234');
   t.equal(parseHost('[::1]:9234'), 'http://[::1]:9234');
-  for (const bad of ['https://x:1', 'http://:9', 'http://x:9/v1', 'unix:/x']) t.throws(() => parseHost(bad), UsageError, bad);
+  t.equal(parseHost('https://node1:9234'), 'https://node1:9234');
+  for (const bad of ['ftp://x:1', 'http://:9', 'http://x:9/v1', 'unix:/x']) t.throws(() => parseHost(bad), UsageError, bad);
   const r = await cli('/nonexistent.sock', ['-H', 'localhost:9', 'status']);
   t.equal(r.code, 1);
-  t.match(r.stderr, /cannot reach the cellium agent at http:\/\/localhost:9 \(ECONNREFUSED[^)]*\); start the agent with `cellium-agent --api-listen-address localhost:9`\n$/);
-  const bad = await cli('/nonexistent.sock', ['-H', 'https://x:1', 'status']);
+  t.match(r.stderr, /cannot reach the cellium agent at http:\/\/localhost:9 \(ECONNREFUSED[^)]*\); start the agent with `cellium-agent --api-listen-address localhost:9 --api-token-file FILE` \(or TLS client certificates, see docs\/operations.md\)\n$/);
+  const bad = await cli('/nonexistent.sock', ['-H', 'ftp://x:1', 'status']);
   t.equal(bad.code, 2);
-  t.match(bad.stderr, /invalid --host "https:\/\/x:1"/);
+  t.match(bad.stderr, /invalid --host "ftp:\/\/x:1"/);
 });
 
 t.test('a regular file given as --socket-path is reported as not a socket', async (t) => {
