@@ -255,3 +255,28 @@ t.test('a colliding import leaves nothing behind, across a restart too', async (
   await done(call, 2);
   t.same(vips(call), ['10.96.7.1', '10.96.7.4']);
 });
+
+t.test('cellium service import of several files is one import: a collision in the last file applies none', async (t) => {
+  const dir = tempDir(t);
+  const call = await agent(t, dir);
+  const files = [
+    ['a.yaml', 'apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: shop}\nspec: {clusterIP: 10.96.8.1, ports: [{port: 80}]}\n'],
+    ['b.json', JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'b', namespace: 'shop' }, spec: { clusterIP: '10.96.8.2', ports: [{ port: 80 }] } })],
+    ['c.yaml', 'apiVersion: v1\nkind: Service\nmetadata: {name: c, namespace: shop}\nspec: {clusterIP: 10.96.8.3, ports: [{port: 80}]}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: d, namespace: shop}\nspec: {clusterIP: 10.96.8.1, ports: [{port: 80}]}\n'],
+    ['e.yaml', 'apiVersion: v1\nkind: Service\nmetadata: {name: e, namespace: shop}\nspec: {clusterIP: 10.96.8.5, ports: [{port: 99999}]}\n'],
+  ].map(([name, text]) => {
+    writeFileSync(join(dir, name!), text!);
+    return join(dir, name!);
+  });
+  const collide = await cli(call.socketPath, ['service', 'import', ...files.slice(0, 3)]);
+  t.equal(collide.code, 1);
+  t.match(collide.stderr, /service shop\/d \/frontends\/0\/address: 10\.96\.8\.1:80\/TCP is already a frontend of shop\/a, also in this import.*\[HTTP 460\]/);
+  t.same((await call('GetService', 'GET', '/service')).body, [], 'none of the files applied');
+  const bad = await cli(call.socketPath, ['service', 'import', files[0]!, files[3]!]);
+  t.equal(bad.code, 1);
+  t.match(bad.stderr, new RegExp(`cellium: ${files[3]!.replace(/[.]/g, '\\.')} /spec/ports/0/port: 99999 is not a port`), 'the error names the file');
+  t.same((await call('GetService', 'GET', '/service')).body, []);
+  const ok = await cli(call.socketPath, ['service', 'import', ...files.slice(0, 2)]);
+  t.equal(ok.code, 0, ok.stderr);
+  t.equal(((await call('GetService', 'GET', '/service')).body as unknown[]).length, 2);
+});

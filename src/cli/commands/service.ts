@@ -3,8 +3,9 @@ import { Option } from 'commander';
 import type { CelliumServiceImport, Service, ServiceSpec } from '../../api/models.js';
 import { canonicalAddr } from '../../lib/addr.js';
 import type { CommandGroup } from '../context.js';
-import { CliFailure, UsageError } from '../errors.js';
+import { UsageError } from '../errors.js';
 import { table } from '../output.js';
+import { importFiles } from '../import-files.js';
 
 /** `10.0.0.1:80`, `[fd00::1]:80` → IP and port; UsageError naming the flag otherwise. */
 export function parseIpPort(raw: string, flag: string): { ip: string; port: number } {
@@ -124,22 +125,8 @@ export const serviceCommands: CommandGroup = (program, rt) => {
     .description('import Kubernetes Service and EndpointSlice manifests (YAML or JSON, several per file; - reads stdin)')
     .argument('<files...>')
     .action(rt.action(async (ctx, files: string[]) => {
-      const results: CelliumServiceImport[] = [];
-      for (const file of files) {
-        let text: string;
-        try {
-          text = await ctx.io.readFile(file);
-        } catch (err) {
-          throw new CliFailure(`cannot read ${file}: ${(err as Error).message}`);
-        }
-        try {
-          results.push(await ctx.client.importServices(text));
-        } catch (err) {
-          if (err instanceof Error) err.message = `${file}: ${err.message}`;
-          throw err;
-        }
-      }
-      const all: CelliumServiceImport = { services: results.flatMap((r) => r.services), pending: results.flatMap((r) => r.pending) };
+      // several files are one import, all or nothing (import-files.ts)
+      const all = await importFiles(ctx, files, (text) => ctx.client.importServices(text));
       ctx.print(all, renderImport);
     }));
 };
