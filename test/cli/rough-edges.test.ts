@@ -134,3 +134,26 @@ t.test("the CLI's version is package.json's", async (t) => {
   await runCli(['--version'], { stdout: (s) => void (out += s), stderr: () => undefined, readFile: async () => '', env: {} });
   t.equal(out.trim(), CLI_VERSION);
 });
+
+t.test('policy import of several files against the real agent: all or nothing, one revision', async (t) => {
+  const agent = await startAgent(t);
+  const run = (...args: string[]) => cli(agent.socketPath, args);
+  const dir = mkdtempSync(join(tmpdir(), 'cellium-cli-policies-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const cnp = (name: string, app: unknown) => `apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\nmetadata: {name: ${name}, namespace: demo}\nspec:\n  endpointSelector: {matchLabels: {app: ${JSON.stringify(app)}}}\n`;
+  const [a, b, bad] = [['a.yaml', cnp('a', 'web')], ['b.yaml', `${cnp('b', 'db')}---\n${cnp('b2', 'cache')}`], ['bad.yaml', `${cnp('c', 'x')}---\n${cnp('d', 'y')}  ingress: 5\n`]].map(([f, text]) => {
+    writeFileSync(join(dir, f!), text!);
+    return join(dir, f!);
+  });
+  const rules = async () => JSON.parse((await run('policy', 'get', '-o', 'json')).stdout) as { revision: number; policy: unknown[] };
+  const before = await rules();
+  const refused = await run('policy', 'import', a!, b!, bad!);
+  t.equal(refused.code, 1);
+  t.match(refused.stderr, new RegExp(`^cellium: invalid policy at ${bad!.replace(/[.]/g, '\\.')} document 2 /spec/ingress`, 'm'), 'the error names the file and its document');
+  t.same(await rules(), before, 'nothing of the good files was imported');
+  const ok = await run('policy', 'import', a!, b!, '-o', 'json');
+  t.equal(ok.code, 0, ok.stderr);
+  const after = await rules();
+  t.equal(after.revision, before.revision + 1, 'one revision for the files');
+  t.equal(after.policy.length, before.policy.length + 3);
+});
