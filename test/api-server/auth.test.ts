@@ -4,7 +4,8 @@
 // client certificate or with one of another CA are refused, valid ones served; the unix socket
 // needs neither.
 import t, { type Test } from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
@@ -61,6 +62,19 @@ t.test('TCP without authentication: the agent does not start, the error names th
   while (cause instanceof Error && !(cause instanceof ApiAuthConfigError) && cause.cause) cause = cause.cause;
   t.type(cause, ApiAuthConfigError, 'the cause is an ApiAuthConfigError');
   await t.rejects(testHive(t, [apiServerCell, routesCell], { config: { 'socket-path': socketIn(t), 'api-listen-address': '127.0.0.1:0' }, start: false }), /--api-listen-address: .*unauthenticated; fix: give --api-token-file FILE .* or --api-tls-client-ca-files/);
+});
+
+const bin = join(import.meta.dirname, '../../bin/cellium-agent.js');
+const built = existsSync(join(import.meta.dirname, '../../dist/src/cmd/agent.js'));
+
+t.test('the agent process with --api-listen-address and no authentication exits 1 saying what to give', { skip: built ? false : 'dist/ not built: run npm run build (npm test builds it)' }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cellium-auth-agent-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const flags = [`--state-dir=${dir}/state`, `--socket-path=${dir}/cellium.sock`, '--datapath-mode=memory', `--bpf-root=${dir}/bpf`, `--cni-delete-queue-dir=${dir}/dq`, '--bpf-lb-sock=false'];
+  const r = spawnSync(process.execPath, [bin, ...flags, '--api-listen-address=:9234'], { encoding: 'utf8', timeout: 120_000 });
+  t.equal(r.status, 1, 'exit 1');
+  t.match(r.stderr, /--api-listen-address: the TCP API would serve every operation .* unauthenticated; fix: give --api-token-file FILE/);
+  t.notMatch(r.stderr, /API server listening on TCP/);
 });
 
 t.test('token files others can read, empty or short tokens, half-given TLS are refused at start', async (t) => {
