@@ -3,7 +3,7 @@
 // nothing; YAML alias bombs and deep nesting in imports are 400, not 500; a JSON key given twice
 // is 400 (JSON.parse would keep the last); Cilium's TCP/UDP/ANY protocols are taken.
 import t from 'tap';
-import { startAgent } from './agent.js';
+import { podRequest, startAgent } from './agent.js';
 
 const svc = (ip: string, protocol: string, extra: Record<string, unknown> = {}) => ({
   'frontend-address': { ip, port: 80, protocol },
@@ -71,4 +71,20 @@ t.test("Cilium's protocol case: TCP, UDP, ANY are taken (answered in lower case)
   const mixed = await a.call('PutServiceID', 'PUT', '/service/9', { body: svc('10.96.9.9', 'Tcp') });
   t.equal(mixed.status, 400);
   t.match(mixed.body, { error: { field: '/body/frontend-address/protocol' } });
+});
+
+t.test('option names that are properties of every object (toString, constructor, __proto__) are unknown options, not a 500', async (t) => {
+  const a = await startAgent(t, { 'enable-api-rate-limit': false });
+  const ep = await a.call('PutEndpointID', 'PUT', '/endpoint/7', { body: podRequest(1, { ipv4: '10.210.0.10' }) });
+  t.equal(ep.status, 201);
+  for (const name of ['toString', 'constructor', 'hasOwnProperty', '__proto__']) {
+    const body = `{"options":{${JSON.stringify(name)}:"Enabled"}}`;
+    for (const [operationId, path] of [['PatchConfig', '/config'], ['PatchEndpointIDConfig', '/endpoint/7/config']] as const) {
+      const res = await a.call(operationId, 'PATCH', path, { body, contentType: RAW_JSON });
+      t.equal(res.status, 400, `${path} ${name}`);
+      t.same(res.problems, []);
+      t.match(res.body, { error: { field: `/body/options/${name}` } }, `${path} ${name}: names the option`);
+    }
+  }
+  t.equal((await a.call('GetHealthz', 'GET', '/healthz')).status, 200);
 });
