@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { TcpApiTarget } from '../api/transport.js';
+import { isLoopbackHost } from '../lib/loopback.js';
 import { parseHost } from './args.js';
 import { UsageError } from './errors.js';
 
@@ -35,7 +36,10 @@ export function readToken(path: string): string {
   return token;
 }
 
-/** The TCP target of the options; a UsageError for a TLS or token flag that has no use (no --host, or TLS flags with http://). */
+/**
+ * The TCP target of the options; a UsageError for a TLS or token flag that has no use (no --host,
+ * or TLS flags with http://), and for a token over plain http to a host that is not loopback.
+ */
 export function tcpTarget(o: TcpTargetOptions): TcpApiTarget | undefined {
   const tlsFlags = (
     [
@@ -55,6 +59,9 @@ export function tcpTarget(o: TcpTargetOptions): TcpApiTarget | undefined {
   if (!https && tlsFlags.length) throw new UsageError(`--${tlsFlags[0]![0]} needs TLS: give -H https://HOST:PORT`);
   if ((o.tlsClientCertFile === undefined) !== (o.tlsClientKeyFile === undefined)) {
     throw new UsageError('--tls-client-cert-file and --tls-client-key-file go together: give both');
+  }
+  if (!https && o.tokenFile !== undefined && !isLoopbackHost(new URL(baseUrl).hostname)) {
+    throw new UsageError(`--token-file over ${baseUrl} would send the token in clear text: give -H https://HOST:PORT (plain http only to 127.0.0.1, ::1 or localhost)`);
   }
   const cas = o.tlsCaCertFiles?.split(',').map((f) => f.trim()).filter(Boolean);
   const tls = https

@@ -72,6 +72,9 @@ t.test('TLS and token flags without a use are usage errors', async (t) => {
   const half = await cli(sock, ['-H', 'https://127.0.0.1:9', '--tls-client-cert-file', '/etc/hostname', 'status']);
   t.equal(half.code, 2);
   t.match(half.stderr, /go together/);
+  const clear = await cli(sock, ['-H', 'http://node1.example:9234', '--token-file', '/etc/hostname', 'status']);
+  t.equal(clear.code, 2);
+  t.match(clear.stderr, /--token-file over http:\/\/node1\.example:9234 would send the token in clear text: give -H https:\/\/HOST:PORT/);
   const missing = await cli(sock, ['-H', 'http://127.0.0.1:9', '--token-file', '/nonexistent/token', 'status']);
   t.equal(missing.code, 2);
   t.match(missing.stderr, /--token-file \/nonexistent\/token: cannot read it \(ENOENT\)/);

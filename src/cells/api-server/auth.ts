@@ -8,8 +8,8 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
-import { isIP } from 'node:net';
 import type { RequestHandler } from 'express';
+import { isLoopbackHost } from '../../lib/loopback.js';
 import type { ApiServerConfig, ListenAddress } from './config.js';
 import { ApiAuthConfigError, HttpError } from './errors.js';
 
@@ -30,13 +30,6 @@ export interface TcpAuth {
   readonly tls?: ApiTlsMaterial;
   /** The bearer token every request must carry; undefined: client certificates alone. */
   readonly token?: Buffer;
-}
-
-/** Whether `host` only reaches this machine (127.0.0.0/8, ::1, localhost). */
-export function isLoopbackHost(host: string): boolean {
-  if (host === 'localhost') return true;
-  if (isIP(host) === 4) return host.startsWith('127.');
-  return host === '::1' || host === '::ffff:127.0.0.1';
 }
 
 /**
