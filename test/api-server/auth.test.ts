@@ -89,6 +89,9 @@ t.test('token files others can read, empty or short tokens, half-given TLS are r
     ['client CA without TLS', { 'api-tls-client-ca-files': pki.caCert }, /--api-tls-client-ca-files: client certificates need the TCP API to serve TLS/],
     ['TLS without client CA or token', { 'api-tls-cert-file': pki.serverCert, 'api-tls-key-file': pki.serverKey }, /unauthenticated/],
     ['key others can read', { 'api-tls-cert-file': pki.serverCert, 'api-tls-key-file': writeToken(pki, 'open.key', readFileSync(pki.serverKey, 'utf8'), 0o604), 'api-tls-client-ca-files': pki.caCert }, /--api-tls-key-file: .*open.key has mode 604/],
+    ['a certificate that is no PEM', { 'api-tls-cert-file': writeToken(pki, 'junk.crt', 'not a certificate'), 'api-tls-key-file': pki.serverKey, 'api-tls-client-ca-files': pki.caCert }, /--api-tls-cert-file: the certificate and key cannot be used \(.*\); fix: give a PEM certificate/],
+    ['a key of another certificate', { 'api-tls-cert-file': pki.serverCert, 'api-tls-key-file': pki.clientKey, 'api-tls-client-ca-files': pki.caCert }, /--api-tls-cert-file: the certificate and key cannot be used \(.*key values mismatch.*\)/],
+    ['a CA that is no PEM', { 'api-tls-cert-file': pki.serverCert, 'api-tls-key-file': pki.serverKey, 'api-tls-client-ca-files': writeToken(pki, 'junk-ca.crt', 'junk') }, /--api-tls-client-ca-files: a CA certificate cannot be used/],
     ['plain-text token off loopback', { 'api-listen-address': '0.0.0.0:0', 'api-token-file': writeToken(pki, 'ok', TOKEN) }, /--api-token-file: over plain HTTP on 0\.0\.0\.0 the token would cross the network in clear text/],
   ];
   for (const [name, config, message] of cases) {

@@ -6,8 +6,9 @@
  * others can read, an empty or short token, a certificate without its key are refused with
  * ApiAuthConfigError, and the agent does not start.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual, X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
 import type { RequestHandler } from 'express';
 import { isLoopbackHost } from '../../lib/loopback.js';
 import type { ApiServerConfig, ListenAddress } from './config.js';
@@ -104,7 +105,25 @@ export function loadTcpAuth(cfg: Pick<ApiServerConfig, 'apiTlsCertFile' | 'apiTl
         ...(cas.length ? { ca: cas.map((f) => readPublicFile('api-tls-client-ca-files', f)) } : {}),
       }
     : undefined;
+  if (tls) checkTlsMaterial(tls);
   return { ...(tls ? { tls } : {}), ...(cfg.apiTokenFile ? { token: readTokenFile(cfg.apiTokenFile) } : {}) };
+}
+
+/** Loads the TLS material the way the listener will, so a bad PEM or a key of another certificate stops the agent here, naming the flags. */
+function checkTlsMaterial(tls: ApiTlsMaterial): void {
+  try {
+    createSecureContext({ cert: tls.cert, key: tls.key });
+  } catch (err) {
+    throw new ApiAuthConfigError('api-tls-cert-file', `the certificate and key cannot be used (${(err as Error).message})`, 'give a PEM certificate in --api-tls-cert-file and its PEM private key in --api-tls-key-file');
+  }
+  for (const ca of tls.ca ?? []) {
+    try {
+      // TLS would skip a file with no certificate in it: then no client could ever authenticate
+      if (!new X509Certificate(ca).ca) throw new Error('it is not a CA certificate (basicConstraints CA:FALSE)');
+    } catch (err) {
+      throw new ApiAuthConfigError('api-tls-client-ca-files', `a CA certificate cannot be used (${(err as Error).message})`, 'give PEM CA certificates');
+    }
+  }
 }
 
 const digest = (b: Buffer | string): Buffer => createHash('sha256').update(b).digest();
