@@ -3,7 +3,7 @@ import { Option } from 'commander';
 import type { CelliumServiceImport, Service, ServiceSpec } from '../../api/models.js';
 import { canonicalAddr } from '../../lib/addr.js';
 import type { CommandGroup } from '../context.js';
-import { UsageError } from '../errors.js';
+import { CliFailure, UsageError } from '../errors.js';
 import { table } from '../output.js';
 import { importFiles } from '../import-files.js';
 
@@ -115,7 +115,11 @@ export const serviceCommands: CommandGroup = (program, rt) => {
     .action(rt.action(async (ctx, ids: string[], opts: { all?: boolean }) => {
       if (opts.all && ids.length) throw new UsageError('give either service IDs or --all, not both');
       if (!opts.all && !ids.length) throw new UsageError('give the IDs of the services to delete, or --all');
-      const targets = opts.all ? (await ctx.client.listServices()).map((s) => s.spec?.id ?? 0).filter((id) => id > 0) : ids.map((i) => parseServiceId(i, 'ID'));
+      const existing = (await ctx.client.listServices()).map((s) => s.spec?.id ?? 0).filter((id) => id > 0);
+      const targets = opts.all ? existing : ids.map((i) => parseServiceId(i, 'ID'));
+      // all or nothing as far as the CLI can: every ID is checked before the first is deleted
+      const missing = targets.filter((id) => !existing.includes(id));
+      if (missing.length) throw new CliFailure(`service ${missing.join(', ')} does not exist (cellium service list); nothing was deleted`);
       for (const id of targets) await ctx.client.deleteService(id);
       ctx.print({ deleted: targets }, (r) => `Deleted ${r.deleted.length} service(s)${r.deleted.length ? `: ${r.deleted.join(', ')}` : ''}\n`);
     }));
