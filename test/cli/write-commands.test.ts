@@ -56,11 +56,16 @@ t.test('endpoint config KEY=VALUE patches options; a failed regeneration fails -
   t.match(bad.stderr, /invalid setting "Debug": expected KEY=VALUE/);
 });
 
-t.test('endpoint delete: by ids, by container, 206 error counts', async (t) => {
+t.test('endpoint delete: by ids, by container, 206 error counts; an unknown id among several deletes none', async (t) => {
   const agent = await startFakeAgent(t, {
     DeleteEndpointID: (req) => (req.path.id === '13' ? { status: 206, body: 2 } : { status: 200 }),
     DeleteEndpoint: { status: 200 },
+    GetEndpointID: (req) => (['12', '13'].includes(String(req.path.id)) ? { status: 200, body: fx.endpoint12 } : { status: 404, body: `endpoint ${String(req.path.id)} not found` }),
   });
+  const mixed = await cli(agent.socketPath, ['endpoint', 'delete', '12', '99', '13']);
+  t.equal(mixed.code, 1);
+  t.equal(mixed.stderr, 'cellium: endpoint 99 not found; nothing was deleted\n');
+  t.equal(agent.requests('DeleteEndpointID').length, 0, 'none deleted');
   const r = await cli(agent.socketPath, ['endpoint', 'delete', '12', '13', '--container-id', '3f6c0e2d9a']);
   t.equal(r.code, 0);
   t.equal(r.stdout, 'Endpoint container-id:3f6c0e2d9a deleted\nEndpoint 12 deleted\nEndpoint 13 deleted with 2 errors\n');
