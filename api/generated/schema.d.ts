@@ -1128,10 +1128,10 @@ export interface components {
             /** @description Layer 3 address (checked by the handler: 460 or 461 when it is not an IP) */
             ip?: string;
             /**
-             * @description Layer 4 protocol
+             * @description Layer 4 protocol: tcp, udp or any (Cilium v1.15), or TCP, UDP, ANY (the case of Cilium's newer models); answered in lower case
              * @enum {string}
              */
-            protocol?: "tcp" | "udp" | "any";
+            protocol?: "tcp" | "udp" | "any" | "TCP" | "UDP" | "ANY";
             /**
              * @description Load balancing scope for frontend address
              * @enum {string}

@@ -152,7 +152,12 @@ export function createSpecValidator(spec: ApiSpec = loadApiSpec()): SpecValidato
         if (known.length === 0) continue;
         for (const p of known) {
           const v = where === 'header' ? headerValue(raw.header, p.name) : raw[where][p.name];
-          if (v !== undefined) out[where][p.name] = Array.isArray(v) ? [...(v as unknown[])] : v;
+          if (v === undefined) continue;
+          const notDecimal = integerParam(p) ? (Array.isArray(v) ? (v as unknown[]) : [v]).find((x) => typeof x === 'string' && !DECIMAL.test(x)) : undefined;
+          if (notDecimal !== undefined) {
+            return { ok: false, error: fieldError(`/${where}/${p.name}`, `${JSON.stringify(notDecimal)} is not a decimal integer`, 'a decimal integer such as 12 (no exponent, hex, sign, fraction or spaces)') };
+          }
+          out[where][p.name] = Array.isArray(v) ? [...(v as unknown[])] : v;
         }
         const fn = compiled(paramAjv, `${operationId} ${where}`, () => paramsSchema(op, where));
         const error = check(fn, out[where], `/${where}`);
@@ -200,6 +205,16 @@ export function createSpecValidator(spec: ApiSpec = loadApiSpec()): SpecValidato
       return error ? [error] : [];
     },
   };
+}
+
+/** A decimal integer as a parameter's text: digits only (ajv's coercion would also take `1e3`, `0x10`, ` 12`, `12.0`). */
+const DECIMAL = /^(?:0|[1-9][0-9]*)$/;
+
+/** Whether a parameter takes integers (or arrays of them): coerced from text, so its text must be decimal. */
+function integerParam(p: ParameterInfo): boolean {
+  const s = p.schema as { type?: unknown; items?: { type?: unknown } };
+  const t = s.type === 'array' ? s.items?.type : s.type;
+  return t === 'integer' || (Array.isArray(t) && t.includes('integer'));
 }
 
 function fieldError(field: string, what: string, expected: string): FieldError {

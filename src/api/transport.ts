@@ -1,15 +1,36 @@
 /**
  * HTTP/1.1 to the agent over its unix socket (node:http with socketPath) or over TCP
- * (--api-listen-address). JSON in and out; errors become ApiError / AgentUnreachableError.
+ * (--api-listen-address): plain HTTP, or HTTPS with the agent's CA and a client certificate, and
+ * a bearer token when given. JSON in and out; errors become ApiError / AgentUnreachableError.
  */
 import { statSync } from 'node:fs';
 import { Agent, request as httpRequest, STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
+import { Agent as TlsAgent, request as httpsRequest } from 'node:https';
 import { AgentUnreachableError, ApiError, ProtocolError } from './errors.js';
 import { API_BASE_PATH } from './spec-document.js';
 import { startAgentHint } from './socket-path.js';
 
-/** Where the agent listens: a unix socket path, or a base URL such as `http://127.0.0.1:9234`. */
-export type ApiTarget = { readonly socketPath: string } | { readonly baseUrl: string };
+/** TLS towards a TCP agent (`https://` base URLs): PEM contents, not paths. */
+export interface ApiTlsOptions {
+  /** CAs the agent's certificate must be signed by (default: the system's). */
+  readonly ca?: readonly Buffer[];
+  /** A client certificate and its key (agents with --api-tls-client-ca-files want one). */
+  readonly cert?: Buffer;
+  readonly key?: Buffer;
+  /** The name the agent's certificate must carry (default: the URL's host). */
+  readonly servername?: string;
+}
+
+/** An agent on TCP: its base URL (`http://127.0.0.1:9234`, `https://node1:9234`), TLS options and bearer token. */
+export interface TcpApiTarget {
+  readonly baseUrl: string;
+  readonly tls?: ApiTlsOptions;
+  /** Sent as `Authorization: Bearer TOKEN` (the agent's --api-token-file). */
+  readonly token?: string;
+}
+
+/** Where the agent listens: a unix socket path, or TCP. */
+export type ApiTarget = { readonly socketPath: string } | TcpApiTarget;
 
 /** A query value: repeated keys for arrays; undefined values are left out. */
 export type QueryValue = string | number | boolean | readonly (string | number)[] | undefined;
@@ -46,13 +67,18 @@ export interface TransportOptions {
 /** Sends requests to one agent; reuses connections until close(). */
 export class Transport {
   private readonly agent: Agent;
+  private readonly https: boolean;
   private readonly timeoutMs: number;
 
   constructor(
     readonly target: ApiTarget,
     opts: TransportOptions = {},
   ) {
-    this.agent = new Agent({ keepAlive: true, maxSockets: 16 });
+    this.https = 'baseUrl' in target && target.baseUrl.startsWith('https:');
+    const tls = 'baseUrl' in target ? target.tls : undefined;
+    this.agent = this.https
+      ? new TlsAgent({ keepAlive: true, maxSockets: 16, ...(tls?.ca ? { ca: [...tls.ca] } : {}), ...(tls?.cert ? { cert: tls.cert } : {}), ...(tls?.key ? { key: tls.key } : {}), ...(tls?.servername ? { servername: tls.servername } : {}) })
+      : new Agent({ keepAlive: true, maxSockets: 16 });
     this.timeoutMs = opts.timeoutMs ?? 60_000;
   }
 
@@ -69,7 +95,8 @@ export class Transport {
   request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
     const url = API_BASE_PATH + path + queryString(opts.query);
     let payload: string | undefined;
-    const headers: Record<string, string> = { accept: 'application/json', ...opts.headers };
+    const token = 'token' in this.target ? this.target.token : undefined;
+    const headers: Record<string, string> = { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}), ...opts.headers };
     if (opts.body !== undefined) {
       const type = opts.contentType ?? 'application/json';
       payload = type === 'application/json' || typeof opts.body !== 'string' ? JSON.stringify(opts.body) : opts.body;
@@ -81,10 +108,11 @@ export class Transport {
         ? { socketPath: this.target.socketPath }
         : (() => {
             const u = new URL(this.target.baseUrl);
-            return { host: u.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(u.port || 80) };
+            return { host: u.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(u.port || (this.https ? 443 : 80)) };
           })();
+    const send = this.https ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
-      const req = httpRequest(
+      const req = send(
         { ...where, method: method.toUpperCase(), path: url, headers, agent: this.agent, signal: opts.signal },
         (res) => {
           const status = res.statusCode ?? 0;
@@ -134,6 +162,9 @@ export class Transport {
         if (notSocket) {
           return reject(new AgentUnreachableError(this.describe(), 'ENOTSOCK', `it is ${notSocket}; give the path of the agent's socket (its --socket-path)`));
         }
+        if (this.https && isTlsFailure(code, err.message)) {
+          return reject(new AgentUnreachableError(this.describe(), code, `TLS with the agent failed (${err.message}): give the CA of the agent's certificate (--tls-ca-cert-files), and a client certificate it trusts (--tls-client-cert-file, --tls-client-key-file)`));
+        }
         if (['ENOENT', 'ECONNREFUSED', 'EACCES', 'EPERM', 'ENOTSOCK', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET'].includes(code)) {
           return reject(new AgentUnreachableError(this.describe(), code, this.hint()));
         }
@@ -151,8 +182,16 @@ export class Transport {
   private hint(): string {
     if ('socketPath' in this.target) return startAgentHint(this.target.socketPath);
     const u = new URL(this.target.baseUrl);
-    return `start the agent with \`cellium-agent --api-listen-address ${u.host || this.target.baseUrl}\``;
+    return `start the agent with \`cellium-agent --api-listen-address ${u.host || this.target.baseUrl} --api-token-file FILE\` (or TLS client certificates, see docs/operations.md)`;
   }
+}
+
+/**
+ * Whether a connection error is TLS refusing (a certificate not trusted, a name that differs, the
+ * agent refusing the client's certificate: an alert, or the connection reset in the handshake).
+ */
+function isTlsFailure(code: string, message: string): boolean {
+  return /^ERR_(SSL|TLS)_|CERT|SELF_SIGNED|UNABLE_TO_|^ECONNRESET$|^EPROTO$/.test(code) || /alert|certificate|handshake/i.test(message);
 }
 
 /** What sits at `path` when it exists and is not a socket (`a regular file`, `a directory`); else undefined. */

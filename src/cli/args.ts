@@ -55,20 +55,20 @@ export function parseSeconds(raw: string): number {
 }
 
 /**
- * `-H/--host`: `http://HOST:PORT`, or `HOST:PORT` (http assumed), to the base URL the client
- * takes; anything else (another scheme, no host, a path) is a UsageError with an example.
+ * `-H/--host`: `http://HOST:PORT`, `https://HOST:PORT`, or `HOST:PORT` (http assumed), to the base
+ * URL the client takes; anything else (another scheme, no host, a path) is a UsageError with an example.
  */
 export function parseHost(raw: string): string {
   const text = raw.trim();
-  const bad = (why: string): UsageError => new UsageError(`invalid --host "${raw}": ${why}; expected http://HOST:PORT (e.g. http://127.0.0.1:9234, see cellium-agent --api-listen-address)`);
+  const bad = (why: string): UsageError => new UsageError(`invalid --host "${raw}": ${why}; expected http://HOST:PORT or https://HOST:PORT (e.g. http://127.0.0.1:9234, see cellium-agent --api-listen-address)`);
   let u: URL;
   try {
     u = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`);
   } catch {
     throw bad('not a URL');
   }
-  if (u.protocol !== 'http:') throw bad(`the agent API speaks plain http, not ${u.protocol.slice(0, -1)}`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw bad(`the agent API speaks http or https, not ${u.protocol.slice(0, -1)}`);
   if (!u.hostname) throw bad('no host');
   if ((u.pathname !== '/' && u.pathname !== '') || u.search || u.hash || u.username) throw bad('only a host and a port');
-  return `http://${u.host}`;
+  return `${u.protocol}//${u.host}`;
 }

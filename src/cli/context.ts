@@ -5,9 +5,10 @@
 import type { Command } from 'commander';
 import { AgentUnreachableError, ApiError, ProtocolError } from '../api/errors.js';
 import { CelliumClient } from '../api/client.js';
-import { parseHost, parseSeconds } from './args.js';
+import { parseSeconds } from './args.js';
 import { CliFailure, UsageError } from './errors.js';
 import { json } from './output.js';
+import { tcpTarget, type TcpTargetOptions } from './tcp-target.js';
 
 /** Where the CLI reads and writes; tests pass their own. */
 export interface CliIO {
@@ -21,11 +22,9 @@ export interface CliIO {
 /** The output formats. */
 export type OutputFormat = 'table' | 'json';
 
-/** The program-wide options. */
-export interface GlobalOptions {
+/** The program-wide options (with TcpTargetOptions: -H and its token and TLS files). */
+export interface GlobalOptions extends TcpTargetOptions {
   readonly socketPath: string;
-  /** An agent API over TCP (`http://127.0.0.1:9234`), instead of the socket. */
-  readonly host?: string;
   readonly output: OutputFormat;
   /** Give up on one request after this long (`30s`, `2m`); default 60 s. */
   readonly timeout?: string;
@@ -43,7 +42,7 @@ export class CliContext {
   /** The agent client (created on first use, closed when the command ends). */
   get client(): CelliumClient {
     const timeoutMs = this.options.timeout === undefined ? undefined : parseSeconds(this.options.timeout) * 1000;
-    this.clientInstance ??= new CelliumClient(this.options.host ? { baseUrl: parseHost(this.options.host) } : { socketPath: this.options.socketPath }, timeoutMs === undefined ? {} : { timeoutMs });
+    this.clientInstance ??= new CelliumClient(tcpTarget(this.options) ?? { socketPath: this.options.socketPath }, timeoutMs === undefined ? {} : { timeoutMs });
     return this.clientInstance;
   }
 

@@ -82,11 +82,14 @@ t.test('the socket is removed on stop', async (t) => {
   t.throws(() => statSync(socketPath), /ENOENT/);
 });
 
-t.test('TCP only with --api-listen-address', async (t) => {
-  const { h } = await start(t, { 'api-listen-address': '127.0.0.1:0' });
+t.test('TCP only with --api-listen-address (and a token: auth.test.ts)', async (t) => {
+  const tokenFile = join(tempSocket(t, 'token'), '..', 'token');
+  await import('node:fs').then((fs) => fs.mkdirSync(join(tokenFile, '..'), { recursive: true }));
+  writeFileSync(tokenFile, 'a-test-token-of-some-length\n', { mode: 0o600 });
+  const { h } = await start(t, { 'api-listen-address': '127.0.0.1:0', 'api-token-file': tokenFile });
   const addr = h.get(ApiServerToken).tcpAddress();
   t.match(addr, /^127\.0\.0\.1:\d+$/);
-  const tr = new Transport({ baseUrl: `http://${addr}` });
+  const tr = new Transport({ baseUrl: `http://${addr}`, token: 'a-test-token-of-some-length' });
   t.teardown(() => tr.close());
   t.equal((await tr.request('GET', '/healthz')).status, 200);
 });

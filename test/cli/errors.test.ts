@@ -126,7 +126,7 @@ t.test('-H talks to an agent API on TCP', async (t) => {
   await new Promise((r) => setTimeout(r, 20));
   const down = await cli(join(dir, 'unused.sock'), ['-H', `http://127.0.0.1:${port}`, 'map', 'list']);
   t.match(down.stderr, `cannot reach the cellium agent at http://127.0.0.1:${port} (ECONNREFUSED`);
-  t.match(down.stderr, `start the agent with \`cellium-agent --api-listen-address 127.0.0.1:${port}\``);
+  t.match(down.stderr, `start the agent with \`cellium-agent --api-listen-address 127.0.0.1:${port} --api-token-file FILE\``);
 });
 
 const launcher = resolve(import.meta.dirname, '../../bin/cellium.js');

@@ -108,13 +108,14 @@ t.test('-H HOST:PORT without a scheme, and bad hosts', async (t) => {
   t.equal(parseHost('localhost:9'), 'http://localhost:9');
   t.equal(parseHost('http://127.0.0.1:9234/'), 'http://127.0.0.1:9234');
   t.equal(parseHost('[::1]:9234'), 'http://[::1]:9234');
-  for (const bad of ['https://x:1', 'http://:9', 'http://x:9/v1', 'unix:/x']) t.throws(() => parseHost(bad), UsageError, bad);
+  t.equal(parseHost('https://node1:9234'), 'https://node1:9234');
+  for (const bad of ['ftp://x:1', 'http://:9', 'http://x:9/v1', 'unix:/x']) t.throws(() => parseHost(bad), UsageError, bad);
   const r = await cli('/nonexistent.sock', ['-H', 'localhost:9', 'status']);
   t.equal(r.code, 1);
-  t.match(r.stderr, /cannot reach the cellium agent at http:\/\/localhost:9 \(ECONNREFUSED[^)]*\); start the agent with `cellium-agent --api-listen-address localhost:9`\n$/);
-  const bad = await cli('/nonexistent.sock', ['-H', 'https://x:1', 'status']);
+  t.match(r.stderr, /cannot reach the cellium agent at http:\/\/localhost:9 \(ECONNREFUSED[^)]*\); start the agent with `cellium-agent --api-listen-address localhost:9 --api-token-file FILE` \(or TLS client certificates, see docs\/operations.md\)\n$/);
+  const bad = await cli('/nonexistent.sock', ['-H', 'ftp://x:1', 'status']);
   t.equal(bad.code, 2);
-  t.match(bad.stderr, /invalid --host "https:\/\/x:1"/);
+  t.match(bad.stderr, /invalid --host "ftp:\/\/x:1"/);
 });
 
 t.test('a regular file given as --socket-path is reported as not a socket', async (t) => {
@@ -132,4 +133,27 @@ t.test("the CLI's version is package.json's", async (t) => {
   let out = '';
   await runCli(['--version'], { stdout: (s) => void (out += s), stderr: () => undefined, readFile: async () => '', env: {} });
   t.equal(out.trim(), CLI_VERSION);
+});
+
+t.test('policy import of several files against the real agent: all or nothing, one revision', async (t) => {
+  const agent = await startAgent(t);
+  const run = (...args: string[]) => cli(agent.socketPath, args);
+  const dir = mkdtempSync(join(tmpdir(), 'cellium-cli-policies-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const cnp = (name: string, app: unknown) => `apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\nmetadata: {name: ${name}, namespace: demo}\nspec:\n  endpointSelector: {matchLabels: {app: ${JSON.stringify(app)}}}\n`;
+  const [a, b, bad] = [['a.yaml', cnp('a', 'web')], ['b.yaml', `${cnp('b', 'db')}---\n${cnp('b2', 'cache')}`], ['bad.yaml', `${cnp('c', 'x')}---\n${cnp('d', 'y')}  ingress: 5\n`]].map(([f, text]) => {
+    writeFileSync(join(dir, f!), text!);
+    return join(dir, f!);
+  });
+  const rules = async () => JSON.parse((await run('policy', 'get', '-o', 'json')).stdout) as { revision: number; policy: unknown[] };
+  const before = await rules();
+  const refused = await run('policy', 'import', a!, b!, bad!);
+  t.equal(refused.code, 1);
+  t.match(refused.stderr, new RegExp(`^cellium: invalid policy at ${bad!.replace(/[.]/g, '\\.')} document 2 /spec/ingress`, 'm'), 'the error names the file and its document');
+  t.same(await rules(), before, 'nothing of the good files was imported');
+  const ok = await run('policy', 'import', a!, b!, '-o', 'json');
+  t.equal(ok.code, 0, ok.stderr);
+  const after = await rules();
+  t.equal(after.revision, before.revision + 1, 'one revision for the files');
+  t.equal(after.policy.length, before.policy.length + 3);
 });

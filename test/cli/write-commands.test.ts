@@ -56,11 +56,16 @@ t.test('endpoint config KEY=VALUE patches options; a failed regeneration fails -
   t.match(bad.stderr, /invalid setting "Debug": expected KEY=VALUE/);
 });
 
-t.test('endpoint delete: by ids, by container, 206 error counts', async (t) => {
+t.test('endpoint delete: by ids, by container, 206 error counts; an unknown id among several deletes none', async (t) => {
   const agent = await startFakeAgent(t, {
     DeleteEndpointID: (req) => (req.path.id === '13' ? { status: 206, body: 2 } : { status: 200 }),
     DeleteEndpoint: { status: 200 },
+    GetEndpointID: (req) => (['12', '13'].includes(String(req.path.id)) ? { status: 200, body: fx.endpoint12 } : { status: 404, body: `endpoint ${String(req.path.id)} not found` }),
   });
+  const mixed = await cli(agent.socketPath, ['endpoint', 'delete', '12', '99', '13']);
+  t.equal(mixed.code, 1);
+  t.equal(mixed.stderr, 'cellium: endpoint 99 not found; nothing was deleted\n');
+  t.equal(agent.requests('DeleteEndpointID').length, 0, 'none deleted');
   const r = await cli(agent.socketPath, ['endpoint', 'delete', '12', '13', '--container-id', '3f6c0e2d9a']);
   t.equal(r.code, 0);
   t.equal(r.stdout, 'Endpoint container-id:3f6c0e2d9a deleted\nEndpoint 12 deleted\nEndpoint 13 deleted with 2 errors\n');
@@ -72,7 +77,7 @@ t.test('endpoint delete: by ids, by container, 206 error counts', async (t) => {
   t.equal(none.stderr, 'cellium: give endpoint ids or --container-id\n');
 });
 
-t.test('policy import: each file as a JSON string, progress per file, --wait for the revision', async (t) => {
+t.test('policy import: several files are one import (one List, one revision), --wait for it; one file is sent as it is', async (t) => {
   const files = ['a.yaml', 'b.json', 'c.yaml'].map((f, i) => {
     const path = join(tmp, f);
     writeFileSync(path, f.endsWith('json') ? '[{"endpointSelector":{}}]' : `apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\nmetadata: {name: p${i}}\nspec: {endpointSelector: {}}\n`);
@@ -82,41 +87,50 @@ t.test('policy import: each file as a JSON string, progress per file, --wait for
   const realized = (rev: number): Endpoint => ({ ...fx.endpoint12, status: { ...fx.endpoint12.status, policy: { realized: { 'policy-revision': rev } } } });
   const agent = await startFakeAgent(t, {
     PutPolicy: () => ({ status: 200, body: { revision: ++revision, policy: '[]' } }),
-    GetEndpoint: (_req, n) => ({ status: 200, body: [realized(7), realized(n < 2 ? 6 : 7)] }),
+    GetEndpoint: (_req, n) => ({ status: 200, body: [realized(5), realized(n < 2 ? 4 : 5)] }),
   });
   const r = await cli(agent.socketPath, ['policy', 'import', ...files, '--wait']);
   t.equal(r.code, 0, r.stderr);
-  t.equal(r.stdout, 'Revision: 7\n');
-  t.same(agent.requests('PutPolicy').map((q) => [q.contentType, typeof q.body]), [
-    ['application/json', 'string'],
-    ['application/json', 'string'],
-    ['application/json', 'string'],
-  ]);
-  t.match(agent.requests('PutPolicy')[0]?.body, /kind: CiliumNetworkPolicy/);
-  t.match(r.stderr, new RegExp(`^\\[1/3\\] imported ${files[0]} \\(revision 5\\)$`, 'm'));
-  t.match(r.stderr, new RegExp(`^\\[3/3\\] imported ${files[2]} \\(revision 7\\)$`, 'm'));
-  t.match(r.stderr, /^waiting for policy revision 7: 1\/2 endpoints$/m);
-  t.match(r.stderr, /^waiting for policy revision 7: 2\/2 endpoints$/m);
+  t.equal(r.stdout, 'Revision: 5\n');
+  const sent = agent.requests('PutPolicy');
+  t.same(sent.map((q) => [q.contentType, typeof q.body]), [['application/json', 'string']], 'one request');
+  t.same(JSON.parse(String(sent[0]?.body)), {
+    apiVersion: 'v1', kind: 'List',
+    items: [
+      { apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', metadata: { name: 'p0' }, spec: { endpointSelector: {} } },
+      [{ endpointSelector: {} }],
+      { apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', metadata: { name: 'p2' }, spec: { endpointSelector: {} } },
+    ],
+  }, 'the documents of every file, in order');
+  t.match(r.stderr, /^waiting for policy revision 5: 1\/2 endpoints$/m);
+  t.match(r.stderr, /^waiting for policy revision 5: 2\/2 endpoints$/m);
   const j = await cli(agent.socketPath, ['policy', 'import', files[0]!, '-o', 'json']);
-  t.same(JSON.parse(j.stdout), { imported: [{ file: files[0], revision: 8 }], revision: 8 });
-  t.equal(j.stderr, '', 'one file: no progress lines');
-  const missing = await cli(agent.socketPath, ['policy', 'import', join(tmp, 'nope.yaml')]);
+  t.same(JSON.parse(j.stdout), { imported: [{ file: files[0], revision: 6 }], revision: 6 });
+  t.match(agent.requests('PutPolicy')[1]?.body, /^apiVersion: cilium.io\/v2\nkind: CiliumNetworkPolicy/, 'one file: its text as it is');
+  const missing = await cli(agent.socketPath, ['policy', 'import', files[0]!, join(tmp, 'nope.yaml')]);
   t.equal(missing.code, 1);
-  t.match(missing.stderr, /^cellium: cannot read .*nope\.yaml: ENOENT/);
+  t.match(missing.stderr, /^cellium: cannot read .*nope\.yaml: ENOENT.*; nothing was imported/);
+  t.equal(agent.requests('PutPolicy').length, 2, 'a file that cannot be read: nothing sent');
 });
 
-t.test('policy import stops at the first rejected file and names it', async (t) => {
+t.test('policy import of several files: one rejected refuses them all, the error names its file', async (t) => {
   const good = join(tmp, 'good.json');
   const bad = join(tmp, 'bad.json');
+  const broken = join(tmp, 'broken.yaml');
   writeFileSync(good, '[]');
   writeFileSync(bad, '[{"endpointSelector": 5}]');
+  writeFileSync(broken, 'a: [\n');
   const agent = await startFakeAgent(t, {
-    PutPolicy: (req) => (String(req.body).includes('5') ? { status: 400, body: 'rule 0: endpointSelector must be an object' } : { status: 200, body: fx.policy }),
+    PutPolicy: (req) => (String(req.body).includes('5') ? { status: 400, body: 'invalid policy at /items/1/0/endpointSelector: must be object' } : { status: 200, body: fx.policy }),
   });
   const r = await cli(agent.socketPath, ['policy', 'import', good, bad, good]);
   t.equal(r.code, 1);
-  t.equal(agent.requests('PutPolicy').length, 2);
-  t.match(r.stderr, new RegExp(`^cellium: ${bad}: rule 0: endpointSelector must be an object \\[HTTP 400\\]$`, 'm'));
+  t.equal(agent.requests('PutPolicy').length, 1, 'one request for the three files');
+  t.match(r.stderr, new RegExp(`^cellium: invalid policy at ${bad} /0/endpointSelector: must be object \\[HTTP 400\\]$`, 'm'));
+  const unparsable = await cli(agent.socketPath, ['policy', 'import', good, broken]);
+  t.equal(unparsable.code, 1);
+  t.match(unparsable.stderr, new RegExp(`^cellium: ${broken}: document 1: .*: not YAML or JSON`, 'm'));
+  t.equal(agent.requests('PutPolicy').length, 1, 'a file that does not parse: nothing sent');
 });
 
 t.test('policy delete: labels, --all, neither', async (t) => {

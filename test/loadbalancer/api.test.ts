@@ -10,12 +10,13 @@ import { serviceHandlersCell } from '../../src/cells/api-handlers/index.js';
 import { loadBalancerCell } from '../../src/cells/loadbalancer/index.js';
 import { statedirCell } from '../../src/cells/statedir/index.js';
 import { DatapathToken } from '../../src/datapath/types.js';
+import { LBMapsToken } from '../../src/datapath/lb-maps.js';
 import { HealthTreeToken, testHive, type HealthNode } from '../../src/hive/index.js';
 import { config } from '../../src/hive/cell.js';
 import { BpfDatapathConfigToken, bpfDatapathConfigSchema } from '../../src/cells/datapath-bpf/index.js';
 import { mockDatapath } from '../api-server/mocks.js';
 import { cli } from '../cli/fake-agent.js';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 
 const validator = createSpecValidator();
 
@@ -34,7 +35,7 @@ async function agent(t: Test, dir: string) {
     t.same(validator.response(operationId, res.status, res.body, res.headers as Record<string, string>), [], `${method} ${path} -> ${res.status} matches the spec`);
     return res as Res;
   };
-  return Object.assign(call, { health: () => h.get(HealthTreeToken).snapshot(), socketPath });
+  return Object.assign(call, { health: () => h.get(HealthTreeToken).snapshot(), socketPath, lbMaps: () => h.get(LBMapsToken) });
 }
 
 function tempDir(t: Test): string {
@@ -218,4 +219,64 @@ t.test('the CLI against the agent: import a manifest, list until done, delete', 
   t.match(bad.stderr, /already the frontend of service 1/);
   t.equal((await cli(call.socketPath, ['service', 'delete', '--all'])).stdout, 'Deleted 1 service(s): 1\n');
   t.equal((await cli(call.socketPath, ['service', 'list'])).stdout.trim().split('\n').length, 1, 'only the header is left');
+});
+
+// Issue 22, point 4: a colliding import answers 460 and leaves nothing behind: not in the service
+// list, not in services.json, not in the LB maps, not after a restart.
+t.test('a colliding import leaves nothing behind, across a restart too', async (t) => {
+  const dir = tempDir(t);
+  const store = join(dir, 'state', 'services.json');
+  const svc = (name: string, ip: string) => `apiVersion: v1\nkind: Service\nmetadata: {name: ${name}, namespace: shop}\nspec: {clusterIP: ${ip}, ports: [{port: 80}]}\n`;
+  const vips = (call: Awaited<ReturnType<typeof agent>>) => [...new Set(call.lbMaps().services4.entries().map(([k]) => k.address))].sort();
+  const listed = async (call: Awaited<ReturnType<typeof agent>>) => ((await call('GetService', 'GET', '/service')).body as { spec: { 'frontend-address': { ip: string } } }[]).map((s) => s.spec['frontend-address'].ip).sort();
+  const done = async (call: Awaited<ReturnType<typeof agent>>, n: number) => {
+    for (let i = 0; i < 100 && vips(call).length !== n; i++) await new Promise((r) => setTimeout(r, 20));
+  };
+  {
+    const call = await agent(t, dir);
+    t.equal((await call('PostCelliumServiceImport', 'POST', '/cellium/service/import', { body: svc('old', '10.96.7.1') })).status, 200);
+    await done(call, 1);
+    const stored = readFileSync(store, 'utf8');
+    const same = await call('PostCelliumServiceImport', 'POST', '/cellium/service/import', { body: `${svc('a', '10.96.7.2')}---\n${svc('b', '10.96.7.2')}` });
+    t.equal(same.status, 460, 'two Services of the import on one clusterIP:port');
+    t.match(same.body, /10\.96\.7\.2:80\/TCP is already a frontend of shop\/a, also in this import/);
+    const beside = await call('PostCelliumServiceImport', 'POST', '/cellium/service/import', { body: `${svc('new', '10.96.7.3')}---\n${svc('thief', '10.96.7.1')}` });
+    t.equal(beside.status, 460, 'a new Service beside one that collides with an existing service');
+    t.match(beside.body, /service shop\/thief \/frontends\/0\/address: 10\.96\.7\.1:80\/TCP is already a frontend of shop\/old/);
+    t.same(await listed(call), ['10.96.7.1'], 'the list holds the old service only');
+    t.equal(readFileSync(store, 'utf8'), stored, 'services.json is unchanged');
+    // a later good import is reconciled: had anything of the refused ones been applied, it would be in the maps by then
+    t.equal((await call('PutServiceID', 'PUT', '/service/50', { body: spec('10.96.7.4', 80, ['10.0.1.1']) })).status, 201);
+    await done(call, 2);
+    t.same(vips(call), ['10.96.7.1', '10.96.7.4'], 'the LB maps hold the old service and the later one only');
+  }
+  const call = await agent(t, dir);
+  t.same(await listed(call), ['10.96.7.1', '10.96.7.4'], 'after a restart: the same services');
+  await done(call, 2);
+  t.same(vips(call), ['10.96.7.1', '10.96.7.4']);
+});
+
+t.test('cellium service import of several files is one import: a collision in the last file applies none', async (t) => {
+  const dir = tempDir(t);
+  const call = await agent(t, dir);
+  const files = [
+    ['a.yaml', 'apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: shop}\nspec: {clusterIP: 10.96.8.1, ports: [{port: 80}]}\n'],
+    ['b.json', JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'b', namespace: 'shop' }, spec: { clusterIP: '10.96.8.2', ports: [{ port: 80 }] } })],
+    ['c.yaml', 'apiVersion: v1\nkind: Service\nmetadata: {name: c, namespace: shop}\nspec: {clusterIP: 10.96.8.3, ports: [{port: 80}]}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: d, namespace: shop}\nspec: {clusterIP: 10.96.8.1, ports: [{port: 80}]}\n'],
+    ['e.yaml', 'apiVersion: v1\nkind: Service\nmetadata: {name: e, namespace: shop}\nspec: {clusterIP: 10.96.8.5, ports: [{port: 99999}]}\n'],
+  ].map(([name, text]) => {
+    writeFileSync(join(dir, name!), text!);
+    return join(dir, name!);
+  });
+  const collide = await cli(call.socketPath, ['service', 'import', ...files.slice(0, 3)]);
+  t.equal(collide.code, 1);
+  t.match(collide.stderr, /service shop\/d \/frontends\/0\/address: 10\.96\.8\.1:80\/TCP is already a frontend of shop\/a, also in this import.*\[HTTP 460\]/);
+  t.same((await call('GetService', 'GET', '/service')).body, [], 'none of the files applied');
+  const bad = await cli(call.socketPath, ['service', 'import', files[0]!, files[3]!]);
+  t.equal(bad.code, 1);
+  t.match(bad.stderr, new RegExp(`cellium: ${files[3]!.replace(/[.]/g, '\\.')} /spec/ports/0/port: 99999 is not a port`), 'the error names the file');
+  t.same((await call('GetService', 'GET', '/service')).body, []);
+  const ok = await cli(call.socketPath, ['service', 'import', ...files.slice(0, 2)]);
+  t.equal(ok.code, 0, ok.stderr);
+  t.equal(((await call('GetService', 'GET', '/service')).body as unknown[]).length, 2);
 });

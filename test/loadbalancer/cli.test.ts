@@ -81,11 +81,16 @@ t.test('service delete IDs or --all; an unknown ID fails', async (t) => {
   const missing = await cli(agent.socketPath, ['service', 'delete', '9']);
   t.equal(missing.code, 1);
   t.match(missing.stderr, /service 9 does not exist/);
+  const deletes = agent.requests('DeleteServiceID').length;
+  const mixed = await cli(agent.socketPath, ['service', 'delete', '1', '9', '3']);
+  t.equal(mixed.code, 1);
+  t.match(mixed.stderr, /^cellium: service 9 does not exist \(cellium service list\); nothing was deleted$/m);
+  t.equal(agent.requests('DeleteServiceID').length, deletes, 'an unknown ID among known ones: none is deleted');
   t.equal((await cli(agent.socketPath, ['service', 'delete'])).code, 2);
   t.equal((await cli(agent.socketPath, ['service', 'delete', '1', '--all'])).code, 2);
 });
 
-t.test('service import sends each file; errors name the file', async (t) => {
+t.test('service import sends one file as it is; errors name the file', async (t) => {
   const file = join(tmp, 'web.yaml');
   writeFileSync(file, 'apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {clusterIP: 10.96.0.10, ports: [{port: 80}]}\n');
   const agent = await startFakeAgent(t, {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { LBError, LBServiceManager, applyManifests, parseManifests } from '../../src/cells/loadbalancer/index.js';
+import { LBError, LBServiceManager, applyManifests, formatL3n4, parseManifests } from '../../src/cells/loadbalancer/index.js';
 
 const SVC = {
   apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'shop' },
@@ -130,4 +130,52 @@ t.test('bad node ports name the field and the fix', async (t) => {
   bad({ clusterIP: '10.96.1.20', ports: [{ port: 80, nodePort: 30080 }] }, /\/spec\/ports\/0\/nodePort: may not be used when type is ClusterIP; fix: make the service type NodePort or LoadBalancer, or leave nodePort out/, 'on a ClusterIP service');
   bad({ type: 'Nodeport', clusterIP: '10.96.1.20', ports: [{ port: 80 }] }, /\/spec\/type: "Nodeport" is not a Service type; fix: give one of ClusterIP, NodePort, LoadBalancer, ExternalName/, 'a misspelt type');
   bad({ type: 'NodePort', clusterIP: '10.96.1.20', ipFamilies: ['IPv5'], ports: [{ port: 80, nodePort: 30080 }] }, /\/spec\/ipFamilies\/0: "IPv5" is not IPv4 or IPv6/, 'a bad IP family');
+});
+
+// Issue 22, point 4: an import is all or nothing, frontend collisions included.
+const svcAt = (name: string, clusterIP: string, port = 80) => ({ apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: 'shop' }, spec: { clusterIP, ports: [{ port }] } });
+const docs = (...objs: unknown[]) => objs.map((o) => JSON.stringify(o)).join('\n---\n');
+const held = (mgr: LBServiceManager) => mgr.list().map((s) => `${s.frontend.serviceKey} ${formatL3n4(s.frontend.address)} #${s.frontend.id}`);
+
+t.test('two Services of one import on the same address: refused whole, nothing applied', async (t) => {
+  const mgr = new LBServiceManager();
+  t.throws(() => applyManifests(mgr, parseManifests(docs(svcAt('a', '10.96.5.1'), svcAt('b', '10.96.5.1')))), { code: 'invalid-frontend', message: /10\.96\.5\.1:80\/TCP is already a frontend of shop\/a, also in this import/ });
+  t.same(held(mgr), []);
+});
+
+t.test('a new Service beside one that collides with an existing service: neither is applied', async (t) => {
+  const mgr = new LBServiceManager();
+  applyManifests(mgr, parseManifests(docs(svcAt('old', '10.96.5.1'))));
+  mgr.upsertById(77, { service: { key: 'api:77', name: '', namespace: '', source: 'api', sessionAffinity: false, sessionAffinityTimeoutSec: 0, extTrafficPolicy: 'Cluster', intTrafficPolicy: 'Cluster', sourceRanges: [] }, frontends: [{ address: { ip: '10.96.5.9', port: 80, protocol: 'tcp', scope: 'external' }, type: 'ClusterIP' }], backends: [] });
+  const before = held(mgr);
+  t.throws(() => applyManifests(mgr, parseManifests(docs(svcAt('new', '10.96.5.2'), svcAt('thief', '10.96.5.1')))), /service shop\/thief \/frontends\/0\/address.*10\.96\.5\.1:80\/TCP is already a frontend of shop\/old/);
+  t.throws(() => applyManifests(mgr, parseManifests(docs(svcAt('new', '10.96.5.2'), svcAt('thief', '10.96.5.9')))), /already a frontend of api:77 \(service 77\)/);
+  t.same(held(mgr), before, 'the existing services, unchanged; the new one absent');
+});
+
+t.test('slices: bad backends of a Service not yet known refuse the Services of the same import', async (t) => {
+  const mgr = new LBServiceManager();
+  const badSlice = { apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', metadata: { name: 'later-1', namespace: 'shop', labels: { 'kubernetes.io/service-name': 'later' } }, addressType: 'IPv4', ports: [{ port: 8080 }], endpoints: [{ addresses: ['224.0.0.5'] }] };
+  t.throws(() => applyManifests(mgr, parseManifests(docs(svcAt('a', '10.96.5.1'), badSlice))), { code: 'invalid-backend' });
+  t.same(held(mgr), []);
+  t.same(mgr.backends('shop/later'), []);
+});
+
+t.test('an address moving between Services of one import is applied in the order that frees it first; a swap is refused', async (t) => {
+  const mgr = new LBServiceManager();
+  applyManifests(mgr, parseManifests(docs(svcAt('a', '10.96.5.1'), svcAt('b', '10.96.5.2'))));
+  applyManifests(mgr, parseManifests(docs(svcAt('c', '10.96.5.1'), svcAt('a', '10.96.5.3'))));
+  t.same(held(mgr).map((s) => s.replace(/ #\d+$/, '')).sort(), ['shop/a 10.96.5.3:80/TCP', 'shop/b 10.96.5.2:80/TCP', 'shop/c 10.96.5.1:80/TCP']);
+  const before = held(mgr);
+  t.throws(() => applyManifests(mgr, parseManifests(docs(svcAt('b', '10.96.5.3'), svcAt('a', '10.96.5.2')))), /take each other's addresses; fix: move the addresses in two imports/);
+  t.same(held(mgr), before);
+});
+
+t.test('an import needing more service IDs than are free is refused whole', async (t) => {
+  const mgr = new LBServiceManager(3);
+  applyManifests(mgr, parseManifests(docs(svcAt('a', '10.96.5.1'))));
+  t.throws(() => applyManifests(mgr, parseManifests(docs(svcAt('b', '10.96.5.2'), svcAt('c', '10.96.5.3'), svcAt('d', '10.96.5.4')))), /all 3 service IDs are in use/);
+  t.same(held(mgr).length, 1);
+  applyManifests(mgr, parseManifests(docs(svcAt('b', '10.96.5.2'), svcAt('c', '10.96.5.3'))));
+  t.same(held(mgr).length, 3, 'what fits is applied');
 });

@@ -5,6 +5,7 @@
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { FieldError } from '../../api/spec.js';
+import { JsonInputError, MAX_JSON_DEPTH, parseJsonStrict } from '../../lib/json-strict.js';
 import { BodyTooLargeError } from './errors.js';
 
 /** The default media type of a body sent without Content-Type. */
@@ -25,9 +26,10 @@ export function mediaType(contentType: string | undefined): string {
 }
 
 /**
- * The body to validate: JSON text parsed for JSON media types, other text as it is, nothing for an
+ * The body to validate: JSON text parsed for JSON media types (strictly: a key given twice in one
+ * object, or nesting deeper than MAX_JSON_DEPTH, is refused), other text as it is, nothing for an
  * empty body; a value another parser of the app produced is taken as the parsed JSON. A FieldError
- * on `/body` when the JSON does not parse.
+ * on `/body` (or where in it) when the JSON does not parse or is refused.
  */
 export function parseBody(raw: unknown, contentType: string | undefined): { body: unknown } | { error: FieldError } {
   if (typeof raw !== 'string') return { body: raw };
@@ -35,8 +37,11 @@ export function parseBody(raw: unknown, contentType: string | undefined): { body
   const type = mediaType(contentType);
   if (type !== JSON_TYPE && !type.endsWith('+json')) return { body: raw };
   try {
-    return { body: JSON.parse(raw) as unknown };
+    return { body: parseJsonStrict(raw) };
   } catch (err) {
-    return { error: { field: '/body', message: `/body is not valid JSON: ${(err as Error).message}`, expected: 'a JSON document' } };
+    if (!(err instanceof JsonInputError)) throw err;
+    if (!err.pointer) return { error: { field: '/body', message: `/body is not valid JSON: ${err.problem}`, expected: 'a JSON document' } };
+    const field = `/body${err.pointer}`;
+    return { error: { field, message: `${field}: ${err.problem}`, expected: `a JSON document with each key once per object, at most ${MAX_JSON_DEPTH} levels deep` } };
   }
 }

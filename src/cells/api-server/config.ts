@@ -1,9 +1,11 @@
 /**
  * Configuration of the API: the router's (`--api-rate-limit` in Cilium's syntax,
  * `--enable-api-rate-limit`, `--api-max-body-bytes`) and the server's listeners (`--socket-path`,
- * `--api-listen-address`, no TCP unless set).
+ * `--api-listen-address`, no TCP unless set, loopback when no host is given) with the TCP
+ * listener's authentication (`--api-tls-cert-file`, `--api-tls-key-file`,
+ * `--api-tls-client-ca-files` after Cilium's `--hubble-tls-*`, and `--api-token-file`).
  */
-import { bool, int, string, type Field, type ValuesOf } from '../../hive/config/fields.js';
+import { bool, int, list, string, type Field, type ValuesOf } from '../../hive/config/fields.js';
 import { token } from '../../hive/token.js';
 import { defaultSocketPath } from '../../api/socket-path.js';
 import { ListenAddressError } from './errors.js';
@@ -70,7 +72,14 @@ export const apiServerConfigSchema = {
       return raw.trim();
     },
   },
-  apiListenAddress: listenField('api-listen-address', 'Also serve the API over TCP on HOST:PORT (empty: unix socket only)'),
+  apiListenAddress: listenField(
+    'api-listen-address',
+    'Also serve the API over TCP on HOST:PORT (empty: unix socket only; :PORT is 127.0.0.1:PORT, 0.0.0.0:PORT every interface); needs --api-token-file or --api-tls-client-ca-files',
+  ),
+  apiTlsCertFile: string('', 'TLS certificate (PEM) the TCP API serves with (with --api-tls-key-file)'),
+  apiTlsKeyFile: string('', 'Private key (PEM) of --api-tls-cert-file; must not be readable by others'),
+  apiTlsClientCaFiles: list([], 'CA certificates (PEM, comma-separated files): TCP API clients must present a certificate signed by one of them'),
+  apiTokenFile: string('', 'File holding the bearer token TCP API clients must send (Authorization: Bearer); must not be readable by others'),
 };
 
 /** The resolved API server configuration. */

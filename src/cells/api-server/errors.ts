@@ -41,6 +41,17 @@ export class ListenAddressError extends ApiServerError {
   }
 }
 
+/**
+ * The TCP API's authentication is missing or unusable (no token or client CA, a token file others
+ * can read, an empty token, a certificate without its key...): the agent refuses to start.
+ */
+export class ApiAuthConfigError extends ApiServerError {
+  override readonly name = 'ApiAuthConfigError';
+  constructor(readonly flag: string, problem: string, fix: string) {
+    super(`--${flag}: ${problem}; fix: ${fix}`);
+  }
+}
+
 /** Two handler groups claim the same operation, or a router serves an operation the spec lacks. */
 export class RouteConflictError extends ApiServerError {
   override readonly name = 'RouteConflictError';

@@ -1,6 +1,9 @@
 /**
  * The API server: the agent's express application (the API router) on the unix socket (always)
- * and on TCP when --api-listen-address is set. Started and stopped by the hive's lifecycle.
+ * and on TCP when --api-listen-address is set (loopback unless a host is given), there only with
+ * authentication (auth.ts: a bearer token, TLS client certificates, or both; checked when the
+ * server is made, so an agent configured without it does not start). Started and stopped by the
+ * hive's lifecycle.
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,16 +13,22 @@ import type { Observable } from 'rxjs';
 import type { Lifecycle } from '../../hive/lifecycle.js';
 import type { Logger } from '../../hive/logger.js';
 import { createApiApp, createApiHttpServer } from './app.js';
-import { parseListenAddress, type ApiServerConfig } from './config.js';
+import { bearerAuth, loadTcpAuth, type TcpAuth } from './auth.js';
+import { parseListenAddress, type ApiServerConfig, type ListenAddress } from './config.js';
 import { ShuttingDownError } from './errors.js';
 import { prepareSocket, removeSocket, restrictSocket } from './socket.js';
 import type { ApiRouter, ApiServer, RequestRecord } from './types.js';
+
+/** Where `--api-listen-address :PORT` listens: loopback (Cilium's `:PORT` means every interface; here it has to be asked for). */
+const LOOPBACK = '127.0.0.1';
 
 /** The API server of the agent. */
 export class ApiServerImpl implements ApiServer {
   private readonly app: Express;
   private readonly servers: Server[] = [];
   private tcp?: AddressInfo;
+  /** Where TCP listens and how its clients authenticate (read and checked here: a bad setup stops the agent before it starts). */
+  private readonly tcpListener?: { readonly at: ListenAddress; readonly auth: TcpAuth; readonly app: Express };
 
   constructor(
     private readonly cfg: ApiServerConfig,
@@ -28,6 +37,12 @@ export class ApiServerImpl implements ApiServer {
     lc: Lifecycle,
   ) {
     this.app = createApiApp(api.router);
+    if (cfg.apiListenAddress) {
+      const parsed = parseListenAddress('api-listen-address', cfg.apiListenAddress);
+      const at = { host: parsed.host || LOOPBACK, port: parsed.port };
+      const auth = loadTcpAuth(cfg, at);
+      this.tcpListener = { at, auth, app: auth.token ? createApiApp(api.router, bearerAuth(auth.token)) : this.app };
+    }
     lc.append({ name: 'api-server', onStart: () => this.start(), onStop: () => this.stop() });
   }
 
@@ -58,17 +73,19 @@ export class ApiServerImpl implements ApiServer {
     await listen(unix, { path });
     restrictSocket(path);
     this.log.info({ socketPath: path, operations: this.api.served().length }, 'API server listening on unix socket');
-    if (this.cfg.apiListenAddress) {
-      const { host, port } = parseListenAddress('api-listen-address', this.cfg.apiListenAddress);
-      const tcp = this.newServer();
-      await listen(tcp, { host: host || undefined, port });
+    if (this.tcpListener) {
+      const { at, auth, app } = this.tcpListener;
+      const tls = auth.tls && { cert: auth.tls.cert, key: auth.tls.key, ...(auth.tls.ca ? { ca: [...auth.tls.ca], requestCert: true, rejectUnauthorized: true } : {}) };
+      const tcp = this.newServer(app, tls);
+      await listen(tcp, { host: at.host, port: at.port });
       this.tcp = tcp.address() as AddressInfo;
-      this.log.info({ address: this.tcpAddress() }, 'API server listening on TCP');
+      const how = [auth.tls ? (auth.tls.ca ? 'TLS, client certificates' : 'TLS') : 'plain HTTP', ...(auth.token ? ['bearer token'] : [])].join(', ');
+      this.log.info({ address: this.tcpAddress(), auth: how }, 'API server listening on TCP');
     }
   }
 
-  private newServer(): Server {
-    const s = createApiHttpServer(this.app);
+  private newServer(app = this.app, tls?: Parameters<typeof createApiHttpServer>[1]): Server {
+    const s = createApiHttpServer(app, tls);
     s.on('clientError', answerClientError);
     this.servers.push(s);
     return s;

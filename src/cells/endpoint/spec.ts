@@ -53,9 +53,10 @@ export function addressesFromNodePool(spec: Pick<EndpointSpec, 'properties'>): b
  * Endpoint options the API may change, with their allowed values (Cilium's endpoint mutable
  * options). Conntrack (on by default) and ConntrackAccounting are honored by bpf_lxc and the memory
  * datapath (Disabled: stateless, replies judged by the policy; no per-entry counters);
- * ConntrackLocal is accepted but Cellium has only the global conntrack maps.
+ * ConntrackLocal is accepted but Cellium has only the global conntrack maps. No prototype: an
+ * option named `toString`, `constructor` or `__proto__` by an API client is unknown, not a function.
  */
-export const ENDPOINT_OPTIONS: Readonly<Record<string, readonly string[]>> = {
+export const ENDPOINT_OPTIONS: Readonly<Record<string, readonly string[]>> = Object.assign(Object.create(null) as Record<string, readonly string[]>, {
   Conntrack: ['Enabled', 'Disabled'],
   ConntrackAccounting: ['Enabled', 'Disabled'],
   ConntrackLocal: ['Enabled', 'Disabled'],
@@ -68,7 +69,7 @@ export const ENDPOINT_OPTIONS: Readonly<Record<string, readonly string[]>> = {
   PolicyAuditMode: ['Enabled', 'Disabled'],
   SourceIPVerification: ['Enabled', 'Disabled'],
   MonitorAggregationLevel: ['None', 'Lowest', 'Low', 'Medium', 'Maximum'],
-};
+});
 
 /** Options every endpoint starts with. */
 export const DEFAULT_OPTIONS: Readonly<Record<string, string>> = {

@@ -3,8 +3,10 @@
  * and as its backends the union of the EndpointSlices of that service in the same import (or the
  * backends it already has when the import brings no slice of it); slices of services that are not
  * in the import replace those services' backends (waiting for the Service when it is not known yet).
+ * All or nothing: the whole import is checked first (import-plan.ts), then applied.
  */
 import { formatL3n4 } from './addr.js';
+import { planImport } from './import-plan.js';
 import type { K8sManifests } from './k8s.js';
 import type { Frontend, ServiceManager } from './types.js';
 
@@ -15,12 +17,15 @@ export interface ImportResult {
   readonly pending: readonly string[];
 }
 
-/** Applies `m`: everything is checked first, then applied. */
+/** Applies `m`: everything is checked first (collisions within the import and with what exists included), then applied; throws LBError changing nothing. */
 export function applyManifests(mgr: ServiceManager, m: K8sManifests): ImportResult {
   const bySvc = new Map<string, K8sManifests['slices'][number]['backends'][number][]>();
   for (const s of m.slices) bySvc.set(s.serviceKey, [...(bySvc.get(s.serviceKey) ?? []), ...s.backends]);
-  const upserts = m.services.map((s) => ({ service: s.service, frontends: s.frontends, backends: bySvc.get(s.service.key) ?? mgr.backends(s.service.key) }));
-  for (const u of upserts) mgr.check(u);
+  const upserts = planImport(
+    mgr,
+    m.services.map((s) => ({ service: s.service, frontends: s.frontends, backends: bySvc.get(s.service.key) ?? mgr.backends(s.service.key) })),
+    bySvc,
+  );
   const services: ImportResult['services'][number][] = [];
   for (const u of upserts) {
     const frontends = mgr.upsert(u);

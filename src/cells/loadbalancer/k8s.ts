@@ -9,7 +9,7 @@
  * ready (or unset) → active; serving and terminating → terminating (keeps its flows, gets no new
  * ones); neither → not a backend. A future Kubernetes watcher calls the same functions.
  */
-import { parseAllDocuments } from 'yaml';
+import { parseYamlDocuments, YamlInputError } from '../../lib/yaml-documents.js';
 import { canonicalIP, parseProto, validPort } from './addr.js';
 import { invalidField } from './errors.js';
 import type { Backend, FrontendParams, L4Proto, Service, ServiceType } from './types.js';
@@ -43,14 +43,14 @@ export const DEFAULT_AFFINITY_TIMEOUT_SEC = 10800;
 export function parseManifests(text: string): K8sManifests {
   const services: K8sService[] = [];
   const slices: K8sEndpointSlice[] = [];
-  const docs = parseAllDocuments(text);
-  const list = Array.isArray(docs) ? docs : [docs];
-  let n = 0;
-  for (const doc of list) {
-    n++;
-    if (doc.errors.length) throw invalidField(`document ${n}`, `is not YAML or JSON (${doc.errors[0]!.message.split('\n')[0]})`, 'fix the syntax of the manifest');
-    const v: unknown = doc.toJS();
-    if (v === null || v === undefined) continue;
+  let docs;
+  try {
+    docs = parseYamlDocuments(text);
+  } catch (err) {
+    if (!(err instanceof YamlInputError)) throw err;
+    throw invalidField(`document ${err.document}`, `is not YAML or JSON (${err.problem})`, 'fix the syntax of the manifest (no key twice, no alias bombs, at most 100 levels deep)');
+  }
+  for (const { document: n, value: v } of docs) {
     const items = isObj(v) && v.kind === 'List' && Array.isArray(v.items) ? v.items.map((it, i) => [`document ${n} /items/${i}`, it] as const) : [[`document ${n}`, v] as const];
     for (const [at, it] of items) {
       if (!isObj(it)) throw invalidField(at, 'is not an object', 'give Kubernetes objects (apiVersion, kind, metadata, spec)');

@@ -34,7 +34,7 @@ export class LBServiceManager implements ServiceManager {
 
   constructor(
     /** The highest service ID (IDs are 1..maxId; Cilium's rev-NAT index is 16 bits). */
-    private readonly maxId = 65535,
+    readonly maxId = 65535,
     private readonly store?: ServiceStore,
     /** --node-port-range: the ports NodePort surrogates may use. */
     private readonly nodePorts: NodePortRange = DEFAULT_NODE_PORT_RANGE,

@@ -108,6 +108,8 @@ export interface ServiceUpsert {
 
 /** Keeps services, frontends and backends; the desired state of the LB maps. */
 export interface ServiceManager {
+  /** The highest service ID (IDs are 1..maxId). */
+  readonly maxId: number;
   /** The desired state of every frontend, keyed by its address (`10.96.0.10:80/TCP`): what the LB reconciler writes. */
   readonly frontends: DesiredTable<FrontendDesired>;
   /** Throws LBError naming the field when `u` cannot be upserted (upsert checks it too). */

@@ -4,7 +4,8 @@
  * ajv against schema.ts; the first problem is reported as a PolicyError with its JSON pointer.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { parseAllDocuments } from 'yaml';
+import { JsonInputError, parseJsonStrict } from '../../lib/json-strict.js';
+import { parseYamlDocuments, YamlInputError } from '../../lib/yaml-documents.js';
 import { inDocument, invalidField, PolicyError, unparsable } from './errors.js';
 import { resourceSchema, ruleSchema } from './schema.js';
 
@@ -55,22 +56,23 @@ export function parsePolicyText(text: string): RuleInput[] {
   return out;
 }
 
+/**
+ * The documents of policy text: JSON (strictly: no key twice, bounded nesting), else YAML (several
+ * documents; no key twice, no alias bomb, bounded nesting). Throws PolicyError `unparsable`.
+ */
 function readDocuments(text: string): unknown[] {
   try {
-    return [JSON.parse(text)];
-  } catch {
-    // not JSON: YAML (possibly several documents)
+    return [parseJsonStrict(text)];
+  } catch (err) {
+    // valid JSON with a repeated key or too deep: refused; not JSON at all: read as YAML
+    if (err instanceof JsonInputError && err.pointer) throw unparsable(err.message);
   }
-  const docs = parseAllDocuments(text);
-  const list = Array.isArray(docs) ? docs : [docs];
-  const values: unknown[] = [];
-  for (const d of list) {
-    const err = d.errors[0];
-    if (err) throw unparsable(`${err.message.split('\n')[0]}`);
-    const v = d.toJS();
-    if (v !== null && v !== undefined) values.push(v);
+  try {
+    return parseYamlDocuments(text).map((d) => d.value);
+  } catch (err) {
+    if (!(err instanceof YamlInputError)) throw err;
+    throw unparsable(err.document > 1 ? err.message : err.problem);
   }
-  return values;
 }
 
 function collect(doc: unknown, pointer: string, out: RuleInput[], document: number | undefined): void {

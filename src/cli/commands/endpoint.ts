@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import { renderEndpoint, renderEndpointList } from './endpoint-render.js';
 import { collect, parseKeyValues, parseSeconds } from '../args.js';
 import type { CliContext, CommandGroup } from '../context.js';
-import { UsageError } from '../errors.js';
+import { CliFailure, UsageError } from '../errors.js';
+import { ApiError } from '../../api/errors.js';
 import { keyValues, table } from '../output.js';
 import { waitForRegeneration } from '../wait.js';
 
@@ -19,6 +20,18 @@ async function maybeWait(ctx: CliContext, id: string, since: Date, flags: WaitFl
   if (!flags.wait) return;
   await waitForRegeneration(ctx, id, since, { timeoutSeconds: parseSeconds(flags.waitTimeout) });
   ctx.progress(`endpoint ${id} regenerated`);
+}
+
+/** Throws CliFailure naming the first of `ids` the agent does not know (404), before anything is deleted. */
+async function mustExist(ctx: CliContext, ids: readonly string[]): Promise<void> {
+  for (const id of ids) {
+    try {
+      await ctx.client.getEndpoint(id);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) throw new CliFailure(`endpoint ${id} not found; nothing was deleted`);
+      throw err;
+    }
+  }
 }
 
 /** Registers the endpoint commands. */
@@ -51,6 +64,8 @@ export const endpointCommands: CommandGroup = (program, rt) => {
     .action(
       rt.action(async (ctx, ids: string[], opts: { containerId?: string }) => {
         if (!ids.length && !opts.containerId) throw new UsageError('give endpoint ids or --container-id');
+        // several: every id is looked up before the first is deleted, so a wrong one deletes none
+        if (ids.length + (opts.containerId ? 1 : 0) > 1) await mustExist(ctx, ids);
         const results: { id: string; errors: number }[] = [];
         if (opts.containerId) results.push({ id: `container-id:${opts.containerId}`, ...(await ctx.client.deleteEndpointsByContainer(opts.containerId)) });
         for (const id of ids) results.push({ id, ...(await ctx.client.deleteEndpoint(id)) });

@@ -2,8 +2,9 @@
 import type { CelliumTraceResult, Policy, PolicyTraceQuery } from '../../api/models.js';
 import { collect, parsePortProtocol, parseSeconds, parseTraceSubject } from '../args.js';
 import type { CommandGroup } from '../context.js';
-import { CliFailure, UsageError } from '../errors.js';
+import { UsageError } from '../errors.js';
 import { keyValues, table } from '../output.js';
+import { importFiles } from '../import-files.js';
 import { waitForPolicyRevision } from '../wait.js';
 
 /** The rules as data: the agent sends them as JSON text (Cilium's `policy` string); undefined when that text is not JSON. */
@@ -70,26 +71,11 @@ export const policyCommands: CommandGroup = (program, rt) => {
     .option('--wait-timeout <duration>', 'give up waiting after this long', '60s')
     .action(
       rt.action(async (ctx, files: string[], opts: { wait?: boolean; waitTimeout: string }) => {
-        let last: Policy | undefined;
-        const imported: { file: string; revision: number }[] = [];
-        for (const [i, file] of files.entries()) {
-          let text: string;
-          try {
-            text = await ctx.io.readFile(file);
-          } catch (err) {
-            throw new CliFailure(`cannot read ${file}: ${(err as Error).message}`);
-          }
-          try {
-            last = await ctx.client.putPolicy(text);
-          } catch (err) {
-            if (err instanceof Error) err.message = `${file}: ${err.message}`;
-            throw err;
-          }
-          imported.push({ file, revision: last.revision });
-          if (files.length > 1) ctx.progress(`[${i + 1}/${files.length}] imported ${file} (revision ${last.revision})`);
-        }
-        if (opts.wait && last) await waitForPolicyRevision(ctx, last.revision, { timeoutSeconds: parseSeconds(opts.waitTimeout) });
-        ctx.print({ imported, revision: last?.revision ?? 0 }, (r) => `Revision: ${r.revision}\n`);
+        // several files are one import, all or nothing (import-files.ts)
+        const last = await importFiles(ctx, files, (text) => ctx.client.putPolicy(text));
+        const imported = files.map((file) => ({ file, revision: last.revision }));
+        if (opts.wait) await waitForPolicyRevision(ctx, last.revision, { timeoutSeconds: parseSeconds(opts.waitTimeout) });
+        ctx.print({ imported, revision: last.revision }, (r) => `Revision: ${r.revision}\n`);
       }),
     );
 

@@ -5,6 +5,7 @@ import { canonicalAddr } from '../../lib/addr.js';
 import type { CommandGroup } from '../context.js';
 import { CliFailure, UsageError } from '../errors.js';
 import { table } from '../output.js';
+import { importFiles } from '../import-files.js';
 
 /** `10.0.0.1:80`, `[fd00::1]:80` → IP and port; UsageError naming the flag otherwise. */
 export function parseIpPort(raw: string, flag: string): { ip: string; port: number } {
@@ -114,7 +115,11 @@ export const serviceCommands: CommandGroup = (program, rt) => {
     .action(rt.action(async (ctx, ids: string[], opts: { all?: boolean }) => {
       if (opts.all && ids.length) throw new UsageError('give either service IDs or --all, not both');
       if (!opts.all && !ids.length) throw new UsageError('give the IDs of the services to delete, or --all');
-      const targets = opts.all ? (await ctx.client.listServices()).map((s) => s.spec?.id ?? 0).filter((id) => id > 0) : ids.map((i) => parseServiceId(i, 'ID'));
+      const existing = (await ctx.client.listServices()).map((s) => s.spec?.id ?? 0).filter((id) => id > 0);
+      const targets = opts.all ? existing : ids.map((i) => parseServiceId(i, 'ID'));
+      // all or nothing as far as the CLI can: every ID is checked before the first is deleted
+      const missing = targets.filter((id) => !existing.includes(id));
+      if (missing.length) throw new CliFailure(`service ${missing.join(', ')} does not exist (cellium service list); nothing was deleted`);
       for (const id of targets) await ctx.client.deleteService(id);
       ctx.print({ deleted: targets }, (r) => `Deleted ${r.deleted.length} service(s)${r.deleted.length ? `: ${r.deleted.join(', ')}` : ''}\n`);
     }));
@@ -124,22 +129,8 @@ export const serviceCommands: CommandGroup = (program, rt) => {
     .description('import Kubernetes Service and EndpointSlice manifests (YAML or JSON, several per file; - reads stdin)')
     .argument('<files...>')
     .action(rt.action(async (ctx, files: string[]) => {
-      const results: CelliumServiceImport[] = [];
-      for (const file of files) {
-        let text: string;
-        try {
-          text = await ctx.io.readFile(file);
-        } catch (err) {
-          throw new CliFailure(`cannot read ${file}: ${(err as Error).message}`);
-        }
-        try {
-          results.push(await ctx.client.importServices(text));
-        } catch (err) {
-          if (err instanceof Error) err.message = `${file}: ${err.message}`;
-          throw err;
-        }
-      }
-      const all: CelliumServiceImport = { services: results.flatMap((r) => r.services), pending: results.flatMap((r) => r.pending) };
+      // several files are one import, all or nothing (import-files.ts)
+      const all = await importFiles(ctx, files, (text) => ctx.client.importServices(text));
       ctx.print(all, renderImport);
     }));
 };
