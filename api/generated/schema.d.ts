@@ -1192,10 +1192,10 @@ export interface components {
         /** @description What is realized of a service. */
         ServiceStatus: {
             realized?: components["schemas"]["ServiceSpec"];
-            /** @description Reconciliation of the frontend into the LB maps (pending, done, or error with the message). */
+            /** @description Reconciliation of the frontend into the LB maps (pending, done, or error with the message), or disabled (kept out of the LB maps because its address or a backend collides with the node; the message says why). */
             "cellium-state"?: {
                 /** @enum {string} */
-                state: "pending" | "done" | "error";
+                state: "pending" | "done" | "error" | "disabled";
                 message?: string;
             };
         };

@@ -9,6 +9,11 @@ import { LBMapsToken, type LBMapSet } from '../../datapath/lb-maps.js';
 import { DatapathToken, type Datapath } from '../datapath/index.js';
 import { BpfDatapathConfigToken, type BpfDatapathConfig } from '../datapath-bpf/index.js';
 import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
+import { IPAMToken, type IPAM } from '../ipam/index.js';
+import { ApiServerConfigToken, parseListenAddress, type ApiServerConfig } from '../api-server/index.js';
+import { Netlink } from '../../netlink/index.js';
+import { formatL3n4 } from './addr.js';
+import { NodeAddresses, type InterfaceAddress } from './node-addrs.js';
 import { LBConfigToken, lbConfigSchema, type LBConfig } from './config.js';
 import { selectLBMaps } from './lb-maps.js';
 import { LBOps } from './lb-ops.js';
@@ -25,9 +30,61 @@ const STATUS_INTERVAL_MS = 5000;
 /** Token for the reconciler of frontends into the LB maps. */
 export const LBReconcilerToken = token<Reconciler<FrontendDesired>>('LBReconciler');
 
+/** How often the node's interface addresses are listed again (a new one disables the frontends it collides with). */
+const NODE_ADDRESS_POLL_MS = 1000;
+
+/** Token for the node's own addresses (what no frontend but NodePort may take). */
+export const NodeAddressesToken = token<NodeAddresses>('NodeAddresses');
+
+/** Every address of every interface of the agent's network namespace, over rtnetlink (one socket, kept open). */
+function interfaceLister(): { list: () => Promise<InterfaceAddress[]>; close: () => Promise<void> } {
+  let nl: Netlink | undefined;
+  return {
+    list: async () => {
+      nl ??= Netlink.open();
+      const names = new Map((await nl.listLinks()).map((l) => [l.index, l.name]));
+      return (await nl.listAddresses()).map((a) => ({ ip: a.address, dev: names.get(a.index) ?? `#${a.index}` }));
+    },
+    close: async () => {
+      const n = nl;
+      nl = undefined;
+      await n?.close();
+    },
+  };
+}
+
+/**
+ * The node's own addresses: listed at start (before the services are restored, so a stored
+ * service that collides comes back disabled) and again every NODE_ADDRESS_POLL_MS; the pod
+ * gateways of IPAM's pools and --api-listen-address with them.
+ */
+function newNodeAddresses(api: ApiServerConfig, ipam: IPAM, lc: Lifecycle, jobs: Jobs, log: Logger): NodeAddresses {
+  const ifaces = interfaceLister();
+  const listen = api.apiListenAddress ? { raw: api.apiListenAddress, ...parseListenAddress('api-listen-address', api.apiListenAddress) } : undefined;
+  const addrs = new NodeAddresses({ interfaces: ifaces.list, gateways: () => ipam.status(), ...(listen ? { api: listen } : {}) });
+  lc.append({
+    name: 'lb-node-addresses',
+    onStart: async () => {
+      await addrs.refresh();
+      log.info({ addresses: addrs.interfaceAddresses().size }, 'the node\'s addresses are listed: no frontend but NodePort may take one');
+    },
+    onStop: () => ifaces.close(),
+  });
+  jobs.timer('lb-node-addresses', async () => {
+    await addrs.refresh();
+  }, NODE_ADDRESS_POLL_MS);
+  return addrs;
+}
+
 /** Builds the service manager; its services come back from the store at start. */
-function newServiceManager(cfg: LBConfig, sd: StateDirConfig, lc: Lifecycle, log: Logger): LBServiceManager {
-  const mgr = new LBServiceManager(Math.min(cfg.bpfLbMapMax, 65535), new ServiceStore(serviceStoreFile(sd.stateDir), log), cfg.nodePortRange);
+function newServiceManager(cfg: LBConfig, sd: StateDirConfig, addrs: NodeAddresses, lc: Lifecycle, log: Logger): LBServiceManager {
+  const mgr = new LBServiceManager(Math.min(cfg.bpfLbMapMax, 65535), new ServiceStore(serviceStoreFile(sd.stateDir), log), cfg.nodePortRange, {
+    addrs,
+    onDisabled: (fe, why) => {
+      if (why) log.warn({ frontend: formatL3n4(fe.address), service: fe.serviceKey, id: fe.id, why }, 'frontend disabled: it collides with the node; it stays out of the LB maps while it does');
+      else log.info({ frontend: formatL3n4(fe.address), service: fe.serviceKey, id: fe.id }, 'frontend enabled again: it no longer collides with the node');
+    },
+  });
   lc.append({
     name: 'lb-services-restore',
     onStart: async () => {
@@ -64,8 +121,10 @@ function newReconciler(mgr: ServiceManager, maps: LBMapSet, cfg: LBConfig, bpf: 
   jobs.oneShot('reconcile-lb-frontends', (ctx) => r.run(ctx));
   const report = (): void => {
     const st = mgr.status();
-    const what = `${st.objects} frontends: ${st.done} done, ${st.pending} pending, ${st.errors} failing`;
-    if (st.errors) health.degraded(`${what} (${st.lastErrors.join('; ')})`);
+    const off = mgr.disabled();
+    const what = `${st.objects + off.length} frontends: ${st.done} done, ${st.pending} pending, ${st.errors} failing, ${off.length} disabled`;
+    const problems = [...st.lastErrors, ...off.slice(0, 5).map((d) => `${d.frontend} disabled: ${d.why}`)];
+    if (st.errors || off.length) health.degraded(`${what} (${problems.join('; ')})`);
     else health.ok(what);
   };
   jobs.timer('lb-frontends-status', async () => report(), STATUS_INTERVAL_MS);
@@ -146,7 +205,8 @@ export const loadBalancerCell = module(
   'loadbalancer',
   'Services: frontends and backends reconciled into the LB maps',
   config(LBConfigToken, lbConfigSchema),
-  provide(ServiceManagerToken, newServiceManager, LBConfigToken, StateDirConfigToken, LifecycleToken, LoggerToken),
+  provide(NodeAddressesToken, newNodeAddresses, ApiServerConfigToken, IPAMToken, LifecycleToken, JobsToken, LoggerToken),
+  provide(ServiceManagerToken, newServiceManager, LBConfigToken, StateDirConfigToken, NodeAddressesToken, LifecycleToken, LoggerToken),
   provide(LBMapsToken, selectLBMaps, DatapathToken, BpfDatapathConfigToken, LBConfigToken, LoggerToken),
   provide(LBReconcilerToken, newReconciler, ServiceManagerToken, LBMapsToken, LBConfigToken, BpfDatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken),
   invoke('lb-reconciler', (_r: Reconciler<FrontendDesired>) => undefined, LBReconcilerToken),

@@ -1,0 +1,117 @@
+/**
+ * The node's own addresses, which no ClusterIP, ExternalIPs, LoadBalancer or LocalRedirect
+ * frontend may take (socket LB would send every host process's connect to such an address:port to
+ * the service's backends, CVE-2020-8554's class): every address of every interface in the agent's
+ * network namespace (listed over rtnetlink, IPv6 link-local ones included, kept current by
+ * {@link NodeAddresses.refresh}), the pod gateway address of each IPAM pool, and the address the
+ * agent's API listens on (--api-listen-address). The API's own host:port is no backend either.
+ */
+import { Subject, type Observable } from 'rxjs';
+import { canonicalAddr } from '../../lib/addr.js';
+import { specialRange } from '../../lib/special-addr.js';
+
+/** What the service manager asks of the node's addresses; each answer is why, or undefined. */
+export interface NodeAddressCheck {
+  /** Why the canonical `ip` is one of the node's own addresses (no frontend but NodePort may take it). */
+  frontend(ip: string): string | undefined;
+  /** Why `ip:port` is the agent itself (no backend may be). */
+  backend(ip: string, port: number): string | undefined;
+  /** Emits whenever the node's addresses changed. */
+  readonly changes$: Observable<void>;
+}
+
+/** An address of an interface. */
+export interface InterfaceAddress {
+  readonly ip: string;
+  /** The interface's name (its index when the name is unknown). */
+  readonly dev: string;
+}
+
+/** A pod address pool with its gateway. */
+export interface PodGateway {
+  readonly gateway: string;
+  readonly cidr: string;
+}
+
+/** Where the node's addresses come from. */
+export interface NodeAddressSources {
+  /** Every address of every interface of the agent's network namespace. */
+  readonly interfaces: () => Promise<readonly InterfaceAddress[]>;
+  /** The pod pools' gateways. */
+  readonly gateways: () => readonly PodGateway[];
+  /** --api-listen-address as given (`host:port`), parsed; undefined when the API has no TCP listener. */
+  readonly api?: { readonly raw: string; readonly host: string; readonly port: number };
+}
+
+/** The IPv4 address an IPv4-mapped IPv6 address (::ffff:a.b.c.d) stands for, else the address itself. */
+function unmapped(ip: string): string {
+  const m = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  return m ? m[1]! : ip;
+}
+
+/** The node's addresses, as last listed. */
+export class NodeAddresses implements NodeAddressCheck {
+  private ifaces = new Map<string, string>();
+  private gateways = new Map<string, string>();
+  private readonly apiHost: string | undefined;
+  private readonly subject = new Subject<void>();
+  readonly changes$: Observable<void> = this.subject.asObservable();
+
+  constructor(private readonly src: NodeAddressSources) {
+    // a host name (localhost) is no address: its port is then checked on every address of the node
+    this.apiHost = src.api ? canonicalAddr(src.api.host) : undefined;
+  }
+
+  /** Lists the addresses again; emits on changes$ and resolves true when they changed. */
+  async refresh(): Promise<boolean> {
+    const listed = await this.src.interfaces();
+    const ifaces = new Map<string, string>();
+    for (const a of listed) {
+      const ip = canonicalAddr(a.ip);
+      if (ip && !ifaces.has(ip)) ifaces.set(ip, a.dev);
+    }
+    const gateways = new Map<string, string>();
+    for (const g of this.src.gateways()) {
+      const ip = canonicalAddr(g.gateway);
+      if (ip) gateways.set(ip, g.cidr);
+    }
+    const changed = !sameMap(ifaces, this.ifaces) || !sameMap(gateways, this.gateways);
+    this.ifaces = ifaces;
+    this.gateways = gateways;
+    if (changed) this.subject.next();
+    return changed;
+  }
+
+  /** The interface addresses as last listed (canonical IP -> interface). */
+  interfaceAddresses(): ReadonlyMap<string, string> {
+    return this.ifaces;
+  }
+
+  frontend(ip: string): string | undefined {
+    const a = unmapped(ip);
+    const dev = this.ifaces.get(a);
+    if (dev !== undefined) return `it is an address of the node (interface ${dev})`;
+    const pool = this.gateways.get(a);
+    if (pool !== undefined) return `it is the pods' gateway address (pool ${pool})`;
+    if (this.apiHost && this.apiHost === a && specialRange(a)?.use !== 'unspecified') return `it is the address the agent's API listens on (--api-listen-address ${this.src.api!.raw})`;
+    return undefined;
+  }
+
+  backend(ip: string, port: number): string | undefined {
+    const api = this.src.api;
+    if (!api || port !== api.port) return undefined;
+    const a = unmapped(ip);
+    const use = specialRange(a)?.use;
+    // a listener on a given address is reached there only; one on every address (or a host name)
+    // through loopback and every address of the node
+    const specific = this.apiHost !== undefined && specialRange(this.apiHost)?.use !== 'unspecified';
+    const reaches = specific ? a === this.apiHost : use === 'loopback' || use === 'unspecified' || this.ifaces.has(a) || this.gateways.has(a);
+    return reaches ? `it is the agent's own API (--api-listen-address ${api.raw})` : undefined;
+  }
+}
+
+function sameMap(a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [k, v] of a) if (b.get(k) !== v) return false;
+  return true;
+}
