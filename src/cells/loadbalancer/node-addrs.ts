@@ -7,7 +7,7 @@
  * agent's API listens on (--api-listen-address). The API's own host:port is no backend either.
  */
 import { Subject, type Observable } from 'rxjs';
-import { canonicalAddr } from '../../lib/addr.js';
+import { canonicalAddr, formatAddr, parseAddr } from '../../lib/addr.js';
 import { specialRange } from '../../lib/special-addr.js';
 
 /** What the service manager asks of the node's addresses; each answer is why, or undefined. */
@@ -43,10 +43,11 @@ export interface NodeAddressSources {
   readonly api?: { readonly raw: string; readonly host: string; readonly port: number };
 }
 
-/** The IPv4 address an IPv4-mapped IPv6 address (::ffff:a.b.c.d) stands for, else the address itself. */
-function unmapped(ip: string): string {
-  const m = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  return m ? m[1]! : ip;
+/** The IPv4 address an IPv4-mapped IPv6 address (::ffff:a.b.c.d, canonical ::ffff:abb:3201) stands for, else the address itself. */
+export function unmapped(ip: string): string {
+  if (!/^::ffff:/i.test(ip)) return ip;
+  const a = parseAddr(ip);
+  return a?.family === 'ipv6' && a.value >> 32n === 0xffffn ? formatAddr('ipv4', a.value) : ip;
 }
 
 /** The node's addresses, as last listed. */
