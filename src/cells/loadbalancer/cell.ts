@@ -11,7 +11,7 @@ import { BpfDatapathConfigToken, type BpfDatapathConfig } from '../datapath-bpf/
 import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
 import { IPAMToken, type IPAM } from '../ipam/index.js';
 import { ApiServerConfigToken, parseListenAddress, type ApiServerConfig } from '../api-server/index.js';
-import { Netlink } from '../../netlink/index.js';
+import { Netlink, watchAddresses, type AddressWatch } from '../../netlink/index.js';
 import { formatL3n4 } from './addr.js';
 import { NodeAddresses, type InterfaceAddress } from './node-addrs.js';
 import { LBConfigToken, lbConfigSchema, type LBConfig } from './config.js';
@@ -30,8 +30,8 @@ const STATUS_INTERVAL_MS = 5000;
 /** Token for the reconciler of frontends into the LB maps. */
 export const LBReconcilerToken = token<Reconciler<FrontendDesired>>('LBReconciler');
 
-/** How often the node's interface addresses are listed again (a new one disables the frontends it collides with). */
-const NODE_ADDRESS_POLL_MS = 1000;
+/** How often the node's addresses are listed again besides on every rtnetlink notification (a safety net). */
+const NODE_ADDRESS_RESYNC_MS = 30_000;
 
 /** Token for the node's own addresses (what no frontend but NodePort may take). */
 export const NodeAddressesToken = token<NodeAddresses>('NodeAddresses');
@@ -39,13 +39,16 @@ export const NodeAddressesToken = token<NodeAddresses>('NodeAddresses');
 /** Every address of every interface of the agent's network namespace, over rtnetlink (one socket, kept open). */
 function interfaceLister(): { list: () => Promise<InterfaceAddress[]>; close: () => Promise<void> } {
   let nl: Netlink | undefined;
+  let closed = false;
   return {
     list: async () => {
+      if (closed) throw new Error('the agent is stopping: the node\'s addresses are no longer listed');
       nl ??= Netlink.open();
       const names = new Map((await nl.listLinks()).map((l) => [l.index, l.name]));
       return (await nl.listAddresses()).map((a) => ({ ip: a.address, dev: names.get(a.index) ?? `#${a.index}` }));
     },
     close: async () => {
+      closed = true;
       const n = nl;
       nl = undefined;
       await n?.close();
@@ -55,24 +58,34 @@ function interfaceLister(): { list: () => Promise<InterfaceAddress[]>; close: ()
 
 /**
  * The node's own addresses: listed at start (before the services are restored, so a stored
- * service that collides comes back disabled) and again every NODE_ADDRESS_POLL_MS; the pod
- * gateways of IPAM's pools and --api-listen-address with them.
+ * service that collides comes back disabled), again on every link or address notification of the
+ * agent's namespace (an address added disables the frontends on it at once) and every
+ * NODE_ADDRESS_RESYNC_MS; the pod gateways of IPAM's pools and --api-listen-address with them.
  */
 function newNodeAddresses(api: ApiServerConfig, ipam: IPAM, lc: Lifecycle, jobs: Jobs, log: Logger): NodeAddresses {
   const ifaces = interfaceLister();
   const listen = api.apiListenAddress ? { raw: api.apiListenAddress, ...parseListenAddress('api-listen-address', api.apiListenAddress) } : undefined;
   const addrs = new NodeAddresses({ interfaces: ifaces.list, gateways: () => ipam.status(), ...(listen ? { api: listen } : {}) });
+  let watch: AddressWatch | undefined;
   lc.append({
     name: 'lb-node-addresses',
     onStart: async () => {
+      // the watch first: no change falls between it and the listing
+      watch = watchAddresses(() => {
+        addrs.refresh().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'listing the node\'s addresses after a change failed; the periodic listing retries'));
+      });
       await addrs.refresh();
-      log.info({ addresses: addrs.interfaceAddresses().size }, 'the node\'s addresses are listed: no frontend but NodePort may take one');
+      log.info({ addresses: addrs.interfaceAddresses().size }, 'the node\'s addresses are listed and watched: no frontend but NodePort may take one');
     },
-    onStop: () => ifaces.close(),
+    onStop: async () => {
+      watch?.close();
+      watch = undefined;
+      await ifaces.close();
+    },
   });
   jobs.timer('lb-node-addresses', async () => {
     await addrs.refresh();
-  }, NODE_ADDRESS_POLL_MS);
+  }, NODE_ADDRESS_RESYNC_MS);
   return addrs;
 }
 

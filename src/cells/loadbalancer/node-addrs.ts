@@ -5,6 +5,7 @@
  * network namespace (listed over rtnetlink, IPv6 link-local ones included, kept current by
  * {@link NodeAddresses.refresh}), the pod gateway address of each IPAM pool, and the address the
  * agent's API listens on (--api-listen-address). The API's own host:port is no backend either.
+ * The cell relists on every rtnetlink notification (src/netlink watchAddresses) and periodically.
  */
 import { Subject, type Observable } from 'rxjs';
 import { canonicalAddr, formatAddr, parseAddr } from '../../lib/addr.js';
@@ -56,6 +57,8 @@ export class NodeAddresses implements NodeAddressCheck {
   private gateways = new Map<string, string>();
   private readonly apiHost: string | undefined;
   private readonly subject = new Subject<void>();
+  private running?: Promise<boolean>;
+  private again = false;
   readonly changes$: Observable<void> = this.subject.asObservable();
 
   constructor(private readonly src: NodeAddressSources) {
@@ -63,8 +66,31 @@ export class NodeAddresses implements NodeAddressCheck {
     this.apiHost = src.api ? canonicalAddr(src.api.host) : undefined;
   }
 
-  /** Lists the addresses again; emits on changes$ and resolves true when they changed. */
-  async refresh(): Promise<boolean> {
+  /**
+   * Lists the addresses again; emits on changes$ and resolves true when they changed. Calls while
+   * one runs share it, and it lists once more after (a change may have come during its listing).
+   */
+  refresh(): Promise<boolean> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    const run = async (): Promise<boolean> => {
+      let changed = false;
+      try {
+        do {
+          this.again = false;
+          changed = (await this.listOnce()) || changed;
+        } while (this.again);
+      } finally {
+        this.running = undefined;
+      }
+      return changed;
+    };
+    return (this.running = run());
+  }
+
+  private async listOnce(): Promise<boolean> {
     const listed = await this.src.interfaces();
     const ifaces = new Map<string, string>();
     for (const a of listed) {
