@@ -9,7 +9,8 @@
 // GET /service, health, log) and removing it enables it again; a stored service that collides
 // when the agent starts again comes back disabled, neither dropped nor applied.
 import t from 'tap';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Transport } from '../../src/api/transport.js';
@@ -31,12 +32,22 @@ const TYPES = ['ClusterIP', 'ExternalIPs', 'LoadBalancer', 'LocalRedirect'] as c
 
 interface Res { status: number; body: unknown }
 
+/** The TCP API's flags: with a token file where the agent serves TCP only to authenticated clients (--api-token-file). */
+function apiFlags(dir: string): string[] {
+  const flags = [`--api-listen-address=0.0.0.0:${API_PORT}`];
+  const help = spawnSync(process.execPath, [AGENT_BIN, '--help'], { encoding: 'utf8' }).stdout ?? '';
+  if (!help.includes('--api-token-file')) return flags;
+  const file = join(dir, 'api-token');
+  writeFileSync(file, `${randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
+  return [...flags, `--api-token-file=${file}`];
+}
+
 /** The agent in namespace `ns`, on the state of `dir`; `stop` ends it with SIGTERM. */
 function startAgent(c: Cleanup, ns: string, dir: string) {
   const socketPath = join(dir, 'cellium.sock');
   const args = [
     `--socket-path=${socketPath}`, `--state-dir=${join(dir, 'state')}`, `--cni-delete-queue-dir=${join(dir, 'q')}`, `--bpf-root=${join(dir, 'bpf')}`,
-    '--datapath-mode=memory', `--ipv4-range=${POOL4}`, `--ipv6-range=${POOL6}`, `--api-listen-address=0.0.0.0:${API_PORT}`,
+    '--datapath-mode=memory', `--ipv4-range=${POOL4}`, `--ipv6-range=${POOL6}`, ...apiFlags(dir),
   ];
   const proc = spawn('ip', ['netns', 'exec', ns, process.execPath, AGENT_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
