@@ -1,5 +1,5 @@
 // AddressWatch(onChange): change notifications of the process's network namespace. A NETLINK_ROUTE
-// socket bound to the link and IPv4/IPv6 address multicast groups, polled by libuv on Node's own
+// socket bound to the link, IPv4/IPv6 address and IPv4/IPv6 route multicast groups, polled by libuv on Node's own
 // loop (no worker thread, and unreferenced: it never keeps the process alive); each readable burst
 // is drained and reported as one onChange() call. Messages are not parsed: the listener lists what
 // it needs again. A receive buffer overflow (ENOBUFS: notifications were lost) is reported as a
@@ -37,7 +37,7 @@ class AddressWatch : public Napi::ObjectWrap<AddressWatch> {
     if (fd < 0) throw Napi::Error(env, errorObject(env, NlError(errno, "watchAddresses", "")));
     sockaddr_nl sa{};
     sa.nl_family = AF_NETLINK;
-    sa.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR;
+    sa.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE;
     if (bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) < 0) {
       int err = errno;
       ::close(fd);

@@ -100,7 +100,7 @@ export interface NetlinkAddon {
   applySteps(netnsPath: string, steps: RawStep[]): Promise<void>;
   nud: { permanent: number; reachable: number; noarp: number };
   /**
-   * A link/address change watch of the process's namespace on Node's loop: onChange() once per
+   * A link/address/route change watch of the process's namespace on Node's loop: onChange() once per
    * burst of notifications (or lost ones); close() stops it.
    */
   AddressWatch: new (onChange: () => void) => { close(): void };

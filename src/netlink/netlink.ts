@@ -219,8 +219,8 @@ export interface AddressWatch {
 }
 
 /**
- * Calls `onChange` whenever a link or an IPv4/IPv6 address of the agent's network namespace comes,
- * goes or changes (rtnetlink notifications on Node's event loop, no thread, never keeping the
+ * Calls `onChange` whenever a link, an IPv4/IPv6 address or a route of the agent's network
+ * namespace comes, goes or changes (rtnetlink notifications on Node's event loop, no thread, never keeping the
  * process alive); one call per burst, and one when notifications were lost, so the caller lists
  * what it needs again. `onChange` must not throw (an exception would be uncaught).
  */

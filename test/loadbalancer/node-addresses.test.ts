@@ -122,6 +122,10 @@ t.test('no frontend but NodePort takes an address of the node, its pod gateways 
       t.match(JSON.stringify(r.body), new RegExp(`/body/frontend-address/ip: ${esc(addr)} cannot be a service frontend of type ${type}: ${why.source}`), `${type} on ${addr}: the address and why`);
     }
   }
+  // a local route (AnyIP): every address in it is the node's
+  ip('-n', ns.name, 'route', 'add', 'local', '10.187.70.0/24', 'dev', 'lo');
+  t.ok(await until(async () => (await agent.call('PUT', '/service/102', spec('10.187.70.5', 22, 'ClusterIP', []))).status === 460, 10000), 'a ClusterIP in a local route the node got: 460');
+  t.match(JSON.stringify((await agent.call('PUT', '/service/102', spec('10.187.70.5', 22, 'ExternalIPs', []))).body), /10\.187\.70\.5 cannot be a service frontend of type ExternalIPs: it is in a local route of the node \(local 10\.187\.70\.0\/24 dev lo\)/);
   const hp = await agent.call('PUT', '/service/102', spec(NODE4, 8080, 'HostPort', [{ ip: '127.0.0.1', port: 2222 }]));
   t.equal(hp.status, 460, 'HostPort on a node address: 460');
   t.match(JSON.stringify(hp.body), /type HostPort is refused: a HostPort frontend comes from a pod's spec/);

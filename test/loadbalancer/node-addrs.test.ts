@@ -43,6 +43,19 @@ t.test('why an address is the node\'s: interfaces, pod gateways, the API\'s list
   t.equal(a.frontend('192.0.2.11'), 'it is an address of the node (interface eth1)');
 });
 
+t.test('a local route wider than one address makes every address in it the node\'s (AnyIP)', async (t) => {
+  const routes = [{ cidr: '10.5.0.0/16', dev: 'lo' }, { cidr: '192.0.2.10/32', dev: 'eth0' }, { cidr: 'fd00:5::/64', dev: 'lo' }];
+  const a = new NodeAddresses({ interfaces: async () => [], localRoutes: async () => [...routes], gateways: () => [], api: { raw: ':9234', host: '', port: 9234 } });
+  t.equal(await a.refresh(), true);
+  t.equal(a.frontend('10.5.7.9'), 'it is in a local route of the node (local 10.5.0.0/16 dev lo)');
+  t.equal(a.frontend('fd00:5::77'), 'it is in a local route of the node (local fd00:5::/64 dev lo)');
+  t.equal(a.frontend('10.6.0.1'), undefined, 'outside every local route');
+  t.ok(a.backend('10.5.0.1', 9234), 'the API listening on every address is reached there too');
+  routes.shift();
+  t.equal(await a.refresh(), true, 'a local route gone is a change');
+  t.equal(a.frontend('10.5.7.9'), undefined);
+});
+
 t.test('the agent\'s API is no backend: a listener on one address there, on every address (or a name) through loopback and the node\'s', async (t) => {
   const ifaces = [{ ip: '192.0.2.10', dev: 'eth0' }];
   const specific = addrs(ifaces, '192.0.2.10:9234');

@@ -1,6 +1,6 @@
 // watchAddresses against the real kernel: a process in a network namespace of the test's own
 // (`ip netns exec`) watches its namespace through the addon; an address added, an IPv6 address
-// deleted and a link added there are each reported, nothing else is, and nothing is after close().
+// deleted, a link and a route added there are each reported, and nothing is after close().
 // The watch never keeps its process alive.
 import { spawn, spawnSync } from 'node:child_process';
 import t from 'tap';
@@ -50,6 +50,9 @@ t.test('changes of the watched namespace are reported, one call per burst, none 
   seen = changes();
   ip('-n', ns.name, 'link', 'add', 'w2', 'type', 'veth', 'peer', 'name', 'w3');
   t.ok(await until(() => changes() > seen, 5000, 10), 'a link added: reported');
+  seen = changes();
+  ip('-n', ns.name, 'route', 'add', 'local', '10.188.5.0/24', 'dev', 'lo');
+  t.ok(await until(() => changes() > seen, 5000, 10), 'a local route added: reported');
 
   proc.stdin.write('close\n');
   t.ok(await until(() => out.includes('closed\n'), 5000, 10), 'closed');

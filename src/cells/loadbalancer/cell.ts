@@ -13,7 +13,7 @@ import { IPAMToken, type IPAM } from '../ipam/index.js';
 import { ApiServerConfigToken, parseListenAddress, type ApiServerConfig } from '../api-server/index.js';
 import { Netlink, watchAddresses, type AddressWatch } from '../../netlink/index.js';
 import { formatL3n4 } from './addr.js';
-import { NodeAddresses, type InterfaceAddress } from './node-addrs.js';
+import { NodeAddresses, type InterfaceAddress, type LocalRoute } from './node-addrs.js';
 import { LBConfigToken, lbConfigSchema, type LBConfig } from './config.js';
 import { selectLBMaps } from './lb-maps.js';
 import { LBOps } from './lb-ops.js';
@@ -36,16 +36,32 @@ const NODE_ADDRESS_RESYNC_MS = 30_000;
 /** Token for the node's own addresses (what no frontend but NodePort may take). */
 export const NodeAddressesToken = token<NodeAddresses>('NodeAddresses');
 
-/** Every address of every interface of the agent's network namespace, over rtnetlink (one socket, kept open). */
-function interfaceLister(): { list: () => Promise<InterfaceAddress[]>; close: () => Promise<void> } {
+/** RTN_LOCAL: a route of the local table whose addresses are the node's. */
+const RTN_LOCAL = 2;
+/** The local routing table. */
+const RT_TABLE_LOCAL = 255;
+
+/**
+ * Every address of every interface, and every local route, of the agent's network namespace, over
+ * rtnetlink (one socket, kept open).
+ */
+function interfaceLister(): { list: () => Promise<InterfaceAddress[]>; localRoutes: () => Promise<LocalRoute[]>; close: () => Promise<void> } {
   let nl: Netlink | undefined;
   let closed = false;
+  const open = async (): Promise<{ nl: Netlink; dev: (index: number) => string }> => {
+    if (closed) throw new Error('the agent is stopping: the node\'s addresses are no longer listed');
+    nl ??= Netlink.open();
+    const names = new Map((await nl.listLinks()).map((l) => [l.index, l.name]));
+    return { nl, dev: (i) => names.get(i) ?? `#${i}` };
+  };
   return {
     list: async () => {
-      if (closed) throw new Error('the agent is stopping: the node\'s addresses are no longer listed');
-      nl ??= Netlink.open();
-      const names = new Map((await nl.listLinks()).map((l) => [l.index, l.name]));
-      return (await nl.listAddresses()).map((a) => ({ ip: a.address, dev: names.get(a.index) ?? `#${a.index}` }));
+      const { nl, dev } = await open();
+      return (await nl.listAddresses()).map((a) => ({ ip: a.address, dev: dev(a.index) }));
+    },
+    localRoutes: async () => {
+      const { nl, dev } = await open();
+      return (await nl.listRoutes({ table: RT_TABLE_LOCAL })).filter((r) => r.type === RTN_LOCAL).map((r) => ({ cidr: r.dst, dev: dev(r.ifindex) }));
     },
     close: async () => {
       closed = true;
@@ -65,7 +81,7 @@ function interfaceLister(): { list: () => Promise<InterfaceAddress[]>; close: ()
 function newNodeAddresses(api: ApiServerConfig, ipam: IPAM, lc: Lifecycle, jobs: Jobs, log: Logger): NodeAddresses {
   const ifaces = interfaceLister();
   const listen = api.apiListenAddress ? { raw: api.apiListenAddress, ...parseListenAddress('api-listen-address', api.apiListenAddress) } : undefined;
-  const addrs = new NodeAddresses({ interfaces: ifaces.list, gateways: () => ipam.status(), ...(listen ? { api: listen } : {}) });
+  const addrs = new NodeAddresses({ interfaces: ifaces.list, localRoutes: ifaces.localRoutes, gateways: () => ipam.status(), ...(listen ? { api: listen } : {}) });
   let watch: AddressWatch | undefined;
   lc.append({
     name: 'lb-node-addresses',

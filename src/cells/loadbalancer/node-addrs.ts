@@ -3,12 +3,14 @@
  * frontend may take (socket LB would send every host process's connect to such an address:port to
  * the service's backends, CVE-2020-8554's class): every address of every interface in the agent's
  * network namespace (listed over rtnetlink, IPv6 link-local ones included, kept current by
- * {@link NodeAddresses.refresh}), the pod gateway address of each IPAM pool, and the address the
+ * {@link NodeAddresses.refresh}), every address of a `local` route of the local table (a whole
+ * prefix the node accepts as its own: `ip route add local 10.5.0.0/16 dev lo`, AnyIP), the pod
+ * gateway address of each IPAM pool, and the address the
  * agent's API listens on (--api-listen-address). The API's own host:port is no backend either.
  * The cell relists on every rtnetlink notification (src/netlink watchAddresses) and periodically.
  */
 import { Subject, type Observable } from 'rxjs';
-import { canonicalAddr, formatAddr, parseAddr } from '../../lib/addr.js';
+import { canonicalAddr, cidrContainsAddr, formatAddr, parseAddr, parseCidr, type Cidr } from '../../lib/addr.js';
 import { specialRange } from '../../lib/special-addr.js';
 
 /** What the service manager asks of the node's addresses; each answer is why, or undefined. */
@@ -28,6 +30,12 @@ export interface InterfaceAddress {
   readonly dev: string;
 }
 
+/** A route of type local (RTN_LOCAL) of the local table: every address of `cidr` is the node's. */
+export interface LocalRoute {
+  readonly cidr: string;
+  readonly dev: string;
+}
+
 /** A pod address pool with its gateway. */
 export interface PodGateway {
   readonly gateway: string;
@@ -38,6 +46,8 @@ export interface PodGateway {
 export interface NodeAddressSources {
   /** Every address of every interface of the agent's network namespace. */
   readonly interfaces: () => Promise<readonly InterfaceAddress[]>;
+  /** The local routes of the agent's network namespace (each interface address has one too). */
+  readonly localRoutes?: () => Promise<readonly LocalRoute[]>;
   /** The pod pools' gateways. */
   readonly gateways: () => readonly PodGateway[];
   /** --api-listen-address as given (`host:port`), parsed; undefined when the API has no TCP listener. */
@@ -55,6 +65,8 @@ export function unmapped(ip: string): string {
 export class NodeAddresses implements NodeAddressCheck {
   private ifaces = new Map<string, string>();
   private gateways = new Map<string, string>();
+  /** Local routes wider than one address, by their CIDR text. */
+  private prefixes = new Map<string, { cidr: Cidr; dev: string }>();
   private readonly apiHost: string | undefined;
   private readonly subject = new Subject<void>();
   private running?: Promise<boolean>;
@@ -92,6 +104,11 @@ export class NodeAddresses implements NodeAddressCheck {
 
   private async listOnce(): Promise<boolean> {
     const listed = await this.src.interfaces();
+    const prefixes = new Map<string, { cidr: Cidr; dev: string }>();
+    for (const r of (await this.src.localRoutes?.()) ?? []) {
+      const cidr = parseCidr(r.cidr);
+      if (cidr.prefix < cidr.bits) prefixes.set(r.cidr, { cidr, dev: r.dev });
+    }
     const ifaces = new Map<string, string>();
     for (const a of listed) {
       const ip = canonicalAddr(a.ip);
@@ -102,9 +119,11 @@ export class NodeAddresses implements NodeAddressCheck {
       const ip = canonicalAddr(g.gateway);
       if (ip) gateways.set(ip, g.cidr);
     }
-    const changed = !sameMap(ifaces, this.ifaces) || !sameMap(gateways, this.gateways);
+    const routes = (m: ReadonlyMap<string, { dev: string }>): Map<string, string> => new Map([...m].map(([k, v]) => [k, v.dev]));
+    const changed = !sameMap(ifaces, this.ifaces) || !sameMap(gateways, this.gateways) || !sameMap(routes(prefixes), routes(this.prefixes));
     this.ifaces = ifaces;
     this.gateways = gateways;
+    this.prefixes = prefixes;
     if (changed) this.subject.next();
     return changed;
   }
@@ -118,9 +137,20 @@ export class NodeAddresses implements NodeAddressCheck {
     const a = unmapped(ip);
     const dev = this.ifaces.get(a);
     if (dev !== undefined) return `it is an address of the node (interface ${dev})`;
+    const local = this.localPrefix(a);
+    if (local) return local;
     const pool = this.gateways.get(a);
     if (pool !== undefined) return `it is the pods' gateway address (pool ${pool})`;
     if (this.apiHost && this.apiHost === a && specialRange(a)?.use !== 'unspecified') return `it is the address the agent's API listens on (--api-listen-address ${this.src.api!.raw})`;
+    return undefined;
+  }
+
+  /** Why `ip` (canonical, unmapped) is in a local route wider than one address, or undefined. */
+  private localPrefix(ip: string): string | undefined {
+    if (!this.prefixes.size) return undefined;
+    const addr = parseAddr(ip);
+    if (!addr) return undefined;
+    for (const [text, r] of this.prefixes) if (cidrContainsAddr(r.cidr, addr)) return `it is in a local route of the node (local ${text} dev ${r.dev})`;
     return undefined;
   }
 
@@ -132,7 +162,7 @@ export class NodeAddresses implements NodeAddressCheck {
     // a listener on a given address is reached there only; one on every address (or a host name)
     // through loopback and every address of the node
     const specific = this.apiHost !== undefined && specialRange(this.apiHost)?.use !== 'unspecified';
-    const reaches = specific ? a === this.apiHost : use === 'loopback' || use === 'unspecified' || this.ifaces.has(a) || this.gateways.has(a);
+    const reaches = specific ? a === this.apiHost : use === 'loopback' || use === 'unspecified' || this.ifaces.has(a) || this.gateways.has(a) || this.localPrefix(a) !== undefined;
     return reaches ? `it is the agent's own API (--api-listen-address ${api.raw})` : undefined;
   }
 }
