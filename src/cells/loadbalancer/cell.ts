@@ -21,7 +21,7 @@ import { LBServiceManager } from './manager.js';
 import { ServiceStore, serviceStoreFile } from './store.js';
 import { ServiceManagerToken, type FrontendDesired, type ServiceManager } from './types.js';
 import { token } from '../../hive/token.js';
-import { sockAttachFailed } from './errors.js';
+import { nodeAddressesUnknown, sockAttachFailed } from './errors.js';
 import { attachSockLB, detachSockLB, resolveCgroupRoot, sockLBProblems, SOCK_HOOKS, type SockLBAttachment } from './sock-lb.js';
 
 /** How often the frontends' status is reported to the health tree. */
@@ -86,11 +86,15 @@ function newNodeAddresses(api: ApiServerConfig, ipam: IPAM, lc: Lifecycle, jobs:
   lc.append({
     name: 'lb-node-addresses',
     onStart: async () => {
-      // the watch first: no change falls between it and the listing
-      watch = watchAddresses(() => {
-        addrs.refresh().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'listing the node\'s addresses after a change failed; the periodic listing retries'));
-      });
-      await addrs.refresh();
+      try {
+        // the watch first: no change falls between it and the listing
+        watch = watchAddresses(() => {
+          addrs.refresh().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'listing the node\'s addresses after a change failed; the periodic listing retries'));
+        });
+        await addrs.refresh();
+      } catch (err) {
+        throw nodeAddressesUnknown(err);
+      }
       log.info({ addresses: addrs.interfaceAddresses().size }, 'the node\'s addresses are listed and watched: no frontend but NodePort may take one');
     },
     onStop: async () => {

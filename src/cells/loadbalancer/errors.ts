@@ -46,6 +46,11 @@ export function hostPortRefused(field: string): LBError {
   return invalidFrontend(field, 'type HostPort is refused: a HostPort frontend comes from a pod\'s spec.containers[].ports[].hostPort, which Cellium does not derive, and would take a port of the node that a host process may listen on', 'give the service type NodePort (a port of --node-port-range) or ClusterIP');
 }
 
+/** The node's addresses could not be listed or watched at start: the agent does not start (services could take them). */
+export function nodeAddressesUnknown(err: unknown): LBError {
+  return new LBError('store', '', `the node's own addresses cannot be listed or watched over rtnetlink (${(err as Error).message}); the agent does not start without them, since a service could then take one of them`, 'run the agent where it can open NETLINK_ROUTE sockets in its network namespace, with the netlink addon built (npm run build)');
+}
+
 /** A backend that is the agent's own API. */
 export function agentBackend(field: string, ip: string, port: number, why: string): LBError {
   return invalidBackend(field, `${ip.includes(':') ? `[${ip}]` : ip}:${port} cannot be a backend: ${why}`, 'give the address of a pod or host that serves the port; the agent\'s API is never a service backend');
