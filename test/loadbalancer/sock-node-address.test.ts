@@ -5,14 +5,15 @@
 // while the address is no node's; once the test puts the address on a veth of its own and a
 // server of the node listens there, the frontend is disabled and the client's connect reaches the
 // node's own server (the service no longer takes it), and a PUT of a frontend on that address is a
-// 460; once the address is removed the service takes its connects again.
+// 460; once the address is removed the service takes its connects again. An address added while
+// the agent is down: the next start restores the service disabled and takes it out of the maps.
 import t from 'tap';
 import { mkdirSync, rmdirSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { cgroupV2Mount } from '../../src/bpf/index.js';
 import { ip, uniq } from '../bpf/fixtures/topology.js';
-import { Cleanup, agentProcess, agentProcessSkip, until } from '../datapath-bpf/fixtures.js';
+import { Cleanup, agentProcess, agentProcessSkip, cli, until } from '../datapath-bpf/fixtures.js';
 import { cgroupClients } from './sock-fixtures.js';
 
 const POOL = '10.189.0.0/24';
@@ -84,4 +85,18 @@ t.test('a frontend on an address the node gets later no longer takes the node\'s
   t.ok(await until(async () => (await state()) === 'done', 10000), 'the frontend is enabled again');
   t.same(await inside.ask('tcp', VIP, String(port)), ['ok', `${VIP}:${port}`], 'the client reaches the service again');
   t.equal(backend.hits(), 2, 'through its backend');
+
+  // the address comes while the agent is down: the next start restores the service disabled and
+  // removes its frontend from the kernel maps (the pinned programs kept translating meanwhile)
+  agent.proc.kill('SIGTERM');
+  await agent.exited;
+  ip('addr', 'add', `${VIP}/32`, 'dev', dev);
+  const again = a.start();
+  t.ok(await a.up(again), 'the agent starts again', { log: again.log() });
+  t.equal(await state(), 'disabled', 'the stored service is restored disabled');
+  t.ok(await until(async () => !(await cli(a.socketPath, 'bpf', 'lb', 'list', '--bpf-root', a.root)).out.includes(VIP), 10000), 'its frontend is removed from the kernel maps');
+  const own2 = await echo(c, VIP, port);
+  t.same(await inside.ask('tcp', VIP, String(port)), ['ok', `${VIP}:${port}`], 'the client\'s connect to the node\'s address...');
+  t.equal(own2.hits(), 1, '...reaches the node\'s own server');
+  t.equal(backend.hits(), 2, 'not the backend');
 });
