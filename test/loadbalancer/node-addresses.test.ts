@@ -14,6 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Transport } from '../../src/api/transport.js';
+import { createSpecValidator } from '../../src/api/spec.js';
 import { AGENT_BIN, agentProcessSkip } from '../e2e/agent-process.js';
 import { Cleanup, cli, tempDir, until } from '../datapath-bpf/fixtures.js';
 import { createNetns, ip, ipJson, uniq } from '../netlink/netns.js';
@@ -78,8 +79,15 @@ const spec = (ip: string, port: number, type: string, backends: { ip: string; po
   flags: { type, name: 'svc', namespace: 'default' },
 });
 
-const stateOf = async (call: ReturnType<typeof startAgent>['call'], id: number): Promise<{ state?: string; message?: string }> =>
-  ((await call('GET', `/service/${id}`)).body as { status?: { 'cellium-state'?: { state?: string; message?: string } } }).status?.['cellium-state'] ?? {};
+const validator = createSpecValidator();
+
+/** The frontend's cellium-state, from a GET /service/{id} answer that matches the API spec (a disabled one included). */
+async function stateOf(call: ReturnType<typeof startAgent>['call'], id: number): Promise<{ state?: string; message?: string }> {
+  const r = await call('GET', `/service/${id}`);
+  const problems = validator.response('GetServiceID', r.status, r.body, { 'content-type': 'application/json' });
+  if (problems.length) throw new Error(`GET /service/${id} does not match the spec: ${JSON.stringify(problems)}`);
+  return (r.body as { status?: { 'cellium-state'?: { state?: string; message?: string } } }).status?.['cellium-state'] ?? {};
+}
 
 const esc = (s: string): string => s.replace(/[.[\]]/g, '\\$&');
 
