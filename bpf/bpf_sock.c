@@ -10,9 +10,12 @@
  *   cgroup/recvmsg4, recvmsg6 (UDP recvfrom) and getpeername4, getpeername6: an address that map
  *     names for this socket is shown as the frontend again, while the service still has that
  *     frontend with the same rev-NAT index (else the stale entry is removed).
- * Lookups are lib/lb_lookup.h's, bpf_lxc's too: the protocol's entry, then protocol 0; a VIP's
- * port it does not have (its wildcard entry) fails the connect or send with EHOSTUNREACH (the
- * packet path drops it); a service without backends fails it at once with ECONNREFUSED
+ * Lookups are lib/lb_lookup.h's, bpf_lxc's too: the protocol's entry, then protocol 0. A VIP's port
+ * that no frontend serves is not translated and not failed: the VIP's wildcard entry is not
+ * consulted here (as Cilium's socket LB, whose lookup is east-west and never reads wildcard
+ * entries), so the connect goes on as if no service existed (bpf_lxc still drops a pod's packet to
+ * it); a wildcard entry never breaks a port no service owns. A service without backends fails the
+ * connect or send at once with ECONNREFUSED
  * (--service-no-backend-response=reject) or EHOSTUNREACH (drop). A new TCP connection takes a
  * random backend, a UDP socket the one its cookie picks (its datagrams stay on one backend);
  * ClientIP affinity keys the host's choice by its network namespace cookie (Cilium's
@@ -112,12 +115,13 @@ static __always_inline int sock6_is_node_addr(const __u8 *addr)
 
 /*
  * The master entry of a destination (lb4_lookup_service), else, for one of the node's own
- * addresses, of its NodePort surrogate (the key then holds 0.0.0.0). NULL: *no_port as
- * lb4_lookup_service says.
+ * addresses, of its NodePort surrogate (the key then holds 0.0.0.0). NULL: no frontend serves
+ * the port (whether or not the address has a wildcard entry: socket LB does not read it).
  */
-static __always_inline struct lb4_service *sock4_lookup(struct lb4_key *key, int *no_port)
+static __always_inline struct lb4_service *sock4_lookup(struct lb4_key *key)
 {
-	struct lb4_service *svc = lb4_lookup_service(key, no_port);
+	int no_port;
+	struct lb4_service *svc = lb4_lookup_service(key, &no_port);
 
 	if (!svc && sock4_is_node_addr(key->address))
 		svc = lb4_lookup_nodeport(key);
@@ -125,9 +129,10 @@ static __always_inline struct lb4_service *sock4_lookup(struct lb4_key *key, int
 }
 
 /* sock4_lookup for IPv6 (the surrogate ::). */
-static __always_inline struct lb4_service *sock6_lookup(struct lb6_key *key, int *no_port)
+static __always_inline struct lb4_service *sock6_lookup(struct lb6_key *key)
 {
-	struct lb4_service *svc = lb6_lookup_service(key, no_port);
+	int no_port;
+	struct lb4_service *svc = lb6_lookup_service(key, &no_port);
 
 	if (!svc && sock6_is_node_addr(key->address))
 		svc = lb6_lookup_nodeport(key);
@@ -156,16 +161,16 @@ __attribute__((noinline)) int sock4_fwd(struct bpf_sock_addr *ctx, __u32 proto, 
 	struct lb4_backend *be = 0;
 	__u32 backend_id = 0, now = 0;
 	__u64 netns;
-	int no_port;
 
 	if (!ctx || !addr || !port || (proto != IPPROTO_TCP && proto != IPPROTO_UDP))
 		return 0;
 	key.address = *addr;
 	key.dport = *port;
 	key.proto = proto;
-	svc = sock4_lookup(&key, &no_port);
+	svc = sock4_lookup(&key);
+	/* a port no frontend serves (wildcard entry or none): untranslated, as if no service existed */
 	if (!svc)
-		return no_port ? -EHOSTUNREACH : 0;
+		return 0;
 	if (!svc->count)
 		return no_backend(svc);
 	if (svc->flags & SVC_FLAG_AFFINITY) {
@@ -216,7 +221,6 @@ __attribute__((noinline)) int sock4_rev(struct bpf_sock_addr *ctx, __u32 proto, 
 	struct lb4_reverse_sk *rv;
 	struct lb4_key key = {};
 	struct lb4_service *svc;
-	int no_port;
 
 	if (!ctx || !addr || !port)
 		return 0;
@@ -229,7 +233,7 @@ __attribute__((noinline)) int sock4_rev(struct bpf_sock_addr *ctx, __u32 proto, 
 	key.address = rv->address;
 	key.dport = rv->port;
 	key.proto = proto;
-	svc = sock4_lookup(&key, &no_port);
+	svc = sock4_lookup(&key);
 	if (!svc || svc->rev_nat_index != rv->rev_nat_index) {
 		bpf_map_delete_elem(&cellium_lb4_reverse_sk, &rk);
 		return 0;
@@ -263,16 +267,15 @@ __attribute__((noinline)) int sock6_fwd(struct bpf_sock_addr *ctx, __u32 proto, 
 	struct lb6_backend *be = 0;
 	__u32 backend_id = 0, now = 0;
 	__u64 netns;
-	int no_port;
 
 	if (!ctx || !dst || (proto != IPPROTO_TCP && proto != IPPROTO_UDP))
 		return 0;
 	__builtin_memcpy(key.address, dst->address, 16);
 	key.dport = dst->dport;
 	key.proto = proto;
-	svc = sock6_lookup(&key, &no_port);
+	svc = sock6_lookup(&key);
 	if (!svc)
-		return no_port ? -EHOSTUNREACH : 0;
+		return 0;
 	if (!svc->count)
 		return no_backend(svc);
 	if (svc->flags & SVC_FLAG_AFFINITY) {
@@ -320,7 +323,6 @@ __attribute__((noinline)) int sock6_rev(struct bpf_sock_addr *ctx, __u32 proto, 
 	struct lb6_reverse_sk *rv;
 	struct lb6_key key = {};
 	struct lb4_service *svc;
-	int no_port;
 
 	if (!ctx || !src)
 		return 0;
@@ -333,7 +335,7 @@ __attribute__((noinline)) int sock6_rev(struct bpf_sock_addr *ctx, __u32 proto, 
 	__builtin_memcpy(key.address, rv->address, 16);
 	key.dport = rv->port;
 	key.proto = proto;
-	svc = sock6_lookup(&key, &no_port);
+	svc = sock6_lookup(&key);
 	if (!svc || svc->rev_nat_index != rv->rev_nat_index) {
 		bpf_map_delete_elem(&cellium_lb6_reverse_sk, &rk);
 		return 0;

@@ -496,7 +496,9 @@ export interface paths {
          * Creates or updates the service with this ID (Cilium v1.15's operation).
          * @description The answer comes once the change is durable in the state directory; the LB maps follow
          *     (the service's `status.cellium-state` says when). A frontend address that belongs to
-         *     another service ID is a 460; a backend that cannot be used a 461.
+         *     another service ID is a 460, and so is a frontend of any type but NodePort on one of the
+         *     node's own addresses (its interfaces', a pod gateway, the API's listen address) and any
+         *     HostPort frontend; a backend that cannot be used (the agent's own API included) a 461.
          */
         put: operations["PutServiceID"];
         post?: never;
@@ -1192,10 +1194,10 @@ export interface components {
         /** @description What is realized of a service. */
         ServiceStatus: {
             realized?: components["schemas"]["ServiceSpec"];
-            /** @description Reconciliation of the frontend into the LB maps (pending, done, or error with the message). */
+            /** @description Reconciliation of the frontend into the LB maps (pending, done, or error with the message), or disabled (kept out of the LB maps because its address or a backend collides with the node; the message says why). */
             "cellium-state"?: {
                 /** @enum {string} */
-                state: "pending" | "done" | "error";
+                state: "pending" | "done" | "error" | "disabled";
                 message?: string;
             };
         };

@@ -330,6 +330,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("NetlinkHandle", NetlinkHandle::Define(env));
   registerBatch(env, exports);
   registerNsInfo(env, exports);
+  registerWatch(env, exports);
   Napi::Object nud = Napi::Object::New(env);
   nud.Set("permanent", NUD_PERMANENT);
   nud.Set("reachable", NUD_REACHABLE);

@@ -28,5 +28,7 @@ LinkChange linkChangeFromObject(const Napi::Object &o);
 void registerBatch(Napi::Env env, Napi::Object exports);
 // Adds nsType to the addon's exports (nsinfo.cc).
 void registerNsInfo(Napi::Env env, Napi::Object exports);
+// Adds the AddressWatch class to the addon's exports (watch.cc).
+void registerWatch(Napi::Env env, Napi::Object exports);
 
 }  // namespace cellium

@@ -1,5 +1,5 @@
 /** rtnetlink for the CNI server: links, veths, namespaces, addresses, routes, neighbours, sysctls. */
-export { Netlink, sysctlPath, withNetlink } from './netlink.js';
+export { Netlink, sysctlPath, watchAddresses, withNetlink, type AddressWatch } from './netlink.js';
 export { readSysctl, writeSysctl } from './sysctl.js';
 export { applyNetlinkSteps, type NetlinkStep } from './steps.js';
 export { NetlinkError, errnoName } from './errors.js';

@@ -99,6 +99,11 @@ export interface NetlinkAddon {
   /** Runs the steps in order on one worker job, inside netnsPath's namespace ("" for the process's). */
   applySteps(netnsPath: string, steps: RawStep[]): Promise<void>;
   nud: { permanent: number; reachable: number; noarp: number };
+  /**
+   * A link/address/route change watch of the process's namespace on Node's loop: onChange() once per
+   * burst of notifications (or lost ones); close() stops it.
+   */
+  AddressWatch: new (onChange: () => void) => { close(): void };
   /** The NS_GET_NSTYPE of a namespace file and the device and inode opened; only `errno` when it failed. */
   nsType(path: string): { errno: number; type?: number; dev?: number; ino?: number };
 }

@@ -212,6 +212,27 @@ export class Netlink {
   }
 }
 
+/** A running {@link watchAddresses}. */
+export interface AddressWatch {
+  /** Stops the watch; no onChange comes after. */
+  close(): void;
+}
+
+/**
+ * Calls `onChange` whenever a link, an IPv4/IPv6 address or a route of the agent's network
+ * namespace comes, goes or changes (rtnetlink notifications on Node's event loop, no thread, never keeping the
+ * process alive); one call per burst, and one when notifications were lost, so the caller lists
+ * what it needs again. `onChange` must not throw (an exception would be uncaught).
+ */
+export function watchAddresses(onChange: () => void): AddressWatch {
+  const { AddressWatch: Watch } = loadAddon();
+  try {
+    return new Watch(onChange);
+  } catch (err) {
+    throw toNetlinkError(err);
+  }
+}
+
 /**
  * The path below /proc/sys of a sysctl key: a dotted key (`net.ipv4.ip_forward`) has its dots
  * turned into slashes; a key already containing `/` is used as it is (needed when an interface name

@@ -9,6 +9,7 @@ import { agentStatusCell } from '../../src/cells/agent-status/index.js';
 import { serviceHandlersCell } from '../../src/cells/api-handlers/index.js';
 import { loadBalancerCell } from '../../src/cells/loadbalancer/index.js';
 import { statedirCell } from '../../src/cells/statedir/index.js';
+import { ipamCell } from '../../src/cells/ipam/index.js';
 import { DatapathToken } from '../../src/datapath/types.js';
 import { LBMapsToken } from '../../src/datapath/lb-maps.js';
 import { HealthTreeToken, testHive, type HealthNode } from '../../src/hive/index.js';
@@ -24,7 +25,7 @@ interface Res { status: number; body: unknown }
 
 async function agent(t: Test, dir: string) {
   const socketPath = join(dir, `cellium-${Math.random().toString(36).slice(2)}.sock`);
-  const h = await testHive(t, [statedirCell, config(BpfDatapathConfigToken, bpfDatapathConfigSchema), apiServerCell, agentStatusCell, loadBalancerCell, serviceHandlersCell], {
+  const h = await testHive(t, [statedirCell, config(BpfDatapathConfigToken, bpfDatapathConfigSchema), apiServerCell, agentStatusCell, ipamCell, loadBalancerCell, serviceHandlersCell], {
     config: { 'socket-path': socketPath, 'state-dir': join(dir, 'state'), 'enable-api-rate-limit': false },
     replace: [[DatapathToken, mockDatapath()]],
   });

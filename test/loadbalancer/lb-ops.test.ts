@@ -178,11 +178,12 @@ t.test('the wildcard entry of a VIP lives as long as a ClusterIP frontend on it,
   mgr.deleteService('default/a');
   await sync();
   t.ok(maps.services4.get(wildcard), 'one left: the wildcard stays');
-  const asNodePort = upsert('default/b', '10.96.7.1', 81, [be('10.0.7.1', 8081)]);
-  mgr.upsert({ ...asNodePort, frontends: asNodePort.frontends.map((f) => ({ ...f, type: 'NodePort' as const })) });
+  // (a NodePort frontend off the surrogate must use a port of --node-port-range: another type here)
+  const asExternal = upsert('default/b', '10.96.7.1', 81, [be('10.0.7.1', 8081)]);
+  mgr.upsert({ ...asExternal, frontends: asExternal.frontends.map((f) => ({ ...f, type: 'ExternalIPs' as const })) });
   await sync();
-  t.notOk(maps.services4.get(wildcard), 'its last ClusterIP became a NodePort: no wildcard (other ports of the address are not dropped)');
-  t.ok(maps.services4.get({ address: '10.96.7.1', port: 81, slot: 0, proto: 6, scope: 0 }), 'the NodePort frontend itself is written');
+  t.notOk(maps.services4.get(wildcard), 'its last ClusterIP became an ExternalIPs frontend: no wildcard (other ports of the address are not dropped)');
+  t.ok(maps.services4.get({ address: '10.96.7.1', port: 81, slot: 0, proto: 6, scope: 0 }), 'the ExternalIPs frontend itself is written');
   mgr.deleteService('default/b');
   await sync();
   t.same(maps.services4.entries(), [], 'nothing left');

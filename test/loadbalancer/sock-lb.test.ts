@@ -5,7 +5,8 @@
 // TCP and a UDP port, and one without backends. A client in the host network namespace inside the
 // cgroup reaches the backends through the VIP over TCP, UDP (sendto and connected) and an
 // IPv4-mapped IPv6 socket, and sees the VIP as its peer and as the UDP reply's source; a service
-// without backends is refused at once, a port the VIP lacks is unreachable; a client outside the
+// without backends is refused at once, a port the VIP lacks is not translated (as if no service
+// existed: the wildcard entry never breaks a port no service owns); a client outside the
 // cgroup is not translated (a prohibit route on the VIPs answers it with EACCES). After kill -9
 // the pinned links keep translating; a restart swaps their programs in place (same links, one
 // program per hook), a link detached from outside is attached again, another --cgroup-root moves
@@ -139,14 +140,17 @@ t.test('host processes in the cgroup reach ClusterIPs through socket load balanc
   t.ok(udpIds.some((id, i) => hits(backends[i]!, id) > 0), 'a UDP backend answered');
   t.same(await inside.ask('tcp', `::ffff:${VIP}`, '80'), ['ok', `[::ffff:${VIP}]:80`], 'an IPv6 socket to the IPv4-mapped VIP is translated too');
   t.same(await inside.ask('tcp', EMPTY_VIP, '80'), ['err', 'ECONNREFUSED'], 'a service without backends: the connect is refused at once');
-  t.same(await inside.ask('tcp', VIP, '81'), ['err', 'EHOSTUNREACH'], 'a port the VIP does not have: unreachable (its wildcard entry)');
+  // a port no frontend serves: not translated and not failed (the VIP's wildcard entry is not
+  // read by socket LB): the connect goes on as if no service existed, and the prohibit route answers
+  t.same(await inside.ask('tcp', VIP, '81'), ['err', 'EACCES'], 'a TCP port the VIP does not have: untranslated, as if no service existed (not EHOSTUNREACH from its wildcard entry)');
+  t.same(await inside.ask('udp', VIP, '54'), ['err', 'EACCES'], 'a UDP port the VIP does not have: untranslated too');
   t.same(await outside.ask('tcp', VIP, '80'), ['err', 'EACCES'], 'a process outside the cgroup is not translated (the prohibit route answers)');
 
   t.same(await inside.ask('tcp', VIP6, '80'), ['ok', `[${VIP6}]:80`], 'IPv6: TCP to the VIP reaches the backend on ::1, getpeername shows the VIP');
   t.same(await inside.ask('udp', VIP6, '53'), ['ok', `[${VIP6}]:53`], 'IPv6: UDP sendto, the echo comes from the VIP');
   t.same(await inside.ask('udpc', VIP6, '53'), ['ok', `[${VIP6}]:53`, `[${VIP6}]:53`], 'IPv6: connected UDP');
   t.equal(lo6.hits(), 3, 'the IPv6 backends served them');
-  t.same(await inside.ask('tcp', VIP6, '81'), ['err', 'EHOSTUNREACH'], 'IPv6: a port the VIP does not have');
+  t.same(await inside.ask('tcp', VIP6, '81'), ['err', 'EACCES'], 'IPv6: a port the VIP does not have: untranslated, as if no service existed');
   t.same(await outside.ask('tcp', VIP6, '80'), ['err', 'EACCES'], 'IPv6: a process outside the cgroup is not translated');
 
   const rev = BpfMap.openPinned(join(a.root, REVERSE_SK_MAP_NAMES.reverseSk4));

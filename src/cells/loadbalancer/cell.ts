@@ -9,6 +9,11 @@ import { LBMapsToken, type LBMapSet } from '../../datapath/lb-maps.js';
 import { DatapathToken, type Datapath } from '../datapath/index.js';
 import { BpfDatapathConfigToken, type BpfDatapathConfig } from '../datapath-bpf/index.js';
 import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
+import { IPAMToken, type IPAM } from '../ipam/index.js';
+import { ApiServerConfigToken, parseListenAddress, type ApiServerConfig } from '../api-server/index.js';
+import { Netlink, watchAddresses, type AddressWatch } from '../../netlink/index.js';
+import { formatL3n4 } from './addr.js';
+import { NodeAddresses, type InterfaceAddress, type LocalRoute } from './node-addrs.js';
 import { LBConfigToken, lbConfigSchema, type LBConfig } from './config.js';
 import { selectLBMaps } from './lb-maps.js';
 import { LBOps } from './lb-ops.js';
@@ -16,7 +21,7 @@ import { LBServiceManager } from './manager.js';
 import { ServiceStore, serviceStoreFile } from './store.js';
 import { ServiceManagerToken, type FrontendDesired, type ServiceManager } from './types.js';
 import { token } from '../../hive/token.js';
-import { sockAttachFailed } from './errors.js';
+import { nodeAddressesUnknown, sockAttachFailed } from './errors.js';
 import { attachSockLB, detachSockLB, resolveCgroupRoot, sockLBProblems, SOCK_HOOKS, type SockLBAttachment } from './sock-lb.js';
 
 /** How often the frontends' status is reported to the health tree. */
@@ -25,9 +30,94 @@ const STATUS_INTERVAL_MS = 5000;
 /** Token for the reconciler of frontends into the LB maps. */
 export const LBReconcilerToken = token<Reconciler<FrontendDesired>>('LBReconciler');
 
+/** How often the node's addresses are listed again besides on every rtnetlink notification (a safety net). */
+const NODE_ADDRESS_RESYNC_MS = 30_000;
+
+/** Token for the node's own addresses (what no frontend but NodePort may take). */
+export const NodeAddressesToken = token<NodeAddresses>('NodeAddresses');
+
+/** RTN_LOCAL: a route of the local table whose addresses are the node's. */
+const RTN_LOCAL = 2;
+/** The local routing table. */
+const RT_TABLE_LOCAL = 255;
+
+/**
+ * Every address of every interface, and every local route, of the agent's network namespace, over
+ * rtnetlink (one socket, kept open).
+ */
+function interfaceLister(): { list: () => Promise<InterfaceAddress[]>; localRoutes: () => Promise<LocalRoute[]>; close: () => Promise<void> } {
+  let nl: Netlink | undefined;
+  let closed = false;
+  const open = async (): Promise<{ nl: Netlink; dev: (index: number) => string }> => {
+    if (closed) throw new Error('the agent is stopping: the node\'s addresses are no longer listed');
+    nl ??= Netlink.open();
+    const names = new Map((await nl.listLinks()).map((l) => [l.index, l.name]));
+    return { nl, dev: (i) => names.get(i) ?? `#${i}` };
+  };
+  return {
+    list: async () => {
+      const { nl, dev } = await open();
+      return (await nl.listAddresses()).map((a) => ({ ip: a.address, dev: dev(a.index) }));
+    },
+    localRoutes: async () => {
+      const { nl, dev } = await open();
+      return (await nl.listRoutes({ table: RT_TABLE_LOCAL })).filter((r) => r.type === RTN_LOCAL).map((r) => ({ cidr: r.dst, dev: dev(r.ifindex) }));
+    },
+    close: async () => {
+      closed = true;
+      const n = nl;
+      nl = undefined;
+      await n?.close();
+    },
+  };
+}
+
+/**
+ * The node's own addresses: listed at start (before the services are restored, so a stored
+ * service that collides comes back disabled), again on every link or address notification of the
+ * agent's namespace (an address added disables the frontends on it at once) and every
+ * NODE_ADDRESS_RESYNC_MS; the pod gateways of IPAM's pools and --api-listen-address with them.
+ */
+function newNodeAddresses(api: ApiServerConfig, ipam: IPAM, lc: Lifecycle, jobs: Jobs, log: Logger): NodeAddresses {
+  const ifaces = interfaceLister();
+  const listen = api.apiListenAddress ? { raw: api.apiListenAddress, ...parseListenAddress('api-listen-address', api.apiListenAddress) } : undefined;
+  const addrs = new NodeAddresses({ interfaces: ifaces.list, localRoutes: ifaces.localRoutes, gateways: () => ipam.status(), ...(listen ? { api: listen } : {}) });
+  let watch: AddressWatch | undefined;
+  lc.append({
+    name: 'lb-node-addresses',
+    onStart: async () => {
+      try {
+        // the watch first: no change falls between it and the listing
+        watch = watchAddresses(() => {
+          addrs.refresh().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'listing the node\'s addresses after a change failed; the periodic listing retries'));
+        });
+        await addrs.refresh();
+      } catch (err) {
+        throw nodeAddressesUnknown(err);
+      }
+      log.info({ addresses: addrs.interfaceAddresses().size }, 'the node\'s addresses are listed and watched: no frontend but NodePort may take one');
+    },
+    onStop: async () => {
+      watch?.close();
+      watch = undefined;
+      await ifaces.close();
+    },
+  });
+  jobs.timer('lb-node-addresses', async () => {
+    await addrs.refresh();
+  }, NODE_ADDRESS_RESYNC_MS);
+  return addrs;
+}
+
 /** Builds the service manager; its services come back from the store at start. */
-function newServiceManager(cfg: LBConfig, sd: StateDirConfig, lc: Lifecycle, log: Logger): LBServiceManager {
-  const mgr = new LBServiceManager(Math.min(cfg.bpfLbMapMax, 65535), new ServiceStore(serviceStoreFile(sd.stateDir), log), cfg.nodePortRange);
+function newServiceManager(cfg: LBConfig, sd: StateDirConfig, addrs: NodeAddresses, lc: Lifecycle, log: Logger): LBServiceManager {
+  const mgr = new LBServiceManager(Math.min(cfg.bpfLbMapMax, 65535), new ServiceStore(serviceStoreFile(sd.stateDir), log), cfg.nodePortRange, {
+    addrs,
+    onDisabled: (fe, why) => {
+      if (why) log.warn({ frontend: formatL3n4(fe.address), service: fe.serviceKey, id: fe.id, why }, 'frontend disabled: it collides with the node; it stays out of the LB maps while it does');
+      else log.info({ frontend: formatL3n4(fe.address), service: fe.serviceKey, id: fe.id }, 'frontend enabled again: it no longer collides with the node');
+    },
+  });
   lc.append({
     name: 'lb-services-restore',
     onStart: async () => {
@@ -64,8 +154,10 @@ function newReconciler(mgr: ServiceManager, maps: LBMapSet, cfg: LBConfig, bpf: 
   jobs.oneShot('reconcile-lb-frontends', (ctx) => r.run(ctx));
   const report = (): void => {
     const st = mgr.status();
-    const what = `${st.objects} frontends: ${st.done} done, ${st.pending} pending, ${st.errors} failing`;
-    if (st.errors) health.degraded(`${what} (${st.lastErrors.join('; ')})`);
+    const off = mgr.disabled();
+    const what = `${st.objects + off.length} frontends: ${st.done} done, ${st.pending} pending, ${st.errors} failing, ${off.length} disabled`;
+    const problems = [...st.lastErrors, ...off.slice(0, 5).map((d) => `${d.frontend} disabled: ${d.why}`)];
+    if (st.errors || off.length) health.degraded(`${what} (${problems.join('; ')})`);
     else health.ok(what);
   };
   jobs.timer('lb-frontends-status', async () => report(), STATUS_INTERVAL_MS);
@@ -146,7 +238,8 @@ export const loadBalancerCell = module(
   'loadbalancer',
   'Services: frontends and backends reconciled into the LB maps',
   config(LBConfigToken, lbConfigSchema),
-  provide(ServiceManagerToken, newServiceManager, LBConfigToken, StateDirConfigToken, LifecycleToken, LoggerToken),
+  provide(NodeAddressesToken, newNodeAddresses, ApiServerConfigToken, IPAMToken, LifecycleToken, JobsToken, LoggerToken),
+  provide(ServiceManagerToken, newServiceManager, LBConfigToken, StateDirConfigToken, NodeAddressesToken, LifecycleToken, LoggerToken),
   provide(LBMapsToken, selectLBMaps, DatapathToken, BpfDatapathConfigToken, LBConfigToken, LoggerToken),
   provide(LBReconcilerToken, newReconciler, ServiceManagerToken, LBMapsToken, LBConfigToken, BpfDatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken),
   invoke('lb-reconciler', (_r: Reconciler<FrontendDesired>) => undefined, LBReconcilerToken),

@@ -36,6 +36,26 @@ export function invalidField(field: string, problem: string, fix: string): LBErr
   return new LBError('invalid', field, problem, fix);
 }
 
+/** A frontend of a type other than NodePort on one of the node's own addresses (`why` says whose). */
+export function nodeAddressFrontend(field: string, ip: string, type: string, why: string): LBError {
+  return invalidFrontend(field, `${ip} cannot be a service frontend of type ${type}: ${why}; socket load balancing would send every host process's connect to it to the service's backends`, 'give the service a cluster IP from the service CIDR (such as 10.96.0.10); the node\'s own addresses are served only by NodePort services (a port of --node-port-range)');
+}
+
+/** A HostPort frontend from a source other than a pod's spec (Cellium derives none). */
+export function hostPortRefused(field: string): LBError {
+  return invalidFrontend(field, 'type HostPort is refused: a HostPort frontend comes from a pod\'s spec.containers[].ports[].hostPort, which Cellium does not derive, and would take a port of the node that a host process may listen on', 'give the service type NodePort (a port of --node-port-range) or ClusterIP');
+}
+
+/** The node's addresses could not be listed or watched at start: the agent does not start (services could take them). */
+export function nodeAddressesUnknown(err: unknown): LBError {
+  return new LBError('store', '', `the node's own addresses cannot be listed or watched over rtnetlink (${(err as Error).message}); the agent does not start without them, since a service could then take one of them`, 'run the agent where it can open NETLINK_ROUTE sockets in its network namespace, with the netlink addon built (npm run build)');
+}
+
+/** A backend that is the agent's own API. */
+export function agentBackend(field: string, ip: string, port: number, why: string): LBError {
+  return invalidBackend(field, `${ip.includes(':') ? `[${ip}]` : ip}:${port} cannot be a backend: ${why}`, 'give the address of a pod or host that serves the port; the agent\'s API is never a service backend');
+}
+
 /** No service with this ID. */
 export function serviceNotFound(id: number | string): LBError {
   return new LBError('not-found', '', `service ${id} does not exist`, 'list the services with `cellium service list`');

@@ -4,8 +4,10 @@
  * configuration, and the reconciler that writes every frontend into the LB maps (kernel maps under
  * --bpf-root with the BPF datapath, in memory otherwise) in Cilium's order; with the BPF datapath
  * and --bpf-lb-sock, socket load balancing for the node's processes (bpf_sock's cgroup programs on
- * --cgroup-root). Needs the statedir,
- * datapath and datapath-bpf (its --bpf-root) cells. docs/cells/loadbalancer.md describes it.
+ * --cgroup-root). No frontend but NodePort takes one of the node's own addresses (listed and
+ * watched over rtnetlink, with IPAM's pod gateways and --api-listen-address). Needs the statedir,
+ * datapath, datapath-bpf (its --bpf-root), ipam and api-server (its config) cells.
+ * docs/cells/loadbalancer.md describes it.
  */
 export * from './types.js';
 export { LBConfigToken, lbConfigSchema, MAGLEV_TABLE_SIZES, type LBConfig } from './config.js';

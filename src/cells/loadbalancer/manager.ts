@@ -12,6 +12,16 @@ import type { ServiceStore, StoredService } from './store.js';
 import { DEFAULT_NODE_PORT_RANGE, type NodePortRange } from './config.js';
 import type { Backend, Frontend, FrontendDesired, FrontendStatus, Service, ServiceManager, ServiceUpsert } from './types.js';
 import { validateBackends, validateUpsert } from './validate.js';
+import { checkBackendCollisions, checkCollisions, whyDisabled } from './collisions.js';
+import type { NodeAddressCheck } from './node-addrs.js';
+
+/** Options of the service manager beyond its IDs, store and node ports. */
+export interface ServiceManagerOptions {
+  /** The node's own addresses: no frontend but NodePort takes one, no backend is the agent's API. */
+  readonly addrs?: NodeAddressCheck;
+  /** Told when a frontend is disabled (`why`) or enabled again (`why` undefined). */
+  readonly onDisabled?: (frontend: Frontend, why: string | undefined) => void;
+}
 
 /** The key of an API service with this ID. */
 export function apiServiceKey(id: number): string {
@@ -27,6 +37,8 @@ export class LBServiceManager implements ServiceManager {
   private readonly svcBackends = new Map<string, readonly Backend[]>();
   private readonly byId = new Map<number, Frontend>();
   private readonly byAddr = new Map<string, Frontend>();
+  /** Frontends kept out of the LB maps (their address or a backend collides with the node), by address. */
+  private readonly parked = new Map<string, { value: FrontendDesired; why: string }>();
   private nextId = 1;
   private readonly subject = new Subject<string>();
   /** Emits the key of every service that changed. */
@@ -38,11 +50,15 @@ export class LBServiceManager implements ServiceManager {
     private readonly store?: ServiceStore,
     /** --node-port-range: the ports NodePort surrogates may use. */
     private readonly nodePorts: NodePortRange = DEFAULT_NODE_PORT_RANGE,
-  ) {}
+    private readonly opts: ServiceManagerOptions = {},
+  ) {
+    opts.addrs?.changes$.subscribe(() => this.recheck());
+  }
 
   /** See ServiceManager. */
   check(u: ServiceUpsert): void {
     validateUpsert(u, this.nodePorts);
+    checkCollisions(this.opts.addrs, u);
   }
 
   /** Loads the store (before anything else changes the services). */
@@ -77,9 +93,12 @@ export class LBServiceManager implements ServiceManager {
     if (!svc) {
       // backends that arrive before their service (an EndpointSlice first) wait for it
       validateBackends(backends, []);
+      checkBackendCollisions(this.opts.addrs, backends);
       this.svcBackends.set(serviceKey, dedupe(backends).backends);
       return;
     }
+    validateBackends(backends, []);
+    checkBackendCollisions(this.opts.addrs, backends);
     this.apply({ service: svc, frontends: [...(this.svcFrontends.get(serviceKey)?.values() ?? [])], backends }, new Map());
   }
 
@@ -109,8 +128,43 @@ export class LBServiceManager implements ServiceManager {
 
   get(id: number): FrontendStatus | undefined {
     const f = this.byId.get(id);
-    const o = f && this.frontends.get(formatL3n4(f.address));
+    if (!f) return undefined;
+    const addrKey = formatL3n4(f.address);
+    const p = this.parked.get(addrKey);
+    if (p) return { frontend: p.value, state: 'disabled', message: p.why };
+    const o = this.frontends.get(addrKey);
     return o && { frontend: o.value, state: o.state, ...(o.message ? { message: o.message } : {}) };
+  }
+
+  disabled(): { readonly frontend: string; readonly why: string }[] {
+    return [...this.parked].map(([frontend, p]) => ({ frontend, why: p.why }));
+  }
+
+  /**
+   * Checks every frontend against the node's addresses again (they changed): one that collides now
+   * leaves the LB maps (disabled, with why), one that no longer does is written again.
+   */
+  recheck(): void {
+    for (const [addrKey, fe] of this.byAddr) {
+      const p = this.parked.get(addrKey);
+      const value = p?.value ?? this.frontends.get(addrKey)?.value;
+      if (!value) continue;
+      const why = whyDisabled(this.opts.addrs, value);
+      if (why === p?.why) continue;
+      this.place(addrKey, value, why);
+      if (!p || !why) this.opts.onDisabled?.(fe, why);
+    }
+  }
+
+  /** Puts a frontend's desired state in the table, or keeps it out (disabled) when `why`. */
+  private place(addrKey: string, value: FrontendDesired, why: string | undefined): void {
+    if (why) {
+      this.frontends.delete(addrKey);
+      this.parked.set(addrKey, { value, why });
+    } else {
+      this.parked.delete(addrKey);
+      this.frontends.upsert(addrKey, value);
+    }
   }
 
   service(key: string): Service | undefined {
@@ -163,7 +217,13 @@ export class LBServiceManager implements ServiceManager {
     const { backends, keys } = dedupe(u.backends);
     this.svcBackends.set(key, backends);
     const sorted = sortedByAddress(backends, keys);
-    for (const [addrKey, fe] of next) this.frontends.upsert(addrKey, this.desired(u.service, fe, sorted));
+    for (const [addrKey, fe] of next) {
+      const value = this.desired(u.service, fe, sorted);
+      const why = whyDisabled(this.opts.addrs, value);
+      const was = this.parked.get(addrKey)?.why;
+      this.place(addrKey, value, why);
+      if (why !== was && (!why || !was)) this.opts.onDisabled?.(fe, why);
+    }
     this.changed(key);
     return [...next.values()];
   }
@@ -191,6 +251,7 @@ export class LBServiceManager implements ServiceManager {
     if (this.byAddr.get(addrKey) === f) {
       this.byAddr.delete(addrKey);
       this.frontends.delete(addrKey);
+      this.parked.delete(addrKey);
     }
   }
 

@@ -95,7 +95,8 @@ export interface FrontendDesired {
 /** A frontend with its reconciliation status. */
 export interface FrontendStatus {
   readonly frontend: FrontendDesired;
-  readonly state: 'pending' | 'done' | 'error';
+  /** disabled: kept out of the LB maps, its address (or a backend) collides with the node (message: why). */
+  readonly state: 'pending' | 'done' | 'error' | 'disabled';
   readonly message?: string;
 }
 
@@ -135,8 +136,10 @@ export interface ServiceManager {
   service(key: string): Service | undefined;
   /** The backends of a service. */
   backends(serviceKey: string): readonly Backend[];
-  /** Status of the frontends table. */
+  /** Status of the frontends table (the frontends written or to be written; the disabled ones are not in it). */
   status(): TableStatus;
+  /** The frontends kept out of the LB maps because they collide with the node, with why. */
+  disabled(): { readonly frontend: string; readonly why: string }[];
   /** Emits after every change (the key of the service that changed). */
   readonly changes$: Observable<string>;
   /** Resolves once every change so far is durable in the state directory. */

@@ -10,8 +10,9 @@ const PROTOS = ['tcp', 'udp', 'any'];
 
 /**
  * Throws LBError when the upsert cannot be used (pointers relative to the upsert object). A NodePort
- * surrogate's port must lie in `nodePorts` (--node-port-range): it takes that port on every address
- * of the node, loopback included, for every process socket LB translates.
+ * frontend's port must lie in `nodePorts` (--node-port-range): on the surrogate it takes that port on
+ * every address of the node, loopback included, for every process socket LB translates. What
+ * depends on the node's addresses is checked by collisions.ts.
  */
 export function validateUpsert(u: ServiceUpsert, nodePorts: NodePortRange = DEFAULT_NODE_PORT_RANGE): void {
   const s = u.service;
@@ -33,7 +34,8 @@ export function validateUpsert(u: ServiceUpsert, nodePorts: NodePortRange = DEFA
     if (notFe) throw invalidFrontend(`${at}/address/ip`, `${f.address.ip} cannot be a service frontend of type ${String(f.type)}: ${notFe}`, surrogateFix(f.address.ip));
     if (!validPort(f.address.port, !isSurrogateAddress(f.address.ip))) throw invalidFrontend(`${at}/address/port`, `${String(f.address.port)} is not a port`, isSurrogateAddress(f.address.ip) ? 'give the node port (1..65535, e.g. 30080)' : 'give a port between 0 and 65535');
     const [min, max] = nodePorts;
-    if (isSurrogateAddress(f.address.ip) && (f.address.port < min || f.address.port > max)) {
+    // every node port, on the surrogate or on an address: it takes that port of the node
+    if (f.type === 'NodePort' && (f.address.port < min || f.address.port > max)) {
       throw invalidFrontend(`${at}/address/port`, `node port ${f.address.port} is outside --node-port-range ${min}-${max}`, `give a node port from ${min} to ${max}, or widen --node-port-range (the port is taken on every address of the node, loopback included)`);
     }
     if (!PROTOS.includes(f.address.protocol)) throw invalidFrontend(`${at}/address/protocol`, `${String(f.address.protocol)} is not a protocol`, 'give tcp, udp or any');
