@@ -216,6 +216,33 @@ static __always_inline int from_own_address(const struct pkt *p)
 	return any && !diff;
 }
 
+/*
+ * Multicast Listener Discovery (RFC 3810: query 130, report 131, done 132, v2 report 143) that a
+ * pod's kernel sends from its link-local or the unspecified address (the only sources RFC 3810
+ * allows) to a link-scope group (ff02::/16): link-scoped, never routed, and sent by every pod
+ * whose eth0 has IPv6 on, with or without an IPv6 address of its own. Passed before the source
+ * check, as Cilium's bpf_lxc passes MLD and router solicitation from link-local sources
+ * (cilium/cilium#47645), so the invalid-source counter counts forged sources only.
+ */
+static __always_inline int is_link_local_mld(const struct pkt *p)
+{
+	__u8 any = 0;
+	int i;
+
+	if (p->family != FAMILY_IPV6 || p->protocol != IPPROTO_ICMPV6 || !p->has_l4)
+		return 0;
+	if ((p->icmp_type < 130 || p->icmp_type > 132) && p->icmp_type != 143)
+		return 0;
+	if (p->dst[0] != 0xff || p->dst[1] != 0x02)
+		return 0;
+	if (p->src[0] == 0xfe && (p->src[1] & 0xc0) == 0x80)
+		return 1;
+#pragma unroll
+	for (i = 0; i < 16; i++)
+		any |= p->src[i];
+	return !any;
+}
+
 static __always_inline int handle(struct __sk_buff *skb, __u8 egress)
 {
 	struct pkt p = {};
@@ -235,6 +262,11 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 egress)
 	}
 	if (err < 0)
 		return drop(skb, DROP_INVALID, egress, 0, 0);
+	/* link-scoped MLD of the pod's kernel: passed and counted as forwarded, never a forged source */
+	if (egress && is_link_local_mld(&p)) {
+		count(skb, METRICS_DIR_STRIDE);
+		return TC_ACT_OK;
+	}
 	/* anti-spoofing, before a service or conntrack sees the packet (neighbour discovery may use link-local or unspecified sources) */
 	if (egress && !is_neighbour_discovery(&p) && !from_own_address(&p))
 		return drop(skb, DROP_INVALID_SOURCE, egress, &p, 0);

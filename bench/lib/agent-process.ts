@@ -27,6 +27,8 @@ export function scratchBase(): string {
 /** The agent process and a client of its API. */
 export interface AgentProcess {
   readonly client: CelliumClient;
+  /** The agent's process ID (for /proc/<pid>/status). */
+  readonly pid: number;
   stop(): Promise<void>;
 }
 
@@ -37,6 +39,9 @@ export interface AgentRun {
   readonly socketPath: string;
   readonly pool: string;
   readonly flags?: Readonly<Record<string, string | number | boolean>>;
+  /** Node options for the agent process (`--trace-gc`), and a reader of its stdout (ignored otherwise). */
+  readonly nodeFlags?: readonly string[];
+  readonly onStdout?: (chunk: string) => void;
 }
 
 /** Starts bin/cellium-agent.js with this run's paths; resolves once its CNI server answers. */
@@ -47,9 +52,10 @@ export async function startAgent(run: AgentRun): Promise<AgentProcess> {
     'ipv4-range': run.pool, 'endpoint-gc-interval': '1h', ...run.flags,
   };
   // CELLIUM_* variables tune the agent under test, e.g. CELLIUM_DATAPATH_MODE=memory or CELLIUM_BPF_ATTACH_MODE=tcx
-  const child: ChildProcess = spawn(process.execPath, [join(root(), 'bin', 'cellium-agent.js'), ...Object.entries(flags).map(([k, v]) => `--${k}=${v}`)], {
-    env: process.env, stdio: ['ignore', 'ignore', 'pipe'],
+  const child: ChildProcess = spawn(process.execPath, [...(run.nodeFlags ?? []), join(root(), 'bin', 'cellium-agent.js'), ...Object.entries(flags).map(([k, v]) => `--${k}=${v}`)], {
+    env: process.env, stdio: ['ignore', run.onStdout ? 'pipe' : 'ignore', 'pipe'],
   });
+  if (run.onStdout) child.stdout!.on('data', (c: Buffer) => run.onStdout!(c.toString()));
   let tail = '';
   child.stderr!.on('data', (c: Buffer) => (tail = (tail + c.toString()).slice(-4000)));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
@@ -63,7 +69,7 @@ export async function startAgent(run: AgentRun): Promise<AgentProcess> {
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`cellium-agent exited with ${child.exitCode}: ${tail}`);
     const r = spawnSync(join(root(), 'bin', 'cellium-cni'), { env: { CNI_COMMAND: 'STATUS' }, input: status, encoding: 'utf8' });
-    if (r.status === 0) return { client, stop };
+    if (r.status === 0) return { client, pid: child.pid!, stop };
     if (i > 600) {
       await stop();
       throw new Error(`cellium-agent did not become ready within 60 s: ${tail}`);

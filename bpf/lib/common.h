@@ -135,6 +135,12 @@ struct ipv6_ct_tuple {
 	__u8 flags;
 } __attribute__((packed));
 
+/* cellium_ct_stats slots: map index (ct4, ct_any4, ct6, ct_any6) * CT_STATS_SLOTS + CT_STATS_*. */
+#define CT_STATS_CREATED 0
+#define CT_STATS_USER_DELETED 1
+#define CT_STATS_SLOTS 2
+#define CT_STATS_MAX_ENTRIES (4 * CT_STATS_SLOTS)
+
 /* ct_entry.flags bits (Cilium's bit positions). */
 #define CT_F_RX_CLOSING 0x1
 #define CT_F_TX_CLOSING 0x2

@@ -129,6 +129,24 @@ static __always_inline struct ct_entry *ct_map_lookup(const union ct_key *k, __u
 	return bpf_map_lookup_elem(&cellium_ct_any6_global, &k->v6);
 }
 
+/* The index of the map `k` belongs in (cellium_ct_stats order: ct4, ct_any4, ct6, ct_any6). */
+static __always_inline __u32 ct_map_index(const union ct_key *k, __u8 family)
+{
+	if (family == FAMILY_IPV4)
+		return k->v4.nexthdr == IPPROTO_TCP ? 0 : 1;
+	return k->v6.nexthdr == IPPROTO_TCP ? 2 : 3;
+}
+
+/* Counts an entry the datapath added to a conntrack map (cellium_ct_stats). */
+static __always_inline void ct_count_created(__u32 map_index)
+{
+	__u32 slot = map_index * CT_STATS_SLOTS + CT_STATS_CREATED;
+	__u64 *n = bpf_map_lookup_elem(&cellium_ct_stats, &slot);
+
+	if (n)
+		*n += 1;
+}
+
 /* Writes the entry of `k`; the map's error (< 0) when it cannot. */
 static __always_inline long ct_map_update(const union ct_key *k, __u8 family, const struct ct_entry *e)
 {
@@ -305,14 +323,16 @@ __attribute__((noinline)) int ct_lookup(struct __sk_buff *skb, const struct pkt 
 
 /*
  * Writes the entry of a new (or reopened) connection the policy allowed: the key in the forward
- * direction, the packet counted, `src_identity` the identity of the side that opened it. Returns
- * the map's error (< 0) when the entry could not be written.
+ * direction, the packet counted, `src_identity` the identity of the side that opened it; a key
+ * that was not in the map yet is counted in cellium_ct_stats. Returns the map's error (< 0) when
+ * the entry could not be written.
  */
 __attribute__((noinline)) int ct_create(struct __sk_buff *skb, const struct pkt *p, __u32 egress, __u32 src_identity)
 {
 	union ct_key k = {};
 	struct ct_entry e = {};
 	__u32 now;
+	int fresh;
 
 	if (!skb || !p)
 		return -1;
@@ -344,7 +364,13 @@ __attribute__((noinline)) int ct_create(struct __sk_buff *skb, const struct pkt 
 			e.rx_bytes = skb->len;
 		}
 	}
-	return ct_map_update(&k, p->family, &e) < 0 ? -1 : 0;
+	/* a key not there yet is a new entry of the table (counted for the agent's eviction accounting) */
+	fresh = !ct_map_lookup(&k, p->family);
+	if (ct_map_update(&k, p->family, &e) < 0)
+		return -1;
+	if (fresh)
+		ct_count_created(ct_map_index(&k, p->family));
+	return 0;
 }
 
 #endif

@@ -181,6 +181,8 @@ __attribute__((noinline)) int lb4_egress(struct __sk_buff *skb, struct pkt *p)
 		ne.tx_packets = 1;
 		if (ct_map_update(&k, FAMILY_IPV4, &ne) < 0)
 			return -DROP_CT_INSERT_FAILED;
+		if (!e)
+			ct_count_created(ct_map_index(&k, FAMILY_IPV4));	/* a new key: for the agent's eviction accounting */
 	} else if (e->lifetime != lifetime) {
 		e->lifetime = lifetime;
 	}
@@ -456,6 +458,8 @@ __attribute__((noinline)) int lb6_egress(struct __sk_buff *skb, struct pkt *p)
 		ne.tx_packets = 1;
 		if (ct_map_update(&k, FAMILY_IPV6, &ne) < 0)
 			return -DROP_CT_INSERT_FAILED;
+		if (!e)
+			ct_count_created(ct_map_index(&k, FAMILY_IPV6));	/* a new key: for the agent's eviction accounting */
 	} else if (e->lifetime != lifetime) {
 		e->lifetime = lifetime;
 	}

@@ -69,6 +69,21 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } cellium_ct_any6_global SEC(".maps");
 
+/*
+ * cellium_ct_stats (per-CPU array, CT_STATS_SLOTS per conntrack map in the order above): the
+ * entries the datapath created in the map (a key that was not there; a replaced entry is not new)
+ * and the entries userspace deleted from it (garbage collection, scrubs, flushes; the agent and
+ * the CLI write that slot). The agent compares them with the maps' occupancy: what the table lost
+ * beyond those deletes, the kernel's LRU evicted (it reports evictions nowhere).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, CT_STATS_MAX_ENTRIES);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_ct_stats SEC(".maps");
+
 /* Load balancing: lib/lb_maps.h (also bpf_sock's, which needs only those). */
 #include "lb_maps.h"
 

@@ -6,10 +6,11 @@
  * Steps, from the endpoint's point of view:
  *   0. a packet the pod sends (egress) from an address that is not its own of that family drops
  *      ('invalid-source', Cilium's DROP_INVALID_SIP) before a service or conntrack sees it, except
- *      ARP and neighbour discovery (sourceVerdict());
+ *      ARP, neighbour discovery and link-local MLD (sourceVerdict());
  *   1. the peer address is the destination for egress, the source for ingress; its identity is the
  *      longest-prefix ipcache match, or world (2) when nothing matches;
- *   2. ARP and IPv6 neighbour discovery (ICMPv6 types 133-137) pass;
+ *   2. ARP and IPv6 neighbour discovery (ICMPv6 types 133-137) pass, and so does the MLD a pod
+ *      sends (types 130-132, 143) from its link-local or the unspecified address to ff02::/16;
  *   3. ingress from the host identity (1) passes (allow-localhost);
  *   4. egress ICMP/ICMPv6 echo (request or reply) to the host identity passes;
  *   5. the policy map is looked up twice (longest prefix): with the peer identity and with identity
@@ -62,6 +63,29 @@ function isNeighbourDiscovery(p: VerdictPacket): boolean {
   return p.protocol === Proto.ICMPV6 && t >= 133 && t <= 137 && parseAddr(p.src)?.family === 'ipv6';
 }
 
+const LINK_LOCAL = parseCidr('fe80::/10');
+const LINK_SCOPE_MULTICAST = parseCidr('ff02::/16');
+
+/**
+ * MLD (RFC 3810: query, report, done, v2 report) from the link-local or the unspecified address to
+ * a link-scope group: what every pod's kernel sends, IPv6 address or not (bpf_lxc's
+ * is_link_local_mld()).
+ */
+export function isLinkLocalMld(p: VerdictPacket): boolean {
+  const t = p.icmpType ?? 128;
+  if (p.protocol !== Proto.ICMPV6 || !((t >= 130 && t <= 132) || t === 143)) return false;
+  const src = parseAddr(p.src);
+  const dst = parseAddr(p.dst);
+  if (src?.family !== 'ipv6' || dst?.family !== 'ipv6') return false;
+  const within = (a: bigint, c: Cidr): boolean => (a & prefixMask(c.bits, c.prefix)) === c.network;
+  return within(dst.value, LINK_SCOPE_MULTICAST) && (src.value === 0n || within(src.value, LINK_LOCAL));
+}
+
+/** Whether bpf_lxc passes the packet before anything else: ARP, neighbour discovery, a pod's link-local MLD. */
+function passesUntracked(direction: Direction, p: VerdictPacket): boolean {
+  return !!p.arp || isNeighbourDiscovery(p) || (direction === 'egress' && isLinkLocalMld(p));
+}
+
 function isEcho(p: VerdictPacket): boolean {
   if (p.protocol === Proto.ICMP) return (p.icmpType ?? 8) === 8 || p.icmpType === 0;
   if (p.protocol === Proto.ICMPV6) return (p.icmpType ?? 128) === 128 || p.icmpType === 129;
@@ -76,10 +100,11 @@ export interface OwnAddresses {
 
 /**
  * Step 0: the drop of an egress packet sent from an address that is not the endpoint's own;
- * undefined when the packet may go on (ingress, ARP, neighbour discovery, or its own address).
+ * undefined when the packet may go on (ingress, ARP, neighbour discovery, link-local MLD, or its
+ * own address).
  */
 export function sourceVerdict(direction: Direction, packet: VerdictPacket, own: OwnAddresses, peerIdentity: number): Verdict | undefined {
-  if (direction !== 'egress' || packet.arp || isNeighbourDiscovery(packet)) return undefined;
+  if (direction !== 'egress' || passesUntracked(direction, packet)) return undefined;
   const src = parseAddr(packet.src);
   const mine = src && parseAddr((src.family === 'ipv4' ? own.ipv4 : own.ipv6) ?? '');
   if (src && mine && mine.family === src.family && mine.value === src.value) return undefined;
@@ -131,7 +156,7 @@ export interface PacketOutcome {
 }
 
 /**
- * bpf_lxc's decide(): ARP and neighbour discovery pass untracked; a reply or related packet of a
+ * bpf_lxc's decide(): ARP, neighbour discovery and a pod's link-local MLD pass untracked; a reply or related packet of a
  * tracked connection passes; anything else gets the policy verdict (steps 3-5), and a new
  * connection the policy allows gets its conntrack entry (`endpointIdentity` is the opener for
  * egress, the peer for ingress); a failed write drops ('ct-insert-failed'). Without `ct`
@@ -147,7 +172,7 @@ export function decidePacket(
   endpointIdentity: number,
   commit = true,
 ): PacketOutcome {
-  if (packet.arp || isNeighbourDiscovery(packet)) return { verdict: { allowed: true, peerIdentity }, ct: 'new' };
+  if (passesUntracked(direction, packet)) return { verdict: { allowed: true, peerIdentity }, ct: 'new' };
   const found = ct ? ct.lookup(direction, packet, commit) : { status: 'new' as const, track: false };
   if (found.status === 'reply' || found.status === 'related') return { verdict: { allowed: true, peerIdentity }, ct: found.status };
   const verdict = decideVerdict(policy, direction, peerIdentity, packet);

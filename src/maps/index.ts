@@ -15,4 +15,5 @@ export {
   CtMaps, flushCtMaps, layoutText, openExact, sweepAddresses, sweepExpired, sweepMap,
   type CtMap, type MapReplacement, type SweepOptions, type SweepResult,
 } from './ct/maps.js';
+export { CT_STATS_MAP, CT_STATS_SPEC, readCtCounts, type CtMapCounts } from './ct/stats.js';
 export * from './lb/index.js';

@@ -52,6 +52,23 @@ t.test('a loaded endpoint: what the pod sends from an address not its own drops 
   t.same(await dp.dropCounters(), { 'invalid-source': 2, policy: 1 });
 });
 
+t.test("a pod's link-local MLD passes without policy; other link-local or forged ICMPv6 stays invalid-source (bpf_lxc's is_link_local_mld)", async (t) => {
+  const dp = new MemoryDatapath();
+  await dp.loader.reloadEndpoint({ id: 6, identity: 300, ipv4: '10.200.0.6', ifName: 'lxc6', ifIndex: 6, mac: '02:00:00:00:00:06', hostMac: '02:00:00:00:00:07' });
+  dp.maps.setPolicy(6, []);
+  const icmp6 = (src: string, dst: string, icmpType: number) => ({ src, dst, protocol: 58, dport: 0, icmpType });
+  const pass = { allowed: true, peerIdentity: 2 };
+  const forged = { allowed: false, reason: 'invalid-source', peerIdentity: 2 };
+  t.same(await dp.verdict(6, 'egress', icmp6('fe80::1c05:a0ff:fee1:f9a6', 'ff02::16', 143)), pass, 'an MLDv2 report from the link-local address (no IPv6 address of its own, no policy)');
+  t.same(await dp.verdict(6, 'egress', icmp6('::', 'ff02::16', 143)), pass, 'and from the unspecified address (during DAD)');
+  t.same(await dp.verdict(6, 'egress', icmp6('fe80::1', 'ff02::2', 131)), pass, 'an MLDv1 report');
+  t.same(await dp.verdict(6, 'egress', icmp6('fe80::1', 'ff02::1', 128)), forged, 'an echo from the link-local address is not MLD');
+  t.same(await dp.verdict(6, 'egress', icmp6('fd00::7', 'ff02::16', 143)), forged, 'MLD from a global address is a forged source');
+  t.same(await dp.verdict(6, 'egress', icmp6('fe80::1', 'ff05::16', 143)), forged, 'MLD to a group beyond the link is not link-local');
+  t.same(await dp.verdict(6, 'ingress', icmp6('fe80::9', 'ff02::1', 130)), { allowed: false, reason: 'policy', peerIdentity: 2 }, 'an MLD query towards the pod is judged by its policy as before');
+  t.same(await dp.dropCounters(), { 'invalid-source': 3, policy: 1 });
+});
+
 t.test('maps: lxc per endpoint, ipcache longest prefix, dumps, failed policy writes', async (t) => {
   const m = new MemoryMaps();
   m.setEndpoint(5, [{ ip: '10.200.0.5', endpointId: 5, ifIndex: 9, identity: 300, mac: '02:00:00:00:00:01' }, { ip: 'FD00::5', endpointId: 5, ifIndex: 9, identity: 300, mac: '02:00:00:00:00:01' }]);

@@ -5,7 +5,6 @@ import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { bpfAvailable } from '../../bpf/index.js';
-import { sleep } from '../../hive/timeout.js';
 import { MetricsCollectorsToken, type MetricsCollector } from '../api-metrics/types.js';
 import { ctTimeoutsOf } from '../datapath/types.js';
 import { DatapathConfigToken, DatapathProvidersToken, SelectedDatapathToken, sysfsLinkChecker, type DatapathConfig, type DatapathProvider, type SelectedDatapath } from '../datapath/types.js';
@@ -54,15 +53,21 @@ export function bpfDatapathProvider(d: ProviderDeps): DatapathProvider {
       }, STATUS_INTERVAL_MS);
       if (d.cfg.bpfMapPruneInterval > 0) d.jobs.timer('bpf-map-prune', async () => void (await dp.prune()), d.cfg.bpfMapPruneInterval);
       const gcHealth = d.health.scope('conntrack-gc');
+      const ctHealth = d.health.scope('conntrack');
       d.jobs.oneShot('conntrack-gc', async ({ signal }) => {
         d.log.info({ intervalMs: dp.gc.intervalMs, pinned: d.cfg.conntrackGcInterval > 0 }, 'starting the conntrack garbage collector');
         for (;;) {
           const run = await dp.gc.collect();
           if (run.errors.length) gcHealth.degraded(dp.gc.describe());
           else gcHealth.ok(dp.gc.describe());
+          const pressure = dp.gc.pressure.state();
+          if (pressure.degraded) {
+            ctHealth.degraded(pressure.message);
+            d.log.warn({ evicted: run.evicted, nextMs: dp.gc.intervalMs }, pressure.message);
+          } else ctHealth.ok(pressure.message);
           if (run.deleted) d.log.info({ deleted: run.deleted, scanned: run.scanned, ms: Math.round(run.ms), nextMs: dp.gc.intervalMs }, 'conntrack garbage collection');
           try {
-            await sleep(dp.gc.intervalMs, signal);
+            await dp.gc.untilDue(signal);
           } catch {
             return;
           }

@@ -6,16 +6,24 @@
  * --conntrack-gc-max-interval; --conntrack-gc-interval pins it). The entries of a deleted
  * endpoint's addresses are scrubbed in the background (CNI DEL never waits for it); a load for an
  * address with a scrub pending waits for the scrub, so a new holder of the address never inherits
- * its connections. All work on the maps runs one piece at a time.
+ * its connections. All work on the maps runs one piece at a time. Every run also accounts each
+ * map's pressure (ct-pressure.ts: occupancy and the entries the kernel's LRU evicted); a run comes
+ * early, GC_MIN_MS after the last at the soonest, once the datapath created enough entries to fill a
+ * map or to make the last run's numbers stale, and a run that saw evictions brings the next one to
+ * GC_MIN_MS (expired entries go before the kernel evicts live ones in their place).
  */
 import { Subject } from 'rxjs';
 import { CT_MAPS, monotonicSeconds, sweepAddresses, sweepExpired, type CtMapName, type SweepResult } from '../../maps/index.js';
+import { sleep } from '../../hive/timeout.js';
+import { CtPressure } from './ct-pressure.js';
 import type { KernelMaps } from './kernel-maps.js';
 
 /** Cilium's defaults: the first interval, the floor, and the cap for LRU maps. */
 export const GC_START_MS = 5 * 60_000;
 export const GC_MIN_MS = 10_000;
 export const GC_MAX_LRU_MS = 12 * 3_600_000;
+/** How often the datapath's creation counters are read between runs (for an early run). */
+export const GC_PROBE_MS = 2000;
 
 /**
  * The next interval after a run (Cilium's calculateInterval): nothing deleted keeps it; over 25 %
@@ -41,6 +49,9 @@ export interface GcReport {
   readonly scanned: number;
   readonly deleted: number;
   readonly seconds: number;
+  /** gc: the map's size, and the entries the kernel evicted since the previous run (ct-pressure.ts). */
+  readonly maxEntries?: number;
+  readonly evicted?: number;
   readonly error?: string;
 }
 
@@ -50,6 +61,8 @@ export interface GcRun {
   readonly scanned: number;
   readonly deleted: number;
   readonly maxDeleteRatio: number;
+  /** Entries the kernel evicted since the previous run, over the four maps. */
+  readonly evicted: number;
   readonly ms: number;
   readonly errors: readonly string[];
 }
@@ -66,6 +79,8 @@ export interface GcSettings {
 export class CtGarbageCollector {
   /** Every map's result of every run and scrub (metrics subscribe). */
   readonly reports$ = new Subject<GcReport>();
+  /** Occupancy and evictions, accounted at every run. */
+  readonly pressure = new CtPressure();
   private queue: Promise<unknown> = Promise.resolve();
   private readonly scrubbing = new Map<string, Promise<void>>();
   private readonly ac = new AbortController();
@@ -109,6 +124,7 @@ export class CtGarbageCollector {
       const now = monotonicSeconds();
       let scanned = 0;
       let deleted = 0;
+      let evicted = 0;
       let maxDeleteRatio = 0;
       const errors: string[] = [];
       for (const m of CT_MAPS) {
@@ -117,27 +133,40 @@ export class CtGarbageCollector {
         if (r.error) errors.push(`${m.name}: ${r.error}`);
         scanned += r.scanned;
         deleted += r.deleted;
+        evicted += r.evicted ?? 0;
         maxDeleteRatio = Math.max(maxDeleteRatio, r.deleted / map.info.maxEntries);
       }
-      if (!this.settings.intervalMs) this.interval = nextGcInterval(this.interval, maxDeleteRatio, this.settings.maxIntervalMs || GC_MAX_LRU_MS);
-      this.last = { at: Date.now(), scanned, deleted, maxDeleteRatio, ms: performance.now() - t0, errors };
+      if (!this.settings.intervalMs) {
+        this.interval = evicted ? GC_MIN_MS : nextGcInterval(this.interval, maxDeleteRatio, this.settings.maxIntervalMs || GC_MAX_LRU_MS);
+      }
+      this.last = { at: Date.now(), scanned, deleted, maxDeleteRatio, evicted, ms: performance.now() - t0, errors };
       return this.last;
     });
   }
 
+  /**
+   * Runs one map's sweep, counts its deletes in cellium_ct_stats and, for a completed GC sweep (a
+   * full scan), accounts the map's pressure; reports it.
+   */
   private async sweep(kind: GcReport['kind'], m: (typeof CT_MAPS)[number], run: () => Promise<SweepResult>): Promise<GcReport> {
     const t0 = performance.now();
+    const ct = this.kernel.ct;
     let r: SweepResult = { scanned: 0, deleted: 0 };
     let error: string | undefined;
+    let pressure: { maxEntries: number; evicted: number } | undefined;
     try {
+      const before = ct.counts()[m.name];
       r = await run();
+      ct.countDeleted(m.name, r.deleted);
+      if (kind === 'gc') pressure = this.pressure.account(m.name, ct.maps[m.name].map.info.maxEntries, before, r.scanned, r.deleted, ct.counts()[m.name]);
     } catch (err) {
       if (this.ac.signal.aborted) throw err;
       error = (err as Error).message;
     }
     const report: GcReport = {
       kind, map: m.name, family: m.family, protocol: m.tcp ? 'TCP' : 'non-TCP', completed: !error,
-      scanned: r.scanned, deleted: r.deleted, seconds: (performance.now() - t0) / 1000, ...(error ? { error } : {}),
+      scanned: r.scanned, deleted: r.deleted, seconds: (performance.now() - t0) / 1000,
+      ...(pressure ? { maxEntries: pressure.maxEntries, evicted: pressure.evicted } : {}), ...(error ? { error } : {}),
     };
     this.reports$.next(report);
     return report;
@@ -162,6 +191,22 @@ export class CtGarbageCollector {
       for (const ip of wanted) if (this.scrubbing.get(ip) === done) this.scrubbing.delete(ip);
     });
     return done;
+  }
+
+  /**
+   * Whether a run is due: the interval passed since the last one, or GC_MIN_MS did and the datapath
+   * created enough entries since to fill a map or to make the last numbers stale.
+   */
+  due(): boolean {
+    if (!this.last) return true;
+    const since = Date.now() - this.last.at;
+    if (since >= this.interval) return true;
+    return since >= Math.min(GC_MIN_MS, this.interval) && this.pressure.mayHaveGrown(this.kernel.ct.counts());
+  }
+
+  /** Resolves when a run is due (checked every GC_PROBE_MS); rejects when `signal` aborts. */
+  async untilDue(signal?: AbortSignal): Promise<void> {
+    while (!this.due()) await sleep(Math.min(GC_PROBE_MS, this.interval), signal);
   }
 
   /** Resolves once no scrub of any of `ips` is pending. */

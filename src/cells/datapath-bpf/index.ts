@@ -12,7 +12,8 @@ export { BpfMaps, METRICS_MAP_NAME, type BpfMapsOptions, type BpfTableReport } f
 export { BpfLoader, ifIndexOf } from './loader.js';
 export { KernelMaps } from './kernel-maps.js';
 export { BpfDatapathError } from './errors.js';
-export { CtGarbageCollector, nextGcInterval, GC_MAX_LRU_MS, GC_MIN_MS, GC_START_MS, type GcReport, type GcRun, type GcSettings } from './ct-gc.js';
+export { CtGarbageCollector, nextGcInterval, GC_MAX_LRU_MS, GC_MIN_MS, GC_PROBE_MS, GC_START_MS, type GcReport, type GcRun, type GcSettings } from './ct-gc.js';
+export { CtPressure, CT_GROWTH_FLOOR, CT_PRESSURE_DEGRADED, type CtMapPressure } from './ct-pressure.js';
 export { registerCtGcMetrics } from './ct-metrics.js';
 export { registerTrafficMetrics } from './traffic-metrics.js';
 export { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from './config.js';

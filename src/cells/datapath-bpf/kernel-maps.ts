@@ -1,7 +1,8 @@
 /**
  * The datapath's kernel maps, open for the agent's lifetime: cellium_lxc and cellium_ipcache
  * (sized by the configuration), the four global conntrack maps (sized by the configuration; a
- * pinned one of another layout is recreated and logged, its entries lost rather than misread), the
+ * pinned one of another layout is recreated and logged, its entries lost rather than misread) and
+ * their counters (cellium_ct_stats), the
  * endpoints' policy maps (opened or created on first use and kept open, so the loader binds the
  * program to the very map the reconciler writes), the traffic counters (cellium_metrics) and the
  * monitor's ring buffer (cellium_events); the last two are opened or created here too, so a pinned

@@ -15,6 +15,7 @@ import {
   CT_MAPS, ctEntryCodec, ctKey4Codec, ctKey6Codec, ctLifetimeAt, ctMapSpec, DEFAULT_CT_MAP_SIZES, type CtMapName, type CtMapSizes,
 } from './layout.js';
 import { TypedMap } from '../../bpf/typed-map.js';
+import { countUserDeleted, CT_STATS_MAP, CT_STATS_SPEC, readCtCounts, type CtMapCounts } from './stats.js';
 
 /** One conntrack map, typed. */
 export type CtMap = TypedMap<CtKey, CtEntry>;
@@ -54,9 +55,9 @@ export function openExact(path: string, spec: MapSpec, onReplace?: (r: MapReplac
   return BpfMap.openOrCreate(path, spec);
 }
 
-/** The four conntrack maps, open. */
+/** The four conntrack maps and their counters (cellium_ct_stats), open. */
 export class CtMaps {
-  private constructor(readonly maps: Readonly<Record<CtMapName, CtMap>>) {}
+  private constructor(readonly maps: Readonly<Record<CtMapName, CtMap>>, readonly stats: BpfMap) {}
 
   /**
    * Opens (or creates) the maps under `bpfRoot` at `sizes`; a pinned map of another layout (type,
@@ -69,11 +70,11 @@ export class CtMaps {
         const m = openExact(join(bpfRoot, name), ctMapSpec(name, sizes), onReplace);
         opened[name] = new TypedMap(m, family === 'ipv4' ? ctKey4Codec : ctKey6Codec, ctEntryCodec);
       }
+      return new CtMaps(opened as Record<CtMapName, CtMap>, openExact(join(bpfRoot, CT_STATS_MAP), CT_STATS_SPEC, onReplace));
     } catch (err) {
       for (const m of Object.values(opened)) m.close();
       throw err;
     }
-    return new CtMaps(opened as Record<CtMapName, CtMap>);
   }
 
   /**
@@ -94,11 +95,12 @@ export class CtMaps {
         }
         opened[name] = new TypedMap(m, family === 'ipv4' ? ctKey4Codec : ctKey6Codec, ctEntryCodec);
       }
+      // the counters of an older agent's maps may be missing: a flush still counts its deletes
+      return new CtMaps(opened as Record<CtMapName, CtMap>, BpfMap.openOrCreate(join(bpfRoot, CT_STATS_MAP), CT_STATS_SPEC));
     } catch (err) {
       for (const m of Object.values(opened)) m.close();
       throw err;
     }
-    return new CtMaps(opened as Record<CtMapName, CtMap>);
   }
 
   /** The map a key belongs in. */
@@ -130,19 +132,30 @@ export class CtMaps {
     return out;
   }
 
-  /** Fds by map name (for binding the maps to a program). */
-  fds(): Record<CtMapName, number> {
-    return Object.fromEntries(CT_MAPS.map(({ name }) => [name, this.maps[name].map.fd])) as Record<CtMapName, number>;
+  /** Every map's created and userspace-deleted counts (cellium_ct_stats). */
+  counts(): Record<CtMapName, CtMapCounts> {
+    return readCtCounts(this.stats);
   }
 
-  /** Kernel map ids (to check which maps a loaded program uses). */
+  /** Records `n` entries deleted from `name` by userspace (so they are not taken for evictions). */
+  countDeleted(name: CtMapName, n: number): void {
+    countUserDeleted(this.stats, name, n);
+  }
+
+  /** Fds by map name, cellium_ct_stats too (for binding the maps to a program). */
+  fds(): Record<CtMapName | typeof CT_STATS_MAP, number> {
+    return { ...Object.fromEntries(CT_MAPS.map(({ name }) => [name, this.maps[name].map.fd])), [CT_STATS_MAP]: this.stats.fd } as Record<CtMapName | typeof CT_STATS_MAP, number>;
+  }
+
+  /** Kernel map ids, cellium_ct_stats too (to check which maps a loaded program uses). */
   ids(): number[] {
-    return CT_MAPS.map(({ name }) => this.maps[name].map.info.id);
+    return [...CT_MAPS.map(({ name }) => this.maps[name].map.info.id), this.stats.info.id];
   }
 
   /** Closes the fds (the pinned maps stay). */
   close(): void {
     for (const m of Object.values(this.maps)) m.close();
+    this.stats.close();
   }
 }
 
@@ -216,10 +229,13 @@ export function sweepAddresses(map: BpfMap, family: 'ipv4' | 'ipv6', ips: Iterab
   return sweepMap(map, (keys, ko) => wanted.has(keys.toString('hex', ko, ko + width)) || wanted.has(keys.toString('hex', ko + width, ko + 2 * width)), o);
 }
 
-/** Deletes every entry of the maps; returns how many, by map name. */
+/** Deletes every entry of the maps (counted in cellium_ct_stats); returns how many, by map name. */
 export async function flushCtMaps(maps: CtMaps, o?: SweepOptions): Promise<Record<CtMapName, number>> {
   const out: Partial<Record<CtMapName, number>> = {};
-  for (const { name } of CT_MAPS) out[name] = (await sweepMap(maps.maps[name].map, () => true, o)).deleted;
+  for (const { name } of CT_MAPS) {
+    out[name] = (await sweepMap(maps.maps[name].map, () => true, o)).deleted;
+    maps.countDeleted(name, out[name]);
+  }
   return out as Record<CtMapName, number>;
 }
 
