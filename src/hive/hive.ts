@@ -132,6 +132,8 @@ export class Hive {
   async stop(): Promise<void> {
     if (this.state !== 'started') return;
     this.state = 'stopped';
+    // cells see the stop begin (Shutdowner.stopping) before any of them is stopped
+    this.shutdownSignal.shutdown();
     const errors: Error[] = [];
     for (const g of [...this.jobGroups].reverse()) await g.stop().catch((e: unknown) => errors.push(toError(e)));
     try {

@@ -56,7 +56,7 @@ t.test('the mirror follows changes and resyncs after a compacted revision', { sk
   t.teardown(() => client.close());
   await etcd.client.put('cellium/m/a').value('1');
   await etcd.client.put('cellium/m/b').value('2');
-  const m = new PrefixMirror(client, 'cellium/m/', silentLogger());
+  const m = new PrefixMirror({ etcd: client }, 'cellium/m/', silentLogger());
   const events: MirrorEvent[] = [];
   m.events$.subscribe((e) => events.push(e));
   await m.start();

@@ -46,7 +46,7 @@ export class KVIPCache implements ClusterIPCache {
     if (!this.kv.enabled) return;
     for (const n of this.nodes.list()) if (!n.local) this.onNode({ kind: 'upsert', node: n });
     this.subs.push(this.nodes.events$.subscribe((ev) => this.onNode(ev)));
-    this.mirror = new PrefixMirror(this.kv.etcd, KEYS.ip, this.log);
+    this.mirror = new PrefixMirror(this.kv, KEYS.ip, this.log);
     this.subs.push(this.mirror.events$.subscribe((ev) => this.onRecord(ev)));
     await this.mirror.start();
     for (const o of [this.endpoints.created$, this.endpoints.deleted$, this.endpoints.restored$]) this.subs.push(o.subscribe(() => this.trigger()));
@@ -113,6 +113,11 @@ export class KVIPCache implements ClusterIPCache {
     for (const [ip, json] of want) {
       if (this.published.get(ip) === json) continue;
       await lease.put(`${KEYS.ip}${ip}`).value(json);
+      // written under a lease replaced meanwhile: it goes with the old lease, so it is put again
+      if (!this.kv.isCurrent(lease)) {
+        this.again = true;
+        return;
+      }
       this.published.set(ip, json);
     }
     for (const ip of [...this.published.keys()]) {

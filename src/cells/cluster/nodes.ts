@@ -47,14 +47,19 @@ export class KVNodeRegistry implements NodeRegistry {
     this.renewals = this.kv.sessionRenewed$.subscribe(() => {
       this.register().catch((err: Error) => this.log.warn({ err: err.message }, 'could not register the node again'));
     });
-    this.mirror = new PrefixMirror(this.kv.etcd, `${KEYS.nodes}${this.kv.config.clusterName}/`, this.log);
+    this.mirror = new PrefixMirror(this.kv, `${KEYS.nodes}${this.kv.config.clusterName}/`, this.log);
     this.mirror.events$.subscribe((ev) => this.onMirror(ev));
     await this.mirror.start();
   }
 
   private async register(): Promise<void> {
-    const lease = await this.kv.session();
+    let lease = await this.kv.session();
     await lease.put(this.keyOf(this.me.name)).value(nodeJson(this.me));
+    // written under a lease replaced meanwhile (it goes with the old one): once more under the current one
+    if (!this.kv.isCurrent(lease)) {
+      lease = await this.kv.session();
+      await lease.put(this.keyOf(this.me.name)).value(nodeJson(this.me));
+    }
     this.log.info({ node: this.me.name, ip: this.me.ipv4, podCIDR: this.me.ipv4AllocCidr }, 'node registered in the kvstore');
   }
 

@@ -11,7 +11,7 @@ import { formatLabels, labelsKey, parseLabel, sortLabels, type Label } from '../
 import { formatCidr, parseCidr } from '../../lib/addr.js';
 import type { IdentityBackend, IdentityBackendEvent } from './backend.js';
 import { cidrLabel } from './cidr.js';
-import { backendConflict, invalidLabels, rangeExhausted } from './errors.js';
+import { allocationTimeout, allocatorStopping, backendConflict, invalidLabels, rangeExhausted } from './errors.js';
 import { makeIdentity, reservedFor, reservedIdentities } from './reserved.js';
 import type { AllocateOptions, Identity, IdentityAllocator, IdentityChange, IdentityRange } from './types.js';
 
@@ -19,6 +19,14 @@ import type { AllocateOptions, Identity, IdentityAllocator, IdentityChange, Iden
 export const IDENTITY_RANGE: IdentityRange = Object.freeze({ minGlobal: 256, maxGlobal: 65535, localScope: 1 << 24 });
 const MAX_LOCAL = IDENTITY_RANGE.localScope + 0xffffff;
 const CLAIM_ATTEMPTS = 32;
+
+/** Bounds of allocation in a cluster-wide backend. */
+export interface AllocatorLimits {
+  /** Time limit of one new global identity (--identity-allocation-timeout). */
+  readonly timeoutMs: number;
+  /** Aborts when the agent begins stopping: no allocation completes after it. */
+  readonly stopping?: AbortSignal;
+}
 
 interface Entry {
   readonly identity: Identity;
@@ -52,6 +60,7 @@ export class LocalIdentityAllocator implements IdentityAllocator {
   constructor(
     private readonly backend: IdentityBackend,
     private readonly log?: Logger,
+    private readonly limits: AllocatorLimits = { timeoutMs: 10_000 },
   ) {}
 
   /** Loads the backend's identities (once); they start without references until allocated. */
@@ -73,7 +82,35 @@ export class LocalIdentityAllocator implements IdentityAllocator {
     const reserved = reservedFor(ls);
     if (reserved) return { identity: reserved, isNew: false };
     await this.load();
-    return this.acquire(labelsKey(ls), () => this.createGlobal(ls, opts.prefer));
+    const key = labelsKey(ls);
+    if (this.limits.stopping?.aborted && !this.byKey.get(key)?.held) throw allocatorStopping(key);
+    return this.acquire(key, () => this.bounded(key, (signal) => this.createGlobal(ls, signal, opts.prefer)));
+  }
+
+  /**
+   * Runs a backend allocation under the time limit and the agent's stop: past either it rejects,
+   * and the backend keeps nothing of it.
+   */
+  private async bounded<T>(key: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const timer = new AbortController();
+    const t = setTimeout(() => timer.abort(new Error('timed out')), this.limits.timeoutMs);
+    const signal = this.limits.stopping ? AbortSignal.any([timer.signal, this.limits.stopping]) : timer.signal;
+    try {
+      const out = await new Promise<T>((resolve, reject) => {
+        const onAbort = (): void => reject(signal.reason as Error);
+        if (signal.aborted) return onAbort();
+        signal.addEventListener('abort', onAbort, { once: true });
+        fn(signal).then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+      });
+      if (signal.aborted) throw signal.reason as Error;
+      return out;
+    } catch (err) {
+      if (this.limits.stopping?.aborted) throw allocatorStopping(key);
+      if (timer.signal.aborted) throw allocationTimeout(key, this.limits.timeoutMs, err);
+      throw err;
+    } finally {
+      clearTimeout(t);
+    }
   }
 
   /** See IdentityAllocator. */
@@ -183,13 +220,13 @@ export class LocalIdentityAllocator implements IdentityAllocator {
     return { identity: e.identity, isNew: creator };
   }
 
-  private async createGlobal(ls: Label[], prefer?: number): Promise<Entry> {
+  private async createGlobal(ls: Label[], signal: AbortSignal, prefer?: number): Promise<Entry> {
     const key = labelsKey(ls);
     const labels = formatLabels(ls);
     const known = this.byKey.get(key);
     if (known && !known.held) {
       // known from the cluster (or released here before): claim the same number again
-      if ((await this.backend.claim(key, labels, known.identity.id)) === known.identity.id) {
+      if ((await this.backend.claim(key, labels, known.identity.id, signal)) === known.identity.id) {
         known.held = true;
         return known;
       }
@@ -199,10 +236,11 @@ export class LocalIdentityAllocator implements IdentityAllocator {
       this.claiming.add(id); // hold the number while the backend records it
       let stored: number | undefined;
       try {
-        stored = await this.backend.claim(key, labels, id);
+        stored = await this.backend.claim(key, labels, id, signal);
       } finally {
         this.claiming.delete(id);
       }
+      if (signal.aborted) throw signal.reason as Error;
       if (stored === undefined) {
         // another agent took the number: its neighbours are likely taken too, so go elsewhere
         if (this.backend.events$) this.jumpGlobal();

@@ -21,9 +21,11 @@ export interface IdentityBackend {
   load(): Promise<readonly StoredIdentity[]>;
   /**
    * Records `key` (the canonical label string) -> `id`. Returns the number stored for the key:
-   * `id`, or the number the key already had; `undefined` when `id` belongs to another key.
+   * `id`, or the number the key already had; `undefined` when `id` belongs to another key. Once
+   * `signal` aborts it rejects, and nothing it did stays recorded (a cluster-wide backend takes
+   * back a claim that etcd committed after the abort).
    */
-  claim(key: string, labels: readonly string[], id: number): Promise<number | undefined>;
+  claim(key: string, labels: readonly string[], id: number, signal?: AbortSignal): Promise<number | undefined>;
   /** Forgets a key (its last reference on this node was released). */
   remove(key: string): Promise<void>;
   /** Waits for pending writes. */

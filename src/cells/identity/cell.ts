@@ -4,6 +4,7 @@ import { config, module, provide } from '../../hive/cell.js';
 import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
+import { ShutdownerToken, type Shutdowner } from '../../hive/shutdowner.js';
 import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
 import { LocalIdentityAllocator } from './allocator.js';
 import { IdentityBackendChoicesToken, IdentityBackendToken, type IdentityBackend, type IdentityBackendChoice } from './backend.js';
@@ -19,8 +20,8 @@ export function identityStateFile(stateDir: string): string {
 }
 
 /** Builds the allocator: loads the backend at start, runs GC on a timer, waits for writes at stop. */
-function newAllocator(backend: IdentityBackend, cfg: IdentityConfig, lc: Lifecycle, jobs: Jobs, log: Logger): LocalIdentityAllocator {
-  const alloc = new LocalIdentityAllocator(backend, log);
+function newAllocator(backend: IdentityBackend, cfg: IdentityConfig, lc: Lifecycle, jobs: Jobs, log: Logger, shutdown: Shutdowner): LocalIdentityAllocator {
+  const alloc = new LocalIdentityAllocator(backend, log, { timeoutMs: cfg.identityAllocationTimeout, stopping: shutdown.stopping });
   lc.append({
     name: 'identity-restore',
     onStart: () => alloc.load(),
@@ -42,5 +43,5 @@ export const identityCell = module(
     (sd: StateDirConfig, choices: readonly IdentityBackendChoice[]) => choices.find((c) => c.backend)?.backend ?? new EmbeddedBackend(identityStateFile(sd.stateDir)),
     StateDirConfigToken, IdentityBackendChoicesToken,
   ),
-  provide(IdentityAllocatorToken, newAllocator, IdentityBackendToken, IdentityConfigToken, LifecycleToken, JobsToken, LoggerToken),
+  provide(IdentityAllocatorToken, newAllocator, IdentityBackendToken, IdentityConfigToken, LifecycleToken, JobsToken, LoggerToken, ShutdownerToken),
 );

@@ -33,3 +33,14 @@ export function badStateFile(file: string, why: string): IdentityError {
 export function backendConflict(key: string, attempts: number): IdentityError {
   return new IdentityError('backend', `identity backend refused ${attempts} numbers for labels "${key}": another allocator holds them; retry later`);
 }
+
+/** A new identity was not recorded by the backend in time (etcd unreachable). */
+export function allocationTimeout(key: string, ms: number, cause?: unknown): IdentityError {
+  const why = cause instanceof Error && !/aborted|timed out/i.test(cause.message) ? ` (${cause.message})` : '';
+  return new IdentityError('backend', `no identity for labels "${key}" within ${ms} ms (--identity-allocation-timeout): the kvstore did not answer${why}; nothing was allocated: check etcd (cellium status shows the kvstore line) and retry`);
+}
+
+/** The agent began stopping: no identity is allocated any more. */
+export function allocatorStopping(key: string): IdentityError {
+  return new IdentityError('backend', `no identity for labels "${key}": the agent is stopping; nothing was allocated`);
+}

@@ -13,10 +13,26 @@ import { kvstoreOpt, type KVStoreConfig } from './config.js';
 import { etcd3 } from './etcd3-lib.js';
 import { readEtcdConfig, type EtcdConfig } from './etcd-config.js';
 import { badFlag, disabled, unavailable } from './errors.js';
-import type { KVStore, KVStoreStatus } from './types.js';
+import { KEYS, type KVStore, type KVStoreStatus, type MirrorHandle } from './types.js';
+import { describeMirrors, mirrorTrouble } from './mirror-status.js';
+import { randomUUID } from 'node:crypto';
 
 /** Deadline of one unary etcd call. */
 export const CALL_TIMEOUT_MS = 5000;
+
+/** Deadline of revoking the session lease at stop (etcd may be down: the lease then expires by itself). */
+const REVOKE_TIMEOUT_MS = 1000;
+
+/** Resolves like `p`, or rejects with the signal's reason once it aborts. */
+export function untilAborted<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
 
 function newClient(hosts: readonly string[], cfg: EtcdConfig, timeoutMs: number): Etcd3 {
   const { Etcd3: Client } = etcd3();
@@ -36,6 +52,12 @@ export class EtcdKVStore implements KVStore {
   private client?: Etcd3;
   private probes: Etcd3[] = [];
   private lease?: Promise<Lease>;
+  private current?: Lease;
+  private readonly mirrors = new Set<MirrorHandle>();
+  /** The epoch key's value as last read, and the highest store revision seen with it. */
+  private epochValue?: string;
+  private highest = 0;
+  private resetting?: Promise<void>;
   private readonly renewed = new Subject<void>();
   /** See KVStore. */
   readonly sessionRenewed$ = this.renewed.asObservable();
@@ -76,11 +98,65 @@ export class EtcdKVStore implements KVStore {
     return this.last;
   }
 
-  /** See KVStore. */
-  session(): Promise<Lease> {
+  /**
+   * See KVStore. With `signal`, waiting for a lease (etcd unreachable) ends when it aborts; the
+   * grant itself goes on for the next caller.
+   */
+  session(signal?: AbortSignal): Promise<Lease> {
     if (!this.enabled) return Promise.reject(disabled('a session lease'));
     this.lease ??= this.grant();
-    return this.lease;
+    return untilAborted(this.lease, signal);
+  }
+
+  /** See KVStore. */
+  isCurrent(lease: Lease): boolean {
+    return lease === this.current && !lease.revoked();
+  }
+
+  /** See KVStore. */
+  addMirror(m: MirrorHandle): () => void {
+    this.mirrors.add(m);
+    return () => void this.mirrors.delete(m);
+  }
+
+  /** See KVStore: reads (creating it in a fresh store) the epoch key, and notices a store that was reset. */
+  async epoch(): Promise<string> {
+    const key = Buffer.from(KEYS.epoch);
+    let res;
+    try {
+      res = await this.etcd.kv.txn({
+        compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
+        success: [{ request_put: { key, value: Buffer.from(randomUUID()) } }, { request_range: { key } }],
+        failure: [{ request_range: { key } }],
+      });
+    } catch (err) {
+      throw unavailable(`reading ${KEYS.epoch}`, err);
+    }
+    const value = res.responses.at(-1)?.response_range?.kvs[0]?.value.toString() ?? '';
+    const rev = Number(res.header.revision);
+    const seen = Math.max(this.highest, ...[...this.mirrors].map((m) => m.status().revision));
+    let reset: string | undefined;
+    if (this.epochValue !== undefined && value !== this.epochValue) reset = `the store was replaced: its epoch key ${KEYS.epoch} is new (etcd wiped)`;
+    else if (rev < seen) reset = `the store went back in time: its revision is ${rev}, ${seen} was seen before (etcd wiped or restored from a backup)`;
+    this.epochValue = value;
+    this.highest = reset ? rev : Math.max(seen, rev);
+    if (reset) void this.onReset(reset);
+    return value;
+  }
+
+  /** The store was reset: this node's lease is checked (a lost one is granted anew and the keys put again), every mirror listed again. */
+  private onReset(reason: string): Promise<void> {
+    this.resetting ??= (async () => {
+      this.log.warn({ reason }, 'kvstore: the store was reset; checking the session lease and listing every mirror again');
+      this.health.degraded(`etcd store reset: ${reason}; listing again`, new Error(reason));
+      const lease = this.current;
+      // a lease the new store does not know is lost: keepaliveOnce emits 'lost', and onLost grants a new one
+      if (lease && !lease.revoked()) await lease.keepaliveOnce({ deadline: Date.now() + CALL_TIMEOUT_MS }).catch(() => undefined);
+      // the lease survived (a restored backup knows it) but keys put after the backup are gone: put them again
+      if (lease && this.current === lease && !lease.revoked()) this.renewed.next();
+      await Promise.all([...this.mirrors].map((m) => m.resync(reason)));
+    })().finally(() => (this.resetting = undefined));
+    return this.resetting;
   }
 
   /** Grants a lease, retrying (with backoff) until etcd answers or the store is closed. */
@@ -91,6 +167,7 @@ export class EtcdKVStore implements KVStore {
       const lease = this.etcd.lease(ttl, { autoKeepAlive: true });
       try {
         const id = await lease.grant();
+        this.current = lease;
         lease.on('lost', (err) => this.onLost(lease, err));
         this.log.info({ lease: id, ttlSeconds: ttl }, 'kvstore session lease granted');
         return lease;
@@ -126,14 +203,30 @@ export class EtcdKVStore implements KVStore {
     }));
     const up = results.filter((r) => r.ok).length;
     const leases = this.lease ? 1 : 0;
-    const msg = `etcd: ${up}/${eps.length} connected, leases=${leases}, lease-ttl=${Math.round(this.config.kvstoreLeaseTtl / 1000)}s: ${results.map((r) => r.text).join('; ')}`;
     this.reachable = up > 0;
     // etcd keeps working while a majority of the endpoints answers
     const quorum = up > eps.length / 2;
-    this.last = { state: quorum ? 'Ok' : up > 0 ? 'Warning' : 'Failure', msg };
-    if (quorum) this.health.ok(msg);
-    else this.health.degraded(msg, new Error(up > 0 ? 'etcd endpoints unreachable: no quorum' : 'etcd unreachable'));
+    if (quorum) await this.checkMirrors();
+    const mirrors = [...this.mirrors].map((m) => m.status());
+    const trouble = mirrorTrouble(mirrors, quorum, Date.now());
+    const msg = `etcd: ${up}/${eps.length} connected, leases=${leases}, lease-ttl=${Math.round(this.config.kvstoreLeaseTtl / 1000)}s: ${results.map((r) => r.text).join('; ')}${mirrors.length ? `; ${describeMirrors(mirrors, this.highest, Date.now())}` : ''}`;
+    this.last = { state: quorum && !trouble ? 'Ok' : up > 0 ? 'Warning' : 'Failure', msg };
+    if (quorum && !trouble) this.health.ok(msg);
+    else this.health.degraded(msg, new Error(!quorum ? (up > 0 ? 'etcd endpoints unreachable: no quorum' : 'etcd unreachable') : trouble));
     return this.last;
+  }
+
+  /** The store's epoch and revision, then every mirror against etcd at its revision; a wrong one is listed again. */
+  private async checkMirrors(): Promise<void> {
+    try {
+      await this.epoch();
+      await Promise.all([...this.mirrors].map(async (m) => {
+        const why = await m.verify();
+        if (why) void m.resync(why);
+      }));
+    } catch (err) {
+      this.log.debug({ err: (err as Error).message }, 'kvstore: checking the mirrors failed; next probe');
+    }
   }
 
   /** Revokes the session lease (this node's keys go at once) and closes the clients. */
@@ -141,10 +234,12 @@ export class EtcdKVStore implements KVStore {
     this.closed = true;
     const lease = this.lease;
     this.lease = undefined;
-    if (lease) {
-      const l = await lease.catch(() => undefined);
-      if (l) await l.revoke().catch(() => l.release());
-    }
+    // a lease still being granted (etcd down) is not waited for: the grant loop ends (closed), and
+    // a lease granted after all is released when it resolves
+    const l = this.current;
+    this.current = undefined;
+    if (l && !l.revoked()) await l.revoke({ deadline: Date.now() + REVOKE_TIMEOUT_MS }).catch(() => l.release());
+    void lease?.then((x) => x !== l && x.release(), () => undefined);
     this.client?.close();
     for (const p of this.probes) p.close();
     this.renewed.complete();

@@ -1,22 +1,26 @@
 /**
- * Identities in etcd, Cilium's kvstore layout:
+ * Identities in etcd, Cilium's kvstore layout and one key of Cellium's own:
  *
  *   cilium/state/identities/v1/id/<ID>                     -> sorted labels (no lease)
  *   cilium/state/identities/v1/value/<sorted labels>/<node> -> <ID> (this node's claim, session lease)
+ *   cilium/state/identities/v1/labels/<sorted labels>       -> <ID> (no lease: the label set's one ID)
  *
  * with labels written as Cilium's SortedList (`k8s:app=web;k8s:io.kubernetes.pod.namespace=default;`).
- * A new identity is one transaction, create-only: it succeeds only when neither the ID's key nor
- * any claim on the label set exists, so two agents can never give one ID two label sets nor (while
- * anyone claims it) one label set two IDs. The loser reads what won and takes that ID, or is told
+ * A new identity is one transaction, create-only on both the ID's key and the label set's key, so
+ * two agents can never give one ID two label sets, nor one label set two IDs — whatever happened
+ * to the leased claims (Cilium's claims alone do not keep this: a claim lost with its lease during
+ * an outage let a second ID be created). The loser reads what won and takes that ID, or is told
  * the number is taken. The `id/` prefix is mirrored (list-then-watch), so every agent knows every
  * identity of the cluster; this node's claims are put again when the session lease is renewed.
+ * At load, label sets with two IDs (left by older agents) are repaired: the lowest is kept.
  */
-import type { Etcd3 } from 'etcd3';
+import type { Etcd3, Lease } from 'etcd3';
 import { Subject } from 'rxjs';
 import type { Logger } from '../../hive/logger.js';
 import type { IdentityBackend, IdentityBackendEvent, StoredIdentity } from '../identity/index.js';
 import { unavailable } from './errors.js';
 import { PrefixMirror, type MirrorEvent } from './mirror.js';
+import { untilAborted } from './client.js';
 import { KEYS, type KVStore } from './types.js';
 
 /** Cilium's kvstore form of a label list: `source:key=value;` per label, sorted. */
@@ -29,11 +33,8 @@ export function parseSortedList(s: string): string[] {
   return s.split(';').filter(Boolean).map((l) => (l.endsWith('=') ? l.slice(0, -1) : l)).sort();
 }
 
-function prefixEnd(prefix: string): Buffer {
-  const b = Buffer.from(prefix);
-  b[b.length - 1]++;
-  return b;
-}
+/** How long closing waits for claims in progress. */
+const CLOSE_WAIT_MS = 1000;
 
 /** The etcd identity backend; see the module comment. */
 export class EtcdIdentityBackend implements IdentityBackend {
@@ -51,12 +52,15 @@ export class EtcdIdentityBackend implements IdentityBackend {
   /** See IdentityBackend. */
   readonly events$ = this.subject.asObservable();
   private renewals?: { unsubscribe(): void };
+  /** Label sets whose claim by this node may exist in etcd unused (a withdrawal failed): deleted when etcd answers. */
+  private readonly orphans = new Set<string>();
+  private closed = false;
 
   constructor(
     private readonly kv: KVStore,
     private readonly log: Logger,
   ) {
-    this.mirror = new PrefixMirror(kv.etcd, KEYS.identitiesId, log);
+    this.mirror = new PrefixMirror(kv, KEYS.identitiesId, log);
     this.mirror.events$.subscribe((ev) => this.onMirror(ev));
   }
 
@@ -85,6 +89,11 @@ export class EtcdIdentityBackend implements IdentityBackend {
   /** See IdentityBackend: every identity of the cluster, then watched. */
   async load(): Promise<readonly StoredIdentity[]> {
     await this.mirror.start();
+    try {
+      await this.repairSplits();
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'could not check the kvstore for label sets with two identities; retried at the next start');
+    }
     this.renewals = this.kv.sessionRenewed$.subscribe(() => void this.reclaimAll());
     return [...this.byId].map(([id, list]) => ({ id, labels: parseSortedList(list) }));
   }
@@ -110,69 +119,130 @@ export class EtcdIdentityBackend implements IdentityBackend {
     return next;
   }
 
-  /** See IdentityBackend. */
-  claim(_key: string, labels: readonly string[], id: number): Promise<number | undefined> {
+  /**
+   * See IdentityBackend. Bounded by `signal` (the allocator's time limit and the agent's stop):
+   * once it aborts the call rejects, and a claim etcd committed anyway is deleted again.
+   */
+  claim(_key: string, labels: readonly string[], id: number, signal?: AbortSignal): Promise<number | undefined> {
     const list = sortedList(labels);
-    return this.serial(list, async () => {
-      const known = this.byList.get(list);
-      if (known !== undefined) {
-        if (await this.claimExisting(list, known)) return known;
-      }
-      return this.claimNew(list, id);
-    });
+    if (this.closed) return Promise.reject(unavailable(`claiming identity ${id}`, new Error('the agent is stopping')));
+    return untilAborted(this.serial(list, () => this.claimIn(list, id, signal)), signal);
+  }
+
+  private async claimIn(list: string, id: number, signal?: AbortSignal): Promise<number | undefined> {
+    if (this.orphans.has(list) && !this.mine.has(list)) await this.withdraw(list);
+    const known = this.byList.get(list);
+    if (known !== undefined && (await this.claimExisting(list, known, signal))) return known;
+    return this.claimNew(list, id, signal);
+  }
+
+  /** This node's session lease, waited for no longer than `signal` allows. */
+  private async lease(what: string, signal?: AbortSignal): Promise<Lease> {
+    try {
+      return await this.kv.session(signal);
+    } catch (err) {
+      throw unavailable(`${what} (no session lease)`, err);
+    }
+  }
+
+  /**
+   * After a claim was written under `lease`: if the call was aborted meanwhile it is taken back and
+   * the abort thrown; if the session lease was replaced meanwhile (the claim goes with the old one,
+   * and the re-claim after the renewal did not know it) it is put again under the current one.
+   */
+  private async settle(list: string, id: number, lease: Lease, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted || this.closed) {
+      await this.withdraw(list);
+      throw signal?.reason instanceof Error ? signal.reason : unavailable(`claiming identity ${id}`, new Error('the agent is stopping'));
+    }
+    this.mine.set(list, id);
+    if (!this.kv.isCurrent(lease)) {
+      const now = await this.lease(`claiming identity ${id} again`, signal);
+      await now.put(this.valueKey(list)).value(String(id));
+    }
+  }
+
+  /** Deletes this node's claim on a label set it does not use (best effort: remembered and retried when etcd is down). */
+  private async withdraw(list: string): Promise<void> {
+    this.mine.delete(list);
+    try {
+      await this.etcd.delete().key(this.valueKey(list));
+      this.orphans.delete(list);
+    } catch {
+      this.orphans.add(list);
+    }
   }
 
   /** Puts this node's claim on an existing ID, if the ID's key still names the label set. */
-  private async claimExisting(list: string, id: number): Promise<boolean> {
-    const lease = await this.kv.session();
+  private async claimExisting(list: string, id: number, signal?: AbortSignal): Promise<boolean> {
+    const lease = await this.lease(`claiming identity ${id}`, signal);
+    if (signal?.aborted) throw signal.reason as Error;
     const idKey = `${KEYS.identitiesId}${id}`;
     let ok: boolean;
     try {
       const res = await this.etcd.if(idKey, 'Value', '==', list).then(lease.put(this.valueKey(list)).value(String(id))).commit();
       ok = res.succeeded;
     } catch (err) {
+      await this.leaseCheck(lease, err);
       throw unavailable(`claiming identity ${id}`, err);
     }
-    if (ok) this.mine.set(list, id);
+    if (ok) await this.settle(list, id, lease, signal);
     return ok;
   }
 
-  /** Creates a new ID (create-only); on a lost race takes the winner's ID or reports the number taken. */
-  private async claimNew(list: string, id: number): Promise<number | undefined> {
-    const lease = await this.kv.session();
+  /** A write refused for its lease: the lease is checked, so a lost one is replaced (and everything put again). */
+  private async leaseCheck(lease: Lease, err: unknown): Promise<void> {
+    if (/lease not found/i.test((err as Error)?.message ?? '')) await lease.keepaliveOnce().catch(() => undefined);
+  }
+
+  /** The label set's own key (the one ID it has). */
+  private labelsKey(list: string): Buffer {
+    return Buffer.from(`${KEYS.identitiesLabels}${list}`);
+  }
+
+  /** Creates a new ID: create-only on the ID's key and the label set's key; on a lost race takes the winner's ID or reports the number taken. */
+  private async claimNew(list: string, id: number, signal?: AbortSignal): Promise<number | undefined> {
+    const lease = await this.lease(`creating identity ${id}`, signal);
+    if (signal?.aborted) throw signal.reason as Error;
     const idKey = Buffer.from(`${KEYS.identitiesId}${id}`);
-    const valuePrefix = `${KEYS.identitiesValue}${list}/`;
+    const labelsKey = this.labelsKey(list);
     let res;
     try {
       res = await this.etcd.kv.txn({
         compare: [
           { key: idKey, target: 'Create', result: 'Equal', create_revision: 0 },
-          // nobody claims the label set: the compare holds for every key of the (empty) range
-          { key: Buffer.from(valuePrefix), range_end: prefixEnd(valuePrefix), target: 'Create', result: 'Equal', create_revision: 0 },
+          { key: labelsKey, target: 'Create', result: 'Equal', create_revision: 0 },
         ],
         success: [
           { request_put: { key: idKey, value: Buffer.from(list) } },
+          { request_put: { key: labelsKey, value: Buffer.from(String(id)) } },
           { request_put: { key: Buffer.from(this.valueKey(list)), value: Buffer.from(String(id)), lease: await lease.grant() } },
         ],
-        failure: [
-          { request_range: { key: idKey } },
-          { request_range: { key: Buffer.from(valuePrefix), range_end: prefixEnd(valuePrefix) } },
-        ],
+        failure: [{ request_range: { key: idKey } }, { request_range: { key: labelsKey } }],
       });
     } catch (err) {
+      await this.leaseCheck(lease, err);
+      // the transaction may have been committed without an answer: take the claim back if so
+      await this.withdraw(list);
       throw unavailable(`creating identity ${id}`, err);
     }
     if (res.succeeded) {
-      this.mine.set(list, id);
       this.onMirror({ kind: 'upsert', key: String(id), value: list });
+      await this.settle(list, id, lease, signal);
       return id;
     }
-    const [idRange, claimsRange] = res.responses.map((r) => r.response_range);
+    const [idRange, labelsRange] = res.responses.map((r) => r.response_range);
     const holder = idRange?.kvs[0];
     if (holder) this.onMirror({ kind: 'upsert', key: String(id), value: holder.value.toString() });
-    for (const kv of claimsRange?.kvs ?? []) {
-      const other = Number(kv.value.toString());
-      if (Number.isInteger(other) && (await this.claimExisting(list, other))) return other;
+    const other = Number(labelsRange?.kvs[0]?.value.toString());
+    if (Number.isInteger(other) && other > 0) {
+      if (await this.claimExisting(list, other, signal)) return other;
+      // the label set's key names an ID that is gone (its key deleted by hand): drop the stale key, the next try creates one
+      const otherKey = `${KEYS.identitiesId}${other}`;
+      await this.etcd.if(otherKey, 'Create', '==', 0).and(labelsKey.toString(), 'Value', '==', String(other)).then(this.etcd.delete().key(labelsKey.toString())).commit()
+        .catch((err: unknown) => {
+          throw unavailable(`checking identity ${other}`, err);
+        });
     }
     return undefined;
   }
@@ -192,16 +262,38 @@ export class EtcdIdentityBackend implements IdentityBackend {
     });
   }
 
-  /** Puts every claim of this node again (after a new session lease). */
+  /**
+   * Puts every claim of this node again (after a new session lease, or a reset store), and deletes
+   * claims left unused by failed requests. An ID that vanished (GC, or a wiped etcd) is created
+   * again with its label set's key, only if neither is taken; a label set that has another ID by
+   * then is a conflict, logged, and no second ID is made.
+   */
   private async reclaimAll(): Promise<void> {
     let n = 0;
+    for (const list of [...this.orphans]) await this.serial(list, () => (this.mine.has(list) ? Promise.resolve() : this.withdraw(list))).catch(() => undefined);
     for (const [list, id] of [...this.mine]) {
       await this.serial(list, async () => {
         if (this.mine.get(list) !== id) return;
         const lease = await this.kv.session();
-        const idKey = `${KEYS.identitiesId}${id}`;
-        // the ID's key is not leased; re-create it if identity GC removed it meanwhile
-        await this.etcd.if(idKey, 'Create', '==', 0).then(this.etcd.put(idKey).value(list)).commit();
+        const idKey = Buffer.from(`${KEYS.identitiesId}${id}`);
+        const labelsKey = this.labelsKey(list);
+        const res = await this.etcd.kv.txn({
+          compare: [],
+          success: [
+            { request_txn: { compare: [{ key: idKey, target: 'Create', result: 'Equal', create_revision: 0 }, { key: labelsKey, target: 'Create', result: 'Equal', create_revision: 0 }],
+              success: [{ request_put: { key: idKey, value: Buffer.from(list) } }, { request_put: { key: labelsKey, value: Buffer.from(String(id)) } }], failure: [] } },
+            { request_range: { key: idKey } },
+            { request_range: { key: labelsKey } },
+          ],
+          failure: [],
+        });
+        const [, idRange, labelsRange] = res.responses.map((r) => r.response_range);
+        const [hasId, hasLabels] = [idRange?.kvs[0]?.value.toString(), labelsRange?.kvs[0]?.value.toString()];
+        if (hasId !== list || (hasLabels !== undefined && hasLabels !== String(id))) {
+          this.mine.delete(list);
+          this.log.error({ id, labels: list, idNames: hasId ?? null, labelSetHas: hasLabels ?? null }, 'identity conflict after the store was reset: this node\'s number or label set was taken by another agent meanwhile; no second identity is made: this node\'s endpoints with it keep it until they are regenerated');
+          return;
+        }
         await lease.put(this.valueKey(list)).value(String(id));
         n++;
       }).catch((err: Error) => this.log.warn({ id, err: err.message }, 'could not claim an identity again'));
@@ -209,10 +301,40 @@ export class EtcdIdentityBackend implements IdentityBackend {
     this.log.info({ claims: n }, 'identity claims put again under the new session lease');
   }
 
-  /** See IdentityBackend. */
+  /**
+   * Gives every label set its key (IDs made before the key existed), and repairs label sets with
+   * two IDs (left by an older agent, e.g. claims lost with a lease during an outage): the ID the
+   * label set's key names is kept, else the lowest (the one every agent took), the others deleted,
+   * each in a transaction that checks that both keys still name the label set.
+   */
+  private async repairSplits(): Promise<void> {
+    const byList = new Map<string, number[]>();
+    for (const [id, list] of this.byId) byList.set(list, [...(byList.get(list) ?? []), id]);
+    const owners = await this.etcd.getAll().prefix(KEYS.identitiesLabels).strings();
+    for (const [list, unsorted] of byList) {
+      const ids = unsorted.sort((a, b) => a - b);
+      const named = Number(owners[`${KEYS.identitiesLabels}${list}`]);
+      const keep = ids.includes(named) ? named : ids[0]!;
+      const labelsKey = this.labelsKey(list).toString();
+      if (!ids.includes(named)) await this.etcd.if(labelsKey, 'Create', '==', 0).then(this.etcd.put(labelsKey).value(String(keep))).commit();
+      if (ids.length < 2) continue;
+      const claims = await this.etcd.getAll().prefix(`${KEYS.identitiesValue}${list}/`).strings();
+      for (const id of ids.filter((i) => i !== keep)) {
+        const res = await this.etcd.if(`${KEYS.identitiesId}${keep}`, 'Value', '==', list).and(`${KEYS.identitiesId}${id}`, 'Value', '==', list).and(labelsKey, 'Value', '==', String(keep))
+          .then(this.etcd.delete().key(`${KEYS.identitiesId}${id}`)).commit();
+        const claimedBy = Object.entries(claims).filter(([, v]) => v === String(id)).map(([k]) => k.slice(k.lastIndexOf('/') + 1));
+        if (!res.succeeded) continue;
+        this.onMirror({ kind: 'delete', key: String(id), value: list });
+        this.log.warn({ labels: list, kept: keep, removed: id, claimedBy }, `the label set had two identities in the kvstore (${keep} and ${id}): kept ${keep}, removed ${id}; endpoints that used ${id} get ${keep} when restored or regenerated`);
+      }
+    }
+  }
+
+  /** See IdentityBackend: no claim starts any more; pending ones are waited for a moment (each ends within its call deadline anyway). */
   async close(): Promise<void> {
+    this.closed = true;
     this.renewals?.unsubscribe();
-    await Promise.all([...this.ops.values()]);
+    await Promise.race([Promise.all([...this.ops.values()]), new Promise((r) => setTimeout(r, CLOSE_WAIT_MS).unref())]);
     await this.mirror.stop();
     this.subject.complete();
   }

@@ -9,6 +9,7 @@ import type { Etcd3 } from 'etcd3';
 import type { Logger } from '../../hive/logger.js';
 import { etcd3 } from './etcd3-lib.js';
 import { unavailable } from './errors.js';
+import { prefixEnd } from './mirror.js';
 import { KEYS } from './types.js';
 
 /** One round's result. */
@@ -21,12 +22,6 @@ export interface GCRound {
 
 /** The lock key of identity GC. */
 export const GC_LOCK = `${KEYS.identitiesLocks}gc`;
-
-function prefixEnd(prefix: string): Buffer {
-  const b = Buffer.from(prefix);
-  b[b.length - 1]++;
-  return b;
-}
 
 /** Runs GC rounds; see the module comment. */
 export class KVIdentityGC {
@@ -83,7 +78,12 @@ export class KVIdentityGC {
           { key: kv.key, target: 'Mod', result: 'Equal', mod_revision: rev },
           { key: Buffer.from(valuePrefix), range_end: prefixEnd(valuePrefix), target: 'Create', result: 'Equal', create_revision: 0 },
         ],
-        success: [{ request_delete_range: { key: kv.key } }],
+        success: [
+          { request_delete_range: { key: kv.key } },
+          // the label set's key goes with its ID (if it names this one)
+          { request_txn: { compare: [{ key: Buffer.from(`${KEYS.identitiesLabels}${list}`), target: 'Value', result: 'Equal', value: Buffer.from(String(id)) }],
+            success: [{ request_delete_range: { key: Buffer.from(`${KEYS.identitiesLabels}${list}`) } }], failure: [] } },
+        ],
         failure: [],
       }).catch((err: unknown) => {
         throw unavailable(`deleting identity ${id}`, err);
