@@ -15,6 +15,7 @@
 # and build caches, and <version>/bin with the binaries. A lock keeps concurrent builds to one.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SELF="$ROOT/scripts/k8s.sh"
 MOD="$ROOT/test/k8s/harness"
 VERSION=$(awk '$1 == "require" { $1 = "" ; $0 = $0 } $1 == "k8s.io/kubernetes" { print $2; exit }' "$MOD/go.mod")
 GO_NEED=$(awk '$1 == "go" { print $2 }' "$MOD/go.mod")
@@ -26,7 +27,7 @@ SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1
 CLUSTER_CIDR=10.244.0.0/16
 ETCD="${CELLIUM_TEST_ETCD:-etcd}"
-# Stop order for `down` (the reverse of the start order).
+# Stop order for `down` (the reverse of the start order); their parent, the supervisor, is last.
 COMPONENTS=(kube-scheduler kube-controller-manager kube-apiserver etcd)
 
 die() {
@@ -36,11 +37,13 @@ die() {
 
 # --- Go and the build ------------------------------------------------------------------------
 
-# Prints the path of a Go at least as new as the harness's go.mod asks for, or nothing. Debian's
-# Go 1.19 (/usr/lib/go-1.19, /usr/bin/go from golang-go) is too old and never chosen.
+# Prints the path of a Go at least as new as the harness's go.mod asks for, or nothing: the one
+# CELLIUM_K8S_GO names if set, else PATH's go, else /usr/local/go/bin/go. Debian's Go 1.19
+# (/usr/lib/go-1.19, /usr/bin/go from golang-go) is too old and never chosen.
 find_go() {
-  local g v
-  for g in "${CELLIUM_K8S_GO:-}" "$(command -v go || true)" /usr/local/go/bin/go; do
+  local g v candidates=("$(command -v go || true)" /usr/local/go/bin/go)
+  [ -z "${CELLIUM_K8S_GO:-}" ] || candidates=("$CELLIUM_K8S_GO")
+  for g in "${candidates[@]}"; do
     [ -n "$g" ] && [ -x "$g" ] || continue
     v=$(GOTOOLCHAIN=local "$g" env GOVERSION 2>/dev/null) || continue
     v=${v#go}
@@ -56,9 +59,27 @@ go_env() {
     GOMODCACHE="$CACHE/gomod" GOCACHE="$CACHE/gocache" "$@"
 }
 
-# What the binaries were built from: a change of go.mod or go.sum rebuilds them.
+# The version the binaries report (kubectl version, the apiserver's /version, what e2e tests and
+# version-skew checks read): Kubernetes' own build sets it with -X, as hack/lib/version.sh does;
+# without it they say v0.0.0-master. The build date is the release's time from the module proxy.
+ldflags() {
+  local major minor date v pkg flags="-s -w"
+  major=${VERSION#v}
+  minor=${major#*.}
+  minor=${minor%%.*}
+  major=${major%%.*}
+  date=$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$CACHE/gomod/cache/download/k8s.io/kubernetes/@v/$VERSION.info" 2>/dev/null || true)
+  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    for v in "gitVersion=$VERSION" "gitMajor=$major" "gitMinor=$minor" "gitTreeState=clean" ${date:+"buildDate=$date"}; do
+      flags+=" -X $pkg.$v"
+    done
+  done
+  echo "$flags"
+}
+
+# What the binaries were built from: a change of go.mod, go.sum or the link flags rebuilds them.
 stamp() {
-  cat "$MOD/go.mod" "$MOD/go.sum" | sha256sum | cut -d' ' -f1
+  { cat "$MOD/go.mod" "$MOD/go.sum"; ldflags; } | sha256sum | cut -d' ' -f1
 }
 
 built() {
@@ -72,7 +93,9 @@ unbuildable() {
   local go out
   go=$(find_go)
   if [ -z "$go" ]; then
-    echo "no Go >= $GO_NEED (PATH's go or /usr/local/go/bin/go; Debian's Go 1.19 is too old): the Kubernetes binaries cannot be built"
+    local looked="PATH's go or /usr/local/go/bin/go"
+    [ -z "${CELLIUM_K8S_GO:-}" ] || looked="CELLIUM_K8S_GO=$CELLIUM_K8S_GO"
+    echo "no Go >= $GO_NEED ($looked; Debian's Go 1.19 is too old): the Kubernetes binaries cannot be built"
     return
   fi
   mkdir -p "$CACHE"
@@ -115,7 +138,7 @@ build() {
   rm -rf "$tmp"
   mkdir -p "$tmp"
   # One invocation for all commands: they share most packages, compiled once.
-  if ! (cd "$MOD" && go_env "$go" build -trimpath -ldflags='-s -w' -o "$tmp/" "${TOOLS[@]}"); then
+  if ! (cd "$MOD" && go_env "$go" build -trimpath -ldflags="$(ldflags)" -o "$tmp/" "${TOOLS[@]}"); then
     rm -rf "$tmp"
     die "go build of ${TOOLS[*]##*/} failed (output above)"
   fi
@@ -155,11 +178,11 @@ running() {
   [ "$state" != Z ]
 }
 
-# Starts NAME as a session of its own (so it outlives the shell that ran `up`), output in DIR/logs.
+# Starts NAME as a child of this shell (the supervisor, which reaps it), output in DIR/logs.
 launch() {
   local name=$1
   shift
-  setsid "$@" </dev/null >"$DIR/logs/$name.log" 2>&1 &
+  "$@" </dev/null >"$DIR/logs/$name.log" 2>&1 &
   local pid=$!
   local st
   st=$(starttime "$pid") || die "$name exited at once: $(tail -n5 "$DIR/logs/$name.log")"
@@ -292,6 +315,7 @@ parse_dir() {
       --dir) DIR=${2:-}; shift 2 || die "--dir needs a directory" ;;
       --dir=*) DIR=${1#--dir=}; shift ;;
       --no-build) NO_BUILD=1; shift ;;
+      --foreground) FOREGROUND=1; shift ;;
       *) die "unknown argument $1 (usage: $0 up|down --dir DIR)" ;;
     esac
   done
@@ -299,8 +323,14 @@ parse_dir() {
   DIR=$(realpath -m "$DIR")
 }
 
+# The line `up` prints once the control plane is ready (the TypeScript helper waits for it too).
+ready_line() {
+  echo "k8s: Kubernetes $VERSION up: https://127.0.0.1:$API_PORT (etcd 127.0.0.1:$ETCD_PORT); . $DIR/env; down with: npm run k8s -- down --dir $DIR"
+}
+
 up() {
   NO_BUILD=
+  FOREGROUND=
   parse_dir "$@"
   if [ -e "$DIR" ] && [ -n "$(ls -A "$DIR" 2>/dev/null)" ]; then
     die "$DIR exists and is not empty: give up a new directory (down removes it)"
@@ -310,15 +340,34 @@ up() {
     build
   fi
   command -v "$ETCD" >/dev/null || die "no etcd binary ($ETCD): apt-get install etcd-server (scripts/packages.d/50-kvstore.txt)"
+  if [ -n "$FOREGROUND" ]; then
+    serve
+    return
+  fi
+  # The processes' parent is a supervisor in a session of its own (it reaps them, and outlives
+  # this shell and its terminal); its output comes here until it says the control plane is ready.
+  local line ready=
+  while IFS= read -r line; do
+    case $line in
+      "k8s: Kubernetes $VERSION up: "*) echo "$line"; ready=1; break ;;
+      *) echo "$line" >&2 ;;
+    esac
+  done < <(setsid -f bash "$SELF" up --dir "$DIR" --no-build --foreground </dev/null 2>&1)
+  [ -n "$ready" ] || exit 1
+}
+
+# Runs the control plane under DIR as the parent of its processes until they are gone (down stops
+# them by PID; SIGTERM, SIGINT or SIGHUP here stop them too and remove DIR).
+serve() {
   mkdir -p "$DIR"
   : >"$DIR/.cellium-k8s"
   mkdir -p "$DIR/pki" "$DIR/logs" "$DIR/pids" "$DIR/etcd"
   chmod 700 "$DIR/pki" "$DIR/etcd"
-  # A failed up stops what it started and removes DIR (the logs are printed by the failing step).
+  echo "$$ $(starttime $$)" >"$DIR/pids/supervisor"
+  # A failed up stops what it started and removes DIR (the failing step printed the log's end).
   trap 'rc=$?; if [ $rc -ne 0 ]; then stop_all; rm -rf "$DIR"; fi' EXIT
-  local ports
-  ports=$(free_ports 6)
-  read -r ETCD_PORT ETCD_PEER API_PORT KCM_PORT SCHED_PORT _ <<<"$ports"
+  trap 'exit 143' TERM INT HUP
+  read -r ETCD_PORT ETCD_PEER API_PORT KCM_PORT SCHED_PORT <<<"$(free_ports 5)"
   pki
   local p="$DIR/pki"
 
@@ -379,8 +428,18 @@ export CELLIUM_K8S_DIR='$DIR'
 export CELLIUM_K8S_SERVER='https://127.0.0.1:$API_PORT'
 export CELLIUM_K8S_VERSION='$VERSION'
 EOF
+  ready_line
+  exec >>"$DIR/logs/supervisor.log" 2>&1 </dev/null
   trap - EXIT
-  echo "k8s: Kubernetes $VERSION up: https://127.0.0.1:$API_PORT (etcd 127.0.0.1:$ETCD_PORT); . $DIR/env; down with: npm run k8s -- down --dir $DIR"
+  trap 'stop_all; rm -rf "$DIR"; exit 143' TERM INT HUP
+  # Reap the processes as they exit until none is left (down stops them).
+  local pid rc
+  while :; do
+    pid=
+    wait -n -p pid && rc=0 || rc=$?
+    [ -n "$pid" ] || break
+    echo "k8s: process $pid exited ($rc)"
+  done
 }
 
 down() {
@@ -391,6 +450,13 @@ down() {
   fi
   [ -f "$DIR/.cellium-k8s" ] || die "$DIR was not made by scripts/k8s.sh up (no .cellium-k8s): not touching it"
   stop_all
+  # The supervisor exits once it has reaped them; it is stopped only if it lingers.
+  local i
+  for ((i = 0; i < 100; i++)); do
+    running supervisor || break
+    sleep 0.1
+  done
+  stop_one supervisor
   rm -rf "$DIR"
   echo "k8s: stopped and removed $DIR"
 }

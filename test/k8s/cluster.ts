@@ -71,14 +71,18 @@ export function k8sSkip(opts: { root?: boolean } = {}): string | false {
 /** Runs a command to completion with the given environment and stdin. */
 export function run(cmd: string, args: readonly string[], env: NodeJS.ProcessEnv, input?: string): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const p = spawn(cmd, args, { env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    p.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-    p.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    p.stdout!.on('data', (b: Buffer) => (stdout += b.toString()));
+    p.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
     p.once('error', reject);
     p.once('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : -1), stdout, stderr }));
-    p.stdin.end(input ?? '');
+    if (p.stdin) {
+      // A command that exits without reading all its input (EPIPE) is judged by its exit code.
+      p.stdin.once('error', () => undefined);
+      p.stdin.end(input);
+    }
   });
 }
 
@@ -94,25 +98,49 @@ function sourceEnv(envFile: string): Record<string, string> {
   return env;
 }
 
+/** The line `scripts/k8s.sh up` prints once the control plane is ready. */
+const READY = /^k8s: Kubernetes \S+ up: /m;
+
 /**
- * Starts a control plane in a new temporary directory (`scripts/k8s.sh up --no-build`); with `t`,
- * it is stopped at t's teardown. It is also stopped when the test process exits without stopping it.
+ * Starts a control plane in a new temporary directory (`scripts/k8s.sh up --no-build --foreground`:
+ * this process is the parent of its supervisor, which reaps etcd and the Kubernetes processes);
+ * with `t`, it is stopped at t's teardown. It is also stopped when the test process exits without
+ * stopping it.
  */
 export async function startCluster(t?: Teardown): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'cellium-k8s-'));
-  const up = await run('bash', [K8S_SCRIPT, 'up', '--dir', dir, '--no-build'], process.env);
-  if (up.code !== 0) {
+  const supervisor = spawn('bash', [K8S_SCRIPT, 'up', '--dir', dir, '--no-build', '--foreground'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<number | null>((resolve) => supervisor.once('exit', (code) => resolve(code)));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      let err = '';
+      supervisor.stdout.on('data', (b: Buffer) => {
+        out += b.toString();
+        if (READY.test(out)) resolve();
+      });
+      supervisor.stderr.on('data', (b: Buffer) => (err += b.toString()));
+      supervisor.once('error', reject);
+      void exited.then((code) => reject(new Error(`scripts/k8s.sh up failed (${code}): ${err.trim() || out.trim()}`)));
+    });
+  } catch (err) {
     rmSync(dir, { recursive: true, force: true });
-    throw new Error(`scripts/k8s.sh up failed (${up.code}): ${up.stderr.trim() || up.stdout.trim()}`);
+    throw err;
   }
+  // The supervisor runs until down; it does not keep this process alive (the exit hook stops it).
+  supervisor.unref();
+  supervisor.stdout.destroy();
+  supervisor.stderr.destroy();
   const onExit = (): void => void k8sScript(['down', '--dir', dir]);
   process.once('exit', onExit);
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
       process.removeListener('exit', onExit);
+      supervisor.ref();
       const down = await run('bash', [K8S_SCRIPT, 'down', '--dir', dir], process.env);
       if (down.code !== 0) throw new Error(`scripts/k8s.sh down failed (${down.code}): ${down.stderr.trim()}`);
+      await exited;
     })());
   let env: Record<string, string>;
   try {

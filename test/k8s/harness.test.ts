@@ -5,6 +5,7 @@
 // tap (scripts/test.sh runs scripts/k8s.sh prepare), never inside this file.
 import t from 'tap';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -111,7 +112,7 @@ spec:
 
   // down stops exactly what up started, and removes the directory.
   const pids = recordedPids(c);
-  t.same(pids.map((p) => p.name).sort(), ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler'], 'up recorded every process');
+  t.same(pids.map((p) => p.name).sort(), ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'supervisor'], 'up recorded every process and their parent');
   for (const p of pids) t.ok(alive(p.pid, p.start), `${p.name} runs before down`);
   await c.stop();
   for (const p of pids) t.notOk(alive(p.pid, p.start), `${p.name} (pid ${p.pid}) is gone after down`);
@@ -145,4 +146,47 @@ t.test('a failed up stops what it started and removes its directory', { skip }, 
   t.equal(up.code, 1, 'up fails');
   t.match(up.stderr, /etcd exited while waiting for etcd's \/health: .*refusing to serve/s, 'naming the process and its log');
   t.notOk(existsSync(target), 'the directory is removed');
+});
+
+t.test('a failed up kills what still runs', { skip }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cellium-k8s-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  // A real etcd that serves plain HTTP where up expects HTTPS: it runs, but never passes up's
+  // health check, so up gives up after its 30 s bound and must stop it.
+  const pidFile = join(dir, 'etcd.pid');
+  const fake = join(dir, 'plain-etcd');
+  writeFileSync(fake, `#!/bin/sh\necho $$ > ${pidFile}\nexec etcd $(echo "$@" | sed 's/https:/http:/g')\n`, { mode: 0o755 });
+  const target = join(dir, 'cluster');
+  // --foreground this time (the test above ran the detached supervisor): both paths clean up.
+  const up = k8sScript(['up', '--dir', target, '--no-build', '--foreground'], { ...process.env, CELLIUM_TEST_ETCD: fake });
+  t.equal(up.code, 1, 'up fails');
+  t.match(up.stderr, /etcd's \/health not within 30 s/, 'saying what it waited for');
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  let gone: boolean;
+  try {
+    gone = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('Z');
+  } catch {
+    gone = true;
+  }
+  t.ok(gone, `the etcd it started (pid ${pid}) is stopped`);
+  t.notOk(existsSync(target), 'the directory is removed');
+});
+
+// The skip contract: where the binaries cannot be built, `check` says why in one line (exit 3),
+// which k8sSkip passes to tap; these run everywhere, binaries or not.
+t.test('check names why the binaries cannot be built', async (t) => {
+  const cache = mkdtempSync(join(tmpdir(), 'cellium-k8s-cache-'));
+  t.teardown(() => rmSync(cache, { recursive: true, force: true }));
+  const noGo = k8sScript(['check'], { ...process.env, CELLIUM_K8S_CACHE: cache, CELLIUM_K8S_GO: join(cache, 'no-go') });
+  t.equal(noGo.code, 3, 'exit 3: cannot build here');
+  t.match(noGo.stdout, /^k8s: no Go >= [0-9.]+ .*Debian's Go 1\.19 is too old.*\n$/, 'one line naming the missing Go');
+  const go = spawnSync('go', ['version']).status === 0;
+  t.test('with the module proxy off and an empty cache', { skip: go ? false : 'no go on PATH' }, async (t) => {
+    const noProxy = k8sScript(['check'], { ...process.env, CELLIUM_K8S_CACHE: cache, GOPROXY: 'off' });
+    t.equal(noProxy.code, 3, 'exit 3: cannot build here');
+    t.match(noProxy.stdout, /^k8s: Go module proxy unreachable \(off\): cannot download k8s\.io\/kubernetes v[0-9.]+: .*\n$/, 'one line naming the proxy');
+    const prepare = k8sScript(['prepare'], { ...process.env, CELLIUM_K8S_CACHE: cache, GOPROXY: 'off' });
+    t.equal(prepare.code, 0, 'prepare (scripts/test.sh) goes on');
+    t.match(prepare.stdout, /the Kubernetes tests \(test\/k8s\/\) will skip/);
+  });
 });
