@@ -137,8 +137,21 @@ build() {
   tmp="$CACHE/$VERSION/bin.tmp.$$"
   rm -rf "$tmp"
   mkdir -p "$tmp"
+  # A line a minute, so a log watcher sees a long cold build is alive.
+  (
+    trap 'kill $! 2>/dev/null; exit 0' TERM
+    while :; do
+      sleep 60 &
+      wait $!
+      echo "k8s: still building ($(($(date +%s) - start)) s)"
+    done
+  ) &
+  local ticker=$! rc=0
   # One invocation for all commands: they share most packages, compiled once.
-  if ! (cd "$MOD" && go_env "$go" build -trimpath -ldflags="$(ldflags)" -o "$tmp/" "${TOOLS[@]}"); then
+  (cd "$MOD" && go_env "$go" build -trimpath -ldflags="$(ldflags)" -o "$tmp/" "${TOOLS[@]}") || rc=$?
+  kill "$ticker" 2>/dev/null || true
+  wait "$ticker" 2>/dev/null || true
+  if [ $rc -ne 0 ]; then
     rm -rf "$tmp"
     die "go build of ${TOOLS[*]##*/} failed (output above)"
   fi
