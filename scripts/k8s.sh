@@ -394,6 +394,8 @@ serve() {
     --key '$p/apiserver-etcd-client.key' https://127.0.0.1:$ETCD_PORT/health | grep -q '\"health\":\"true\"'"
 
   # --endpoint-reconciler-type=none: the kubernetes Service's endpoints may not be loopback.
+  # --watch-cache-sizes podtemplates#0: PodTemplates are watched straight from etcd, so a test can
+  # compact etcd and get a real "410 Gone" (the watch cache would serve any old version).
   launch kube-apiserver "$BIN/kube-apiserver" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
     --etcd-servers "https://127.0.0.1:$ETCD_PORT" --etcd-cafile "$p/ca.crt" \
@@ -404,7 +406,8 @@ serve() {
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
     --service-cluster-ip-range "$SERVICE_CIDR" --endpoint-reconciler-type none \
-    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction --allow-privileged
+    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction --allow-privileged \
+    --watch-cache-sizes podtemplates#0
   kubeconfig admin "$DIR/kubeconfig"
   wait_for kube-apiserver 90 "kube-apiserver's /readyz" "$BIN/kubectl" --kubeconfig "$DIR/kubeconfig" get --raw /readyz
 
@@ -440,6 +443,7 @@ export PATH='$BIN':"\$PATH"
 export CELLIUM_K8S_DIR='$DIR'
 export CELLIUM_K8S_SERVER='https://127.0.0.1:$API_PORT'
 export CELLIUM_K8S_VERSION='$VERSION'
+export CELLIUM_K8S_ETCD='https://127.0.0.1:$ETCD_PORT'
 EOF
   ready_line
   exec >>"$DIR/logs/supervisor.log" 2>&1 </dev/null

@@ -6,7 +6,8 @@
  * per-file timeout. See docs/k8s-harness.md.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,6 +39,12 @@ export interface Cluster {
   kubectl(args: readonly string[], input?: string): Promise<Run>;
   /** Runs kubectl and parses its stdout as JSON; throws with its stderr when it fails. */
   kubectlJson<T>(args: readonly string[]): Promise<T>;
+  /**
+   * Compacts etcd at its current revision (physically): resourceVersions before it are gone, so
+   * watches from them get "410 Gone" where the apiserver reads etcd directly (PodTemplates: the
+   * harness runs them without watch cache). Returns the revision.
+   */
+  compactEtcd(): Promise<number>;
   /** Stops the control plane (`down`) and removes its directory; a second call does nothing. */
   stop(): Promise<void>;
 }
@@ -162,8 +169,29 @@ export async function startCluster(t?: Teardown): Promise<Cluster> {
       if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${r.code}): ${r.stderr.trim()}`);
       return JSON.parse(r.stdout) as T;
     },
+    compactEtcd: async () => {
+      const tls = { ca: readFileSync(join(dir, 'pki', 'ca.crt')), cert: readFileSync(join(dir, 'pki', 'apiserver-etcd-client.crt')), key: readFileSync(join(dir, 'pki', 'apiserver-etcd-client.key')) };
+      const range = await etcdPost<{ header: { revision: string } }>(env.CELLIUM_K8S_ETCD!, '/v3/kv/range', { key: Buffer.from('/').toString('base64') }, tls);
+      const revision = Number(range.header.revision);
+      await etcdPost(env.CELLIUM_K8S_ETCD!, '/v3/kv/compaction', { revision: String(revision), physical: true }, tls);
+      return revision;
+    },
     stop,
   };
   t?.teardown(stop);
   return cluster;
+}
+
+/** POSTs JSON to etcd's v3 HTTP gateway with a client certificate; the JSON answer (bounded: 10 s). */
+function etcdPost<R>(endpoint: string, path: string, body: unknown, tls: { ca: Buffer; cert: Buffer; key: Buffer }): Promise<R> {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(path, endpoint), { method: 'POST', ...tls, timeout: 10_000, headers: { 'content-type': 'application/json' } }, (res) => {
+      let text = '';
+      res.on('data', (b: Buffer) => (text += b.toString()));
+      res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(text) as R) : reject(new Error(`etcd ${path}: ${res.statusCode} ${text}`))));
+    });
+    req.on('timeout', () => req.destroy(new Error(`etcd ${path}: no answer within 10 s`)));
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
 }
