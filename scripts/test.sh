@@ -12,5 +12,9 @@ for check in scripts/check.d/*.sh; do
   [ -e "$check" ] || continue
   bash "$check"
 done
+# The Kubernetes tests' binaries (test/k8s/): built here, not in a test file, as a cold build
+# outlasts tap's per-file timeout; where Go or its module proxy is missing, one line says why they skip.
+echo "test: Kubernetes control-plane binaries (scripts/k8s.sh prepare)"
+bash scripts/k8s.sh prepare
 echo "test: tap"
 npx tap "$@"

@@ -1,0 +1,14 @@
+/**
+ * The k8s cell (module `k8s`): the agent's Kubernetes client (`--k8s-kubeconfig-path`,
+ * `--k8s-api-server`, or the in-cluster ServiceAccount) and Resource<T>, a listed and watched cache
+ * of one kind of object with an rxjs event stream, shaped like Cilium's pkg/k8s/resource.
+ */
+export { K8sConfigToken, k8sConfigSchema, type K8sConfig } from './config.js';
+export { newK8sClient, IN_CLUSTER_TOKEN, type K8sClient } from './client.js';
+export { apiListWatcher, type ListWatchOptions } from './listwatch.js';
+export {
+  Resource, keyOf,
+  type K8sObject, type ListWatcher, type ResourceEvent, type ResourceOptions, type Store, type WatchEvent, type WatchHandle,
+} from './resource.js';
+export { K8sError, type K8sErrorCode } from './errors.js';
+export * from './cell.js';
