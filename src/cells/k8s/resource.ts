@@ -10,6 +10,7 @@
  */
 import { Observable, Subject } from 'rxjs';
 import { watchFailed } from './errors.js';
+import { Sleeper } from './sleeper.js';
 
 /** The part of a Kubernetes object a Resource reads. */
 export interface K8sObject {
@@ -80,7 +81,7 @@ export class Resource<T extends K8sObject> {
   private running?: Promise<void>;
   private stopped = false;
   private watch?: WatchHandle;
-  private wake?: () => void;
+  private readonly sleeper = new Sleeper();
   private stats = { lists: 0, watches: 0, failures: 0 };
   private last?: Error;
   /** Resolves once the first list is in the cache. */
@@ -104,7 +105,7 @@ export class Resource<T extends K8sObject> {
   async stop(): Promise<void> {
     this.stopped = true;
     this.watch?.stop();
-    this.wake?.();
+    this.sleeper.interrupt();
     await this.running;
     this.changes.complete();
   }
@@ -243,14 +244,6 @@ export class Resource<T extends K8sObject> {
   }
 
   private sleep(ms: number): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = done;
-    });
+    return this.stopped ? Promise.resolve() : this.sleeper.sleep(ms);
   }
 }
