@@ -17,3 +17,4 @@ export * from './types.js';
 export * from './resources.js';
 export { K8sStatusReporter, type K8sStatusModel } from './status.js';
 export { k8sResourcesCell, K8sStatusToken } from './resources-cell.js';
+export { podEndpointLabels, identityRelevant, K8S_LABEL_KEYS } from './pod-labels.js';
