@@ -9,19 +9,10 @@ import { HealthTreeToken, type HealthNode } from '../../src/hive/health.js';
 import { AGENT_RESOURCES, k8sLibLoaded, LocalPodsToken } from '../../src/cells/k8s/index.js';
 import { renderStatus } from '../../src/cli/commands/status.js';
 import { startAgent, type TestAgent } from '../api-integration/agent.js';
-import { k8sSkip, startCluster, type Cluster } from './cluster.js';
+import { k8sSkip, startCluster } from './cluster.js';
+import { kubectlOk, until } from './util.js';
 
 const skip = k8sSkip();
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 function node(tree: HealthNode, path: string[]): HealthNode | undefined {
   let n: HealthNode | undefined = tree;
@@ -39,12 +30,6 @@ function crd(kind: string, plural: string, scope: 'Namespaced' | 'Cluster'): str
       versions: [{ name: 'v2', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
     },
   });
-}
-
-async function kubectlOk(c: Cluster, args: string[], input?: string): Promise<string> {
-  const r = await c.kubectl(args, input);
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
 }
 
 const fast = { 'k8s-node-name': 'node-a' };

@@ -14,7 +14,7 @@ import { EndpointError } from './errors.js';
 import type { EndpointManagerImpl } from './manager.js';
 import type { EndpointChangeRequest } from './model.js';
 import { ENDPOINT_OPTIONS, type EndpointSpec } from './spec.js';
-import type { CallContext, EndpointAPIManager, EndpointView } from './types.js';
+import type { CallContext, EndpointAPIManager, EndpointView, PodLabelSource } from './types.js';
 
 /** The label Cilium gives every pod endpoint for its namespace. */
 export const NAMESPACE_LABEL = 'k8s:io.kubernetes.pod.namespace';
@@ -47,12 +47,15 @@ export class EndpointAPIManagerImpl implements EndpointAPIManager {
     private readonly log: Logger,
     /** Settles once restored endpoints hold their IDs and IPs; creations wait for it. */
     private readonly restored: Promise<unknown> = Promise.resolve(),
+    /** Orchestrators a pod endpoint's labels come from (Kubernetes: its Pod and Namespace). */
+    private readonly podLabels: readonly PodLabelSource[] = [],
   ) {}
 
   /** See EndpointAPIManager. Waits until endpoints restored at start hold their IDs and IPs. */
   async createEndpoint(ctx: CallContext, req: EndpointChangeRequest): Promise<EndpointView> {
     const ep = await this.creator.newEndpointFromChangeModel(ctx, req);
     await this.restored;
+    await this.mergePodLabels(ep, ctx.signal);
     this.manager.checkConflicts(ep);
     if (ep.namespace) ep.mergeLabels([`${NAMESPACE_LABEL}=${ep.namespace}`]);
     ctx.signal?.throwIfAborted();
@@ -112,6 +115,20 @@ export class EndpointAPIManagerImpl implements EndpointAPIManager {
     }
     if (changed) await ep.regenerate('endpoint patched via the API');
     return ep;
+  }
+
+  /** Adds the orchestrator's labels of a pod endpoint (waiting, bounded, for a pod not seen yet). */
+  private async mergePodLabels(ep: Endpoint, signal?: AbortSignal): Promise<void> {
+    const { namespace, podName } = ep.spec;
+    if (!namespace || !podName) return;
+    for (const src of this.podLabels) {
+      if (!src.enabled) continue;
+      try {
+        ep.mergeLabels(await src.labelsFor(namespace, podName, signal));
+      } catch (err) {
+        throw new EndpointError('failed', `labels of pod ${namespace}/${podName}: ${(err as Error).message}`, '/k8s-pod-name');
+      }
+    }
   }
 
   /** See EndpointAPIManager. */

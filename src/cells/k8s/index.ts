@@ -18,3 +18,5 @@ export * from './resources.js';
 export { K8sStatusReporter, type K8sStatusModel } from './status.js';
 export { k8sResourcesCell, K8sStatusToken } from './resources-cell.js';
 export { podEndpointLabels, identityRelevant, K8S_LABEL_KEYS } from './pod-labels.js';
+export { K8sPodLabels, type PodLabelChange } from './pod-label-source.js';
+export { k8sPodLabelsCell, K8sPodLabelsToken, relabelEndpoints } from './pod-labels-cell.js';

@@ -123,6 +123,11 @@ export class Resource<T extends K8sObject> {
     };
   }
 
+  /** The cached object with this key now (also before sync: absent may mean not listed yet). */
+  get(key: string): T | undefined {
+    return this.cache.get(key);
+  }
+
   /** Every cached object as an upsert, `sync` once synced, then every change, until stop. */
   events(): Observable<ResourceEvent<T>> {
     return new Observable<ResourceEvent<T>>((sub) => {
