@@ -55,11 +55,13 @@ export class EndpointAPIManagerImpl implements EndpointAPIManager {
   async createEndpoint(ctx: CallContext, req: EndpointChangeRequest): Promise<EndpointView> {
     const ep = await this.creator.newEndpointFromChangeModel(ctx, req);
     await this.restored;
-    await this.mergePodLabels(ep, ctx.signal);
+    const podLabels = await this.podLabelsOf(ep, ctx.signal);
     this.manager.checkConflicts(ep);
     if (ep.namespace) ep.mergeLabels([`${NAMESPACE_LABEL}=${ep.namespace}`]);
+    if (podLabels) ep.mergeLabels(podLabels);
     ctx.signal?.throwIfAborted();
     await this.manager.addEndpoint(ep);
+    if (podLabels) this.refreshPodLabels(ep, req, podLabels);
     const first = ep.regenerate('Initial build on endpoint creation', 'rewrite+load');
     if (!req['sync-build-endpoint']) {
       first.catch((err: Error) => this.log.warn({ endpointID: ep.id, err: err.message }, 'initial endpoint build failed; retrying'));
@@ -117,18 +119,34 @@ export class EndpointAPIManagerImpl implements EndpointAPIManager {
     return ep;
   }
 
-  /** Adds the orchestrator's labels of a pod endpoint (waiting, bounded, for a pod not seen yet). */
-  private async mergePodLabels(ep: Endpoint, signal?: AbortSignal): Promise<void> {
+  /** The orchestrators' labels of a pod endpoint, waiting (bounded) for a pod not seen yet; undefined for other endpoints. */
+  private async podLabelsOf(ep: Endpoint, signal?: AbortSignal): Promise<string[] | undefined> {
     const { namespace, podName } = ep.spec;
-    if (!namespace || !podName) return;
-    for (const src of this.podLabels) {
-      if (!src.enabled) continue;
+    const sources = this.podLabels.filter((s) => s.enabled);
+    if (!namespace || !podName || !sources.length) return undefined;
+    const labels: string[] = [];
+    for (const src of sources) {
       try {
-        ep.mergeLabels(await src.labelsFor(namespace, podName, signal));
+        labels.push(...(await src.labelsFor(namespace, podName, signal)));
       } catch (err) {
         throw new EndpointError('failed', `labels of pod ${namespace}/${podName}: ${(err as Error).message}`, '/k8s-pod-name');
       }
     }
+    return labels;
+  }
+
+  /**
+   * A pod's labels that changed between the lookup and the endpoint's addition reached no
+   * endpoint (the orchestrator's watcher relabels only added ones): reads them again and replaces.
+   */
+  private refreshPodLabels(ep: Endpoint, req: EndpointChangeRequest, looked: readonly string[]): void {
+    const { namespace, podName } = ep.spec;
+    if (!namespace || !podName) return;
+    const now = this.podLabels.filter((s) => s.enabled).map((s) => s.current(namespace, podName));
+    if (now.some((l) => l === undefined)) return;
+    const fresh = now.flatMap((l) => l!);
+    if (fresh.join(';') === looked.join(';')) return;
+    ep.replaceOriginLabels([...labelsFromChangeRequest(req), `${NAMESPACE_LABEL}=${namespace}`, ...fresh]);
   }
 
   /** See EndpointAPIManager. */

@@ -104,6 +104,8 @@ export interface PodLabelSource {
   readonly enabled: boolean;
   /** The pod's labels; waits (bounded) for a pod not seen yet, then throws naming why. */
   labelsFor(namespace: string, pod: string, signal?: AbortSignal): Promise<readonly string[]>;
+  /** The pod's labels now, without waiting (undefined while it is not known). */
+  current(namespace: string, pod: string): readonly string[] | undefined;
 }
 
 /** Value group of the pod label sources (provideInto); empty without an orchestrator. */
