@@ -33,7 +33,8 @@ export function newResource<T extends K8sObject>(
   const resource = new Resource<T>(name, apiListWatcher<T>(client.kubeConfig(), opts), {
     ...opts,
     onError: (err) => {
-      h.degraded(`retrying: ${err.message}`, err);
+      // the message says it all: the error again beside it would print it twice
+      h.degraded(`retrying: ${err.message}`);
       log.warn({ err, resource: name }, 'kubernetes resource failed; relisting after a backoff');
       opts.onError?.(err);
     },

@@ -25,6 +25,11 @@ export function apiFailed(what: string, why: string, cause?: unknown): K8sError 
   return new K8sError('api', `kubernetes: ${what}: ${why}; check that the apiserver is reachable and the agent's account may read it (kubectl auth can-i list … --as=…)`, { cause });
 }
 
+/** The apiserver does not serve the collection (404): an API group or CRD it does not have. */
+export function apiNotServed(path: string): K8sError {
+  return new K8sError('api', `kubernetes: GET ${path}: 404: the apiserver does not serve this API; install its CustomResourceDefinition (Cilium's CRDs: deploy/) or use a Kubernetes version that has it`);
+}
+
 /** A watch failed (the Resource relists after a backoff). */
 export function watchFailed(resource: string, why: string, cause?: unknown): K8sError {
   return new K8sError('watch', `kubernetes: watch of ${resource} failed: ${why}; relisting after a backoff`, { cause });

@@ -6,7 +6,7 @@ import { request as httpRequest, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { k8sLib } from './client-lib.js';
-import { apiFailed } from './errors.js';
+import { apiFailed, apiNotServed } from './errors.js';
 import type { K8sObject, ListWatcher, WatchEvent, WatchHandle } from './resource.js';
 
 /** What to watch: a collection path and optional selectors. */
@@ -104,7 +104,8 @@ export async function getJson<B>(kc: KubeConfig, path: string, query: Record<str
           } catch {
             // not a Status object: the raw text says it
           }
-          reject(Object.assign(apiFailed(`GET ${url.pathname}`, `${status} ${msg}`), { statusCode: status }));
+          const err = status === 404 ? apiNotServed(url.pathname) : apiFailed(`GET ${url.pathname}`, `${status} ${msg.trim()}`);
+          reject(Object.assign(err, { statusCode: status }));
           return;
         }
         try {

@@ -100,7 +100,7 @@ export class K8sStatusReporter {
       } catch (err) {
         if (this.stopped) return;
         this.versionError = (err as Error).message;
-        h.degraded(`unreachable: ${this.versionError}`, err as Error);
+        h.degraded(`unreachable: ${this.versionError}`);
         if (failures === 0) this.log.warn({ err, server: this.client.server }, 'kubernetes apiserver: version not readable; retrying');
         await this.sleep(Math.min(30_000, 500 * 2 ** Math.min(failures++, 10)));
       }
