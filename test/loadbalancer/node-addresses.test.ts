@@ -1,6 +1,7 @@
 // Services never take the node's own addresses (issue 22, point 1). Privileged: the whole agent
 // as a process (memory datapath) in a network namespace of the test's own, whose veth interface
-// carries the "node" addresses (IPv4, IPv6 and the interface's IPv6 link-local one); the pod pools
+// carries the "node" addresses (IPv4, IPv6 and the interface's IPv6 link-local one), with a local
+// route of a whole prefix (AnyIP); the pod pools
 // give the gateways; --api-listen-address makes the agent's own API a TCP address. Every service
 // type but NodePort on each of them is a 460 naming the address and why (HostPort always: no pod
 // spec is its source), a node port outside --node-port-range is a 460 on a node address too, a
@@ -101,6 +102,7 @@ t.test('no frontend but NodePort takes an address of the node, its pod gateways 
   ip('-n', ns.name, 'link', 'set', `${DEV}p`, 'up');
   ip('-n', ns.name, 'addr', 'add', `${NODE4}/24`, 'dev', DEV);
   ip('-n', ns.name, '-6', 'addr', 'add', `${NODE6}/64`, 'dev', DEV, 'nodad');
+  ip('-n', ns.name, 'route', 'add', 'local', '10.187.70.0/24', 'dev', 'lo');
   const linkLocal = await (async () => {
     let ll: string | undefined;
     await until(() => {
@@ -131,8 +133,7 @@ t.test('no frontend but NodePort takes an address of the node, its pod gateways 
     }
   }
   // a local route (AnyIP): every address in it is the node's
-  ip('-n', ns.name, 'route', 'add', 'local', '10.187.70.0/24', 'dev', 'lo');
-  t.ok(await until(async () => (await agent.call('PUT', '/service/102', spec('10.187.70.5', 22, 'ClusterIP', []))).status === 460, 10000), 'a ClusterIP in a local route the node got: 460');
+  t.equal((await agent.call('PUT', '/service/102', spec('10.187.70.5', 22, 'ClusterIP', []))).status, 460, 'a ClusterIP in a local route of the node: 460');
   t.match(JSON.stringify((await agent.call('PUT', '/service/102', spec('10.187.70.5', 22, 'ExternalIPs', []))).body), /10\.187\.70\.5 cannot be a service frontend of type ExternalIPs: it is in a local route of the node \(local 10\.187\.70\.0\/24 dev lo\)/);
   const hp = await agent.call('PUT', '/service/102', spec(NODE4, 8080, 'HostPort', [{ ip: '127.0.0.1', port: 2222 }]));
   t.equal(hp.status, 460, 'HostPort on a node address: 460');
