@@ -103,6 +103,11 @@ function newNodeAddresses(api: ApiServerConfig, ipam: IPAM, lc: Lifecycle, jobs:
       await ifaces.close();
     },
   });
+  // once every start hook ran (a pod CIDR claimed in the cluster sets IPAM's pool, so its gateway,
+  // after this cell's hooks), then every NODE_ADDRESS_RESYNC_MS
+  jobs.oneShot('lb-node-addresses-started', async () => {
+    await addrs.refresh();
+  });
   jobs.timer('lb-node-addresses', async () => {
     await addrs.refresh();
   }, NODE_ADDRESS_RESYNC_MS);
