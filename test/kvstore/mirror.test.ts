@@ -81,3 +81,34 @@ t.test('the mirror follows changes and resyncs after a compacted revision', { sk
   await etcd.client.put('cellium/m/e').value('5');
   await until('the new watch to deliver', () => m.entries.get('e') === '5');
 });
+
+t.test('a copy known wrong that cannot be listed is dropped (fail closed), and listed once etcd answers', { skip: etcdSkip() }, async (t) => {
+  const etcd = await startEtcd(t);
+  const p = await proxy(new URL(etcd.endpoint));
+  t.teardown(() => p.close());
+  const client = new Etcd3({ hosts: p.url });
+  t.teardown(() => client.close());
+  await etcd.client.put('cellium/w/a').value('1');
+  const m = new PrefixMirror({ etcd: client }, 'cellium/w/', silentLogger());
+  const events: MirrorEvent[] = [];
+  m.events$.subscribe((e) => events.push(e));
+  await m.start();
+  t.teardown(() => m.stop());
+  t.same([...m.entries], [['a', '1']]);
+  t.equal(await m.verify(), undefined, 'the copy matches etcd at its revision');
+
+  p.block();
+  void m.resync('test: the store was replaced', true);
+  await until('the entries to be dropped', () => m.entries.size === 0);
+  t.same(events.map((e) => `${e.kind} ${e.key}`), ['upsert a', 'delete a'], 'dropped as deletes while etcd cannot be listed');
+  t.equal(m.status().state, 'resyncing');
+  p.unblock();
+  await until('the prefix listed again', () => m.entries.get('a') === '1' && m.status().state === 'watching');
+  t.pass('listed again once etcd answers');
+
+  // a key put behind the watch's back (the copy's count at its revision differs): verify says so
+  await etcd.client.put('cellium/w/b').value('2');
+  await until('the watch to deliver', () => m.entries.has('b'));
+  m.entries.delete('b');
+  t.match(await m.verify(), /^wrong: the watch missed changes: etcd has 2 keys under the prefix at revision \d+, the mirror 1/);
+});

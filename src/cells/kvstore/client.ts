@@ -16,6 +16,7 @@ import { readEtcdConfig, type EtcdConfig } from './etcd-config.js';
 import { badFlag, disabled, unavailable } from './errors.js';
 import { KEYS, type KVStore, type KVStoreStatus, type MirrorHandle } from './types.js';
 import { describeMirrors, mirrorTrouble } from './mirror-status.js';
+import { WRONG } from './mirror.js';
 import { randomUUID } from 'node:crypto';
 
 /** Deadline of one unary etcd call. */
@@ -24,12 +25,12 @@ export const CALL_TIMEOUT_MS = 5000;
 /** Deadline of revoking the session lease at stop (etcd may be down: the lease then expires by itself). */
 const REVOKE_TIMEOUT_MS = 1000;
 
-/** Resolves like `p`, or rejects with the signal's reason once it aborts. */
-export function untilAborted<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
+/** Resolves like `p`, or rejects once the signal aborts (with `reason()`, by default the signal's reason). */
+export function untilAborted<T>(p: Promise<T>, signal?: AbortSignal, reason: () => unknown = () => signal?.reason): Promise<T> {
   if (!signal) return p;
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  if (signal.aborted) return Promise.reject(reason() as Error);
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason as Error);
+    const onAbort = (): void => reject(reason() as Error);
     signal.addEventListener('abort', onAbort, { once: true });
     p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
@@ -184,7 +185,7 @@ export class EtcdKVStore implements KVStore {
       if (lease && !lease.revoked()) await lease.keepaliveOnce({ deadline: Date.now() + CALL_TIMEOUT_MS }).catch(() => undefined);
       // the lease survived (a restored backup knows it) but keys put after the backup are gone: put them again
       if (lease && this.current === lease && !lease.revoked()) this.renewed.next();
-      await Promise.all([...this.mirrors].map((m) => m.resync(reason)));
+      await Promise.all([...this.mirrors].map((m) => m.resync(reason, true)));
     })().finally(() => (this.resetting = undefined));
     return this.resetting;
   }
@@ -252,7 +253,7 @@ export class EtcdKVStore implements KVStore {
       await this.epoch();
       await Promise.all([...this.mirrors].map(async (m) => {
         const why = await m.verify();
-        if (why) void m.resync(why);
+        if (why) void m.resync(why.replace(WRONG, ''), why.startsWith(WRONG));
       }));
     } catch (err) {
       this.log.debug({ err: (err as Error).message }, 'kvstore: checking the mirrors failed; next probe');
