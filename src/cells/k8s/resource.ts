@@ -151,7 +151,8 @@ export class Resource<T extends K8sObject> {
           const r = await this.watchFrom(rv);
           if (r.gone) break;
           // A watch the server closed at once, without news, is retried after a pause.
-          if (r.rv === rv && Date.now() - started < 1000) await this.sleep(this.backoff(failures++));
+          if (r.rv !== rv) failures = 0;
+          else if (Date.now() - started < 1000) await this.sleep(this.backoff(failures++));
           rv = r.rv;
         }
       } catch (err) {
