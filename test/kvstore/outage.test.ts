@@ -3,53 +3,25 @@
 // comes back; once it is back the same labels get one identity on both; and SIGTERM with etcd down
 // (an allocation in flight) stops each agent within 5 s (measured), allocating nothing afterwards.
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CelliumClient } from '../../src/api/client.js';
 import { KEYS } from '../../src/cells/kvstore/index.js';
 import { podRequest } from '../api-integration/agent.js';
 import type { TestLike } from '../../src/hive/index.js';
 import { etcdSkip, startEtcd, type TestEtcd } from './etcd.js';
+import { agentBuilt, startAgentProc, until, type AgentProc } from './agent-process.js';
 
-const repo = join(import.meta.dirname, '../..');
-const built = existsSync(join(repo, 'dist/src/cmd/agent.js'));
+const built = agentBuilt;
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-interface Proc { proc: ChildProcess; client: CelliumClient; log: () => string }
 
-async function agent(t: TestLike, etcd: TestEtcd, name: string, ip: string, range: string): Promise<Proc> {
+function agent(t: TestLike, etcd: TestEtcd, name: string, ip: string, range: string): Promise<AgentProc> {
   const dir = mkdtempSync(join(tmpdir(), 'cellium-outage-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const socket = join(dir, 'cellium.sock');
-  const proc = spawn(process.execPath, [join(repo, 'bin/cellium-agent.js'),
-    '--datapath-mode=memory', `--state-dir=${dir}/state`, `--socket-path=${socket}`, `--cni-delete-queue-dir=${dir}/dq`, `--bpf-root=${dir}/bpf`,
-    '--kvstore=etcd', `--kvstore-opt=etcd.config=${etcd.configFile()}`, '--kvstore-lease-ttl=2s', `--node-name=${name}`, `--node-ip=${ip}`,
-    `--ipv4-range=${range}`, '--ipv6-range='], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  proc.stderr!.on('data', (b: Buffer) => (log = (log + b.toString()).slice(-20000)));
-  t.teardown(() => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-  });
-  const client = new CelliumClient({ socketPath: socket }, { timeoutMs: 60_000 });
-  t.teardown(() => client.close());
-  await until(`${name} to answer`, async () => {
-    if (proc.exitCode !== null) throw new Error(`${name} exited: ${log}`);
-    return existsSync(socket) && (await client.status({ brief: true })).cilium?.state === 'Ok';
-  });
-  return { proc, client, log: () => log };
+  return startAgentProc(t, etcd, dir, { name, ip, leaseTtl: '2s', ipam: [`--ipv4-range=${range}`], timeoutMs: 60_000 });
 }
 
 /** The outcome of a request, bounded (so a request that hangs is a failed test, not a hung one). */
@@ -64,7 +36,7 @@ async function idsOf(etcd: TestEtcd, list: string): Promise<string[]> {
   return Object.entries(ids).filter(([, v]) => v === list).map(([k]) => k.slice(KEYS.identitiesId.length));
 }
 
-async function exitTime(p: Proc): Promise<number> {
+async function exitTime(p: AgentProc): Promise<number> {
   const began = Date.now();
   const exited = new Promise<void>((r) => (p.proc.exitCode !== null || p.proc.signalCode !== null ? r() : p.proc.once('exit', () => r())));
   p.proc.kill('SIGTERM');
