@@ -14,7 +14,7 @@ import { compileRule, parsePolicyText, resourceLabels, validateSchema, type Poli
 import { invalidObject, wrongKind } from './errors.js';
 import { networkPolicySchema } from './schema.js';
 import { ANY_POD, inNamespace, merged, NAMESPACE_LABELS_PREFIX, POD_PREFIX, prefixed, type RuleSelector } from './selectors.js';
-import type { NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicyRule, Translation } from './types.js';
+import type { K8sLabelSelector, NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicyRule, Translation } from './types.js';
 
 type Dir = 'from' | 'to';
 type Entry = Record<string, unknown>;
@@ -33,6 +33,7 @@ export function translateNetworkPolicy(np: unknown): Translation {
   if ((np as { kind?: unknown }).kind !== 'NetworkPolicy') throw wrongKind((np as { kind?: unknown }).kind, 'NetworkPolicy');
   validateSchema(networkPolicySchema, np);
   const { metadata, spec } = np as NetworkPolicy;
+  checkSelectors(spec);
   const namespace = metadata.namespace ?? 'default';
   const origin = originLabels('NetworkPolicy', { ...metadata, namespace });
   const warnings: string[] = [];
@@ -53,6 +54,26 @@ export function translateNetworkPolicy(np: unknown): Translation {
   // compiled once here: what is returned always imports
   parsePolicyText(JSON.stringify([rule])).forEach((input, i) => compileRule(input, i + 1));
   return { rules: [rule as PolicyRule], origin, warnings };
+}
+
+/** Label selector expressions the schema cannot check: In/NotIn need values, Exists/DoesNotExist take none. */
+function checkSelectors(spec: NetworkPolicy['spec']): void {
+  const check = (sel: K8sLabelSelector | undefined, pointer: string) =>
+    sel?.matchExpressions?.forEach((e, i) => {
+      const n = e.values?.length ?? 0;
+      const at = `${pointer}/matchExpressions/${i}/values`;
+      if ((e.operator === 'In' || e.operator === 'NotIn') && n === 0) throw invalidObject(at, `operator ${e.operator} needs at least one value`, 'add values, or use Exists/DoesNotExist');
+      if ((e.operator === 'Exists' || e.operator === 'DoesNotExist') && n > 0) throw invalidObject(at, `operator ${e.operator} takes no values`, 'remove values, or use In/NotIn');
+    });
+  check(spec.podSelector, '/spec/podSelector');
+  for (const [field, dir] of [['ingress', 'from'], ['egress', 'to']] as const) {
+    spec[field]?.forEach((r, i) =>
+      r[dir]?.forEach((p, j) => {
+        check(p.podSelector, `/spec/${field}/${i}/${dir}/${j}/podSelector`);
+        check(p.namespaceSelector, `/spec/${field}/${i}/${dir}/${j}/namespaceSelector`);
+      }),
+    );
+  }
 }
 
 /** The rule entries of one NetworkPolicy rule: one per peer (all sharing its ports). */
