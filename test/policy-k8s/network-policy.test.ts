@@ -12,7 +12,8 @@ import type { TestLike } from '../../src/hive/index.js';
 import { lpmVerdict, policyHive, type MockAllocator } from '../policy/helpers.js';
 
 const NS_LABEL = 'k8s:io.kubernetes.pod.namespace';
-const pod = (alloc: MockAllocator, app: string, ns: string, team: string) => alloc.id(`k8s:app=${app}`, `${NS_LABEL}=${ns}`, `k8s:io.cilium.k8s.namespace.labels.team=${team}`);
+const pod = (alloc: MockAllocator, app: string, ns: string, team: string) =>
+  alloc.id(`k8s:app=${app}`, `${NS_LABEL}=${ns}`, `k8s:io.cilium.k8s.namespace.labels.team=${team}`, `k8s:io.cilium.k8s.namespace.labels.kubernetes.io/metadata.name=${ns}`);
 
 /** The sample cluster: pods in prod (team a), dev (team b), mon (team ops); world, host and CIDR identities. */
 async function cluster(t: TestLike) {
@@ -97,6 +98,11 @@ const cases: { name: string; policy: NetworkPolicy; checks: Check[]; warnings?: 
     name: 'namespaceSelector NotIn selects pods only (never world)',
     policy: np({ ...all, ingress: [{ from: [{ namespaceSelector: { matchExpressions: [{ key: 'team', operator: 'NotIn', values: ['a'] }] } }] }] }),
     checks: [['web', 'ingress', 'prom', TCP, 80, 'allowed'], ['web', 'ingress', 'client', TCP, 80, 'denied'], ['web', 'ingress', 'world', TCP, 80, 'denied'], ['web', 'ingress', 'host', TCP, 80, 'denied']],
+  },
+  {
+    name: 'namespaceSelector on kubernetes.io/metadata.name (a key with a prefix and a slash)',
+    policy: np({ ...all, ingress: [{ from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'mon' } } }] }] }),
+    checks: [['web', 'ingress', 'prom', TCP, 80, 'allowed'], ['web', 'ingress', 'devOther', TCP, 80, 'denied'], ['web', 'ingress', 'client', TCP, 80, 'denied']],
   },
   {
     name: 'namespaceSelector and podSelector in one peer: both must hold',
