@@ -38,6 +38,26 @@ async function ok(t: Test, r: Promise<Run>, what: string): Promise<Run> {
   return res;
 }
 
+t.test('shippedCrds refuses a broken deploy/crds, naming the file and the field', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cellium-crds-files-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  t.throws(() => shippedCrds(dir), /has no \*\.yaml/);
+  const good = readFileSync(join(root, 'deploy/crds/ciliumnodes.yaml'), 'utf8');
+  const cases: [string, string, RegExp][] = [
+    ['two documents', `${good}\n---\n${good}`, /document: must be one YAML document/],
+    ['not a CRD', good.replace('kind: CustomResourceDefinition', 'kind: ConfigMap'), /kind: must be an apiextensions.k8s.io\/v1 CustomResourceDefinition/],
+    ['name not plural.group', good.replace('name: ciliumnodes.cilium.io', 'name: nodes.cilium.io'), /metadata\.name: must be <spec\.names\.plural>\.<spec\.group>/],
+    ['no schema version', good.replace(`${SCHEMA_VERSION_ANNOTATION}: "1"`, 'other: "1"'), /cellium\.io\/schema-version.*must be a positive integer/],
+    ['schema version not a number', good.replace(`${SCHEMA_VERSION_ANNOTATION}: "1"`, `${SCHEMA_VERSION_ANNOTATION}: "1.5"`), /must be a positive integer/],
+  ];
+  for (const [what, text, why] of cases) {
+    writeFileSync(join(dir, 'x.yaml'), text);
+    t.throws(() => shippedCrds(dir), why, what);
+  }
+  writeFileSync(join(dir, 'x.yaml'), good);
+  t.same(shippedCrds(dir).map((s) => [s.name, s.version]), [['ciliumnodes.cilium.io', 1]]);
+});
+
 t.test('CRDs and RBAC on a real apiserver, as the agent\'s ServiceAccount', { skip }, async (t) => {
   const c = await startCluster(t);
   const dir = mkdtempSync(join(tmpdir(), 'cellium-crds-'));
