@@ -7,6 +7,8 @@
 // 403 error naming the missing verb and the fix.
 import t, { type Test } from 'tap';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
@@ -56,6 +58,48 @@ t.test('shippedCrds refuses a broken deploy/crds, naming the file and the field'
   }
   writeFileSync(join(dir, 'x.yaml'), good);
   t.same(shippedCrds(dir).map((s) => [s.name, s.version]), [['ciliumnodes.cilium.io', 1]]);
+});
+
+t.test('ensureCrds re-reads and retries when another agent wrote the CRD first (409)', async (t) => {
+  // A fake apiserver (unit test): the first PUT loses the race to another agent's write.
+  const dir = mkdtempSync(join(tmpdir(), 'cellium-crds-409-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'ciliumnodes.yaml'), readFileSync(join(root, 'deploy/crds/ciliumnodes.yaml'), 'utf8')
+    .replace(`${SCHEMA_VERSION_ANNOTATION}: "1"`, `${SCHEMA_VERSION_ANNOTATION}: "2"`));
+  const established = { conditions: [{ type: 'Established', status: 'True' }] };
+  let installed: Crd = { ...shippedCrds()[4]!.crd, status: established };
+  installed = { ...installed, metadata: { ...installed.metadata, resourceVersion: '10' } };
+  const puts: string[] = [];
+  const server = createServer((req, res) => {
+    let text = '';
+    req.on('data', (b: Buffer) => (text += b.toString()));
+    req.on('end', () => {
+      res.setHeader('content-type', 'application/json');
+      if (req.url !== '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/ciliumnodes.cilium.io') return res.writeHead(404).end('{}');
+      if (req.method === 'GET') return res.end(JSON.stringify(installed));
+      const body = JSON.parse(text) as Crd;
+      puts.push(body.metadata.resourceVersion ?? '');
+      if (body.metadata.resourceVersion !== installed.metadata.resourceVersion || puts.length === 1) {
+        installed = { ...installed, metadata: { ...installed.metadata, resourceVersion: String(Number(installed.metadata.resourceVersion) + 1) } };
+        return res.writeHead(409).end(JSON.stringify({ kind: 'Status', message: 'the object has been modified' }));
+      }
+      installed = { ...body, metadata: { ...body.metadata, resourceVersion: '99' }, status: established };
+      return res.end(JSON.stringify(installed));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const port = (server.address() as AddressInfo).port;
+  const kubeconfig = join(dir, 'kubeconfig');
+  writeFileSync(kubeconfig, stringify({
+    apiVersion: 'v1', kind: 'Config', clusters: [{ name: 'c', cluster: { server: `http://127.0.0.1:${port}`, 'insecure-skip-tls-verify': true } }],
+    users: [{ name: 'u', user: { token: 't' } }], contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }], 'current-context': 'x',
+  }));
+  const client = newK8sClient({ k8sKubeconfigPath: kubeconfig, k8sApiServer: '' }, {});
+  const out = await ensureCrds(client, silentLogger(), { dir });
+  t.same(out, [{ name: 'ciliumnodes.cilium.io', action: 'updated', why: 'schema version 1 -> 2' }]);
+  t.same(puts, ['10', '11'], 'the second PUT carries the resourceVersion read again after the 409');
+  t.equal(installed.metadata.annotations?.[SCHEMA_VERSION_ANNOTATION], '2');
 });
 
 t.test('CRDs and RBAC on a real apiserver, as the agent\'s ServiceAccount', { skip }, async (t) => {

@@ -125,35 +125,37 @@ export async function ensureCrds(client: K8sClient, log: Logger, opts: EnsureCrd
   const timeout = opts.requestTimeoutMs ?? 30_000;
   const outcomes: CrdOutcome[] = [];
   for (const shipped of shippedCrds(opts.dir)) {
-    const path = `${CRD_PATH}/${shipped.name}`;
-    const got = await apiRequest(kc, 'GET', path, undefined, timeout);
-    if (got.status === 404) {
-      const made = await apiRequest(kc, 'POST', CRD_PATH, shipped.crd, timeout);
-      // Another agent may create it between our GET and POST: theirs is the same manifest.
-      if (made.status === 409) outcomes.push({ name: shipped.name, action: 'kept', why: 'created meanwhile by another agent' });
-      else if (isOk(made.status)) outcomes.push({ name: shipped.name, action: 'created' });
-      else throw crdRequestFailed('create', shipped.name, made.status, made.message);
-    } else if (isOk(got.status)) {
-      const current = got.body as Crd;
-      const installed = schemaVersion(current);
-      if (installed === undefined) {
-        outcomes.push({ name: shipped.name, action: 'kept', why: `installed without ${SCHEMA_VERSION_ANNOTATION} (not Cellium's)` });
-      } else if (installed >= shipped.version) {
-        outcomes.push({ name: shipped.name, action: 'kept', why: `installed schema version ${installed} >= shipped ${shipped.version}` });
-      } else {
-        const body: Crd = { ...shipped.crd, metadata: { ...shipped.crd.metadata, resourceVersion: current.metadata.resourceVersion } };
-        const put = await apiRequest(kc, 'PUT', path, body, timeout);
-        if (!isOk(put.status)) throw crdRequestFailed('update', shipped.name, put.status, put.message);
-        outcomes.push({ name: shipped.name, action: 'updated', why: `schema version ${installed} -> ${shipped.version}` });
-      }
-    } else {
-      throw crdRequestFailed('get', shipped.name, got.status, got.message);
-    }
-    const o = outcomes[outcomes.length - 1]!;
+    // A 409 means another agent changed the CRD between our read and write: read it again (bounded).
+    let o: CrdOutcome | undefined;
+    for (let attempt = 0; attempt < 5 && !o; attempt++) o = await ensureOne(kc, shipped, timeout);
+    if (!o) throw crdRequestFailed('update', shipped.name, 409, 'still conflicting after 5 attempts (other agents keep changing it)');
+    outcomes.push(o);
     log.info({ crd: o.name, action: o.action, why: o.why }, `CRD ${o.action}`);
   }
   for (const o of outcomes) await waitEstablished(kc, o.name, opts.establishTimeoutMs ?? 60_000, timeout);
   return outcomes;
+}
+
+/** One CRD by the rule; undefined when a write conflicted (409) and it must be read again. */
+async function ensureOne(kc: KubeConfig, shipped: ShippedCrd, timeout: number): Promise<CrdOutcome | undefined> {
+  const path = `${CRD_PATH}/${shipped.name}`;
+  const got = await apiRequest(kc, 'GET', path, undefined, timeout);
+  if (got.status === 404) {
+    const made = await apiRequest(kc, 'POST', CRD_PATH, shipped.crd, timeout);
+    if (made.status === 409) return undefined;
+    if (!isOk(made.status)) throw crdRequestFailed('create', shipped.name, made.status, made.message);
+    return { name: shipped.name, action: 'created' };
+  }
+  if (!isOk(got.status)) throw crdRequestFailed('get', shipped.name, got.status, got.message);
+  const current = got.body as Crd;
+  const installed = schemaVersion(current);
+  if (installed === undefined) return { name: shipped.name, action: 'kept', why: `installed without ${SCHEMA_VERSION_ANNOTATION} (not Cellium's)` };
+  if (installed >= shipped.version) return { name: shipped.name, action: 'kept', why: `installed schema version ${installed} >= shipped ${shipped.version}` };
+  const body: Crd = { ...shipped.crd, metadata: { ...shipped.crd.metadata, resourceVersion: current.metadata.resourceVersion } };
+  const put = await apiRequest(kc, 'PUT', path, body, timeout);
+  if (put.status === 409) return undefined;
+  if (!isOk(put.status)) throw crdRequestFailed('update', shipped.name, put.status, put.message);
+  return { name: shipped.name, action: 'updated', why: `schema version ${installed} -> ${shipped.version}` };
 }
 
 function isOk(status: number): boolean {
