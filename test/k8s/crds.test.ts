@@ -173,6 +173,22 @@ t.test('CRDs and RBAC on a real apiserver, as the agent\'s ServiceAccount', { sk
     await ok(t, c.kubectl(['create', '-f', '-'], JSON.stringify(cnp)), 'CiliumNetworkPolicy accepted');
     const stored = await c.kubectlJson<typeof cnp>(['-n', 'default', 'get', 'cnp', 'l4-rule']);
     t.same(stored.spec, cnp.spec, 'stored whole: L7 rules are kept, not pruned');
+    // Cilium's DNS-based (toFQDNs) example: the DNS proxy rules and FQDN selectors are kept as they come.
+    const fqdn = {
+      apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', metadata: { name: 'fqdn', namespace: 'default' },
+      spec: {
+        endpointSelector: { matchLabels: { org: 'empire', class: 'mediabot' } },
+        egress: [
+          { toFQDNs: [{ matchName: 'api.github.com' }] },
+          {
+            toEndpoints: [{ matchLabels: { 'k8s:io.kubernetes.pod.namespace': 'kube-system', 'k8s:k8s-app': 'kube-dns' } }],
+            toPorts: [{ ports: [{ port: '53', protocol: 'ANY' }], rules: { dns: [{ matchPattern: '*' }] } }],
+          },
+        ],
+      },
+    };
+    await ok(t, c.kubectl(['create', '-f', '-'], JSON.stringify(fqdn)), 'CiliumNetworkPolicy with toFQDNs accepted');
+    t.same((await c.kubectlJson<typeof fqdn>(['-n', 'default', 'get', 'cnp', 'fqdn'])).spec, fqdn.spec, 'stored whole');
     const ccnp = {
       apiVersion: 'cilium.io/v2', kind: 'CiliumClusterwideNetworkPolicy', metadata: { name: 'cidr-egress' },
       specs: [
