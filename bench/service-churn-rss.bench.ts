@@ -5,13 +5,14 @@
  * socket, then an idle pause. Printed after each step: the process's RSS and high-water mark
  * (/proc/<pid>/status VmRSS, VmHWM), V8's heap as the last mark-compact left it (used and
  * committed, from the --trace-gc lines) and the size of the service store
- * (<state-dir>/services.json, rewritten whole on every change); at the end, after the last RSS
- * reading, the live heap: a heap snapshot is taken (SIGUSR2; written to the run's scratch directory
- * and removed), which runs a full garbage collection first, and its mark-compact line gives the heap
- * after it (only then: a snapshot's own native memory would show in every later RSS reading). The
- * heap tells a leak (it grows round after round) from a high-water mark (it goes back to where it
- * started while RSS keeps the pages V8 and malloc grew into). MALLOC_ARENA_MAX and the other glibc
- * variables pass through to the agent, to see what malloc keeps. Not a timed
+ * (<state-dir>/services.json, rewritten whole on every change). At the start and at the end the
+ * live heap too: a heap snapshot is taken (SIGUSR2; written to the run's scratch directory and
+ * removed), which runs a full garbage collection first, and its mark-compact line gives the heap
+ * after it; RSS is read again after it (the snapshot's own native memory is in both of those
+ * readings, so they compare with each other, not with the rows between). The heap tells a leak (it
+ * grows round after round) from a high-water mark (it goes back to where it started while RSS keeps
+ * the pages V8 and malloc grew into). MALLOC_ARENA_MAX and the other glibc variables pass through
+ * to the agent, to see what malloc keeps. Not a timed
  * test: the numbers are for reading. Needs root for the BPF datapath (CELLIUM_DATAPATH_MODE=memory
  * runs the memory one).
  */
@@ -88,31 +89,40 @@ async function main(): Promise<void> {
       return 0;
     }
   };
-  const sample = async (step: string, full = false): Promise<void> => {
+  const sample = (step: string): void => {
     const m = rss(agent.pid);
-    const heap = full ? await liveHeap() : gc.last;
-    rows.push([full ? `${step}, then a full GC` : step, m.rss, m.hwm, heap?.used ?? '-', heap?.committed ?? '-', store()]);
+    rows.push([step, m.rss, m.hwm, gc.last?.used ?? '-', gc.last?.committed ?? '-', store()]);
+  };
+  /** A full GC (through a heap snapshot), then RSS: comparable only with another such row. */
+  const afterFullGc = async (step: string): Promise<void> => {
+    const heap = await liveHeap();
+    await sleep(2000);
+    const m = rss(agent.pid);
+    rows.push([`${step}, after a full GC`, m.rss, m.hwm, heap?.used ?? '-', heap?.committed ?? '-', store()]);
   };
   try {
     await sleep(3000);
-    await sample('started');
+    sample('started');
+    await afterFullGc('started');
     for (let round = 1; round <= ROUNDS; round++) {
       for (let i = 1; i <= SERVICES; i++) {
         const ip = `10.96.${Math.floor(i / 250)}.${(i % 250) + 1}`;
         await agent.client.putService(i, { 'frontend-address': { ip, port: 80, protocol: 'tcp' }, 'backend-addresses': [{ ip: `10.215.${Math.floor(i / 250)}.${(i % 250) + 1}`, port: 8080 }] });
       }
-      await sample(`round ${round}: ${SERVICES} created`);
+      sample(`round ${round}: ${SERVICES} created`);
       for (let i = 1; i <= SERVICES; i++) await agent.client.deleteService(i);
-      await sample(`round ${round}: deleted`);
+      sample(`round ${round}: deleted`);
     }
     await sleep(IDLE_MS);
-    await sample(`idle ${IDLE_MS / 1000} s`, true);
+    sample(`idle ${IDLE_MS / 1000} s`);
+    await afterFullGc('end');
   } finally {
     await agent.stop();
     rmSync(dir, { recursive: true, force: true });
     rmSync(bpfRoot, { recursive: true, force: true });
   }
   printTable(`Agent memory across ${ROUNDS} rounds of ${SERVICES} service creates and deletes`, ['step', 'RSS MB', 'RSS high-water MB', 'heap used after the last mark-compact MB', 'heap committed MB', 'services.json KiB'], rows);
+  console.log('Rows "after a full GC" include the heap snapshot\'s own native memory: compare them with each other.');
 }
 
 await main();

@@ -333,6 +333,8 @@ parse_dir() {
     esac
   done
   [ -n "$DIR" ] || die "--dir DIR is required: the directory up creates and down removes"
+  # npm runs scripts in the package's directory: a relative DIR means the caller's (INIT_CWD).
+  [ "${DIR:0:1}" = / ] || [ -z "${INIT_CWD:-}" ] || DIR="$INIT_CWD/$DIR"
   DIR=$(realpath -m "$DIR")
 }
 

@@ -1,6 +1,7 @@
 // Fuzzing the agent's API over its socket: 10,000 requests built from valid examples of every
 // operation, mutated (wrong types, missing and unknown fields, garbage strings and numbers, broken
-// JSON, wrong content types, mangled paths and queries) or made up entirely. Seeded PRNG
+// JSON, wrong content types, mangled paths and queries, and what an attacker sends: ids as 1e3 or
+// 0x10, a JSON key twice, deep nesting, alias bombs, prototype keys) or made up entirely. Seeded PRNG
 // (CELLIUM_FUZZ_SEED), bounded time. The agent must answer every one with 2xx or 4xx, each answer
 // must match the spec, a rejected request must leave the endpoint table as it was, and the agent
 // must still be healthy at the end.
@@ -113,7 +114,28 @@ function examples(id: number, n: number): Req[] {
     j('GET', '/v1/map', 'GetMap'),
     j('GET', '/v1/map/cellium_lxc', 'GetMapName'),
     j('GET', '/v1/cellium/policy/trace?src=k8s:app%3Dweb&dst-identity=2&dport=80', 'GetCelliumPolicyTrace'),
+    j('GET', '/v1/service', 'GetService'),
+    j('GET', `/v1/service/${1 + (n % 5)}`, 'GetServiceID'),
+    j('PUT', `/v1/service/${1 + (n % 5)}`, 'PutServiceID', {
+      'frontend-address': { ip: `10.96.77.${n % 7}`, port: 80, protocol: pick(['tcp', 'TCP', 'udp', 'ANY']) },
+      'backend-addresses': [{ ip: `10.211.9.${1 + (n % 9)}`, port: 8080 }],
+      flags: { type: 'ClusterIP' },
+    }),
+    j('DELETE', `/v1/service/${1 + (n % 5)}`, 'DeleteServiceID'),
+    j('POST', '/v1/cellium/service/import', 'PostCelliumServiceImport', [0, 1].map((k) => JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name: `s${(n + k) % 4}` }, spec: { clusterIP: `10.96.78.${(n + k) % 3}`, ports: [{ port: 80 }] } })).join('\n---\n')),
   ];
+}
+
+/** What an attacker sends instead of a valid example (issue 22, point 6): odd numbers in ids, a key twice, deep nesting, alias bombs, prototype keys. */
+function hostile(ex: Req): Req {
+  switch (int(6)) {
+    case 0: return { ...ex, path: ex.path.replace(/\/(\d+)(?=$|[/?])/, `/${pick(['1e3', '0x10', '%2012', '+12', '12.0', '012', '-1', '99999999999999999999', '%D9%A1'])}`) };
+    case 1: return { ...ex, body: ex.body?.replace(/^\{"([^"]+)":([^,}]+)/, '{"$1":$2,"$1":$2') ?? '{"a":1,"a":2}', contentType: 'application/json' };
+    case 2: return { ...ex, body: `${'['.repeat(100 + int(5000))}${']'.repeat(100 + int(5000))}`.slice(0, 20_000), contentType: pick(['application/json', 'application/yaml', 'text/plain']) };
+    case 3: return { ...ex, body: `a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n`, contentType: pick(['application/yaml', 'text/plain']) };
+    case 4: return { ...ex, body: `{"options":{${JSON.stringify(pick(['__proto__', 'constructor', 'toString', 'hasOwnProperty']))}:"Enabled"}}`, contentType: 'application/json' };
+    default: return { ...ex, path: `${ex.path}${ex.path.includes('?') ? '&' : '?'}dport=${pick(['8e1', '0x50', '%2080', '80.0'])}&src-identity=${pick(['1e0', '-1', '4294967296'])}` };
+  }
 }
 
 function mangle(path: string): string {
@@ -136,6 +158,7 @@ function generate(id: number, n: number): Req {
   const ex = pick(examples(id, n));
   const r = rnd();
   if (r < 0.05) return ex;
+  if (r < 0.12) return hostile(ex);
   if (r < 0.55 && ex.body !== undefined) return { ...ex, body: JSON.stringify(mutate(JSON.parse(ex.body))) };
   if (r < 0.65 && ex.body !== undefined) {
     const b = ex.body;

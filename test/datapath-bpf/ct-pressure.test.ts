@@ -80,7 +80,7 @@ t.test('a flooded 1,024-entry conntrack table: evictions counted, GC metrics cur
   t.ok(evicted >= CONNECTIONS && evicted <= 2 * CONNECTIONS, `evictions counted (${evicted})`, { metrics: scrape.split('\n').filter((l) => l.includes('conntrack') || l.includes('pressure')) });
   const alive = value(/^cellium_datapath_conntrack_gc_entries\{family="ipv4",protocol="TCP",status="alive"\} (\d+)$/m);
   // closing entries (10 s) of the flood's first connections may have expired and been collected by then
-  t.ok(alive >= 700 && alive <= 1024, `the GC metric shows the full table (${alive} alive), not the start's`, { actual: occupancy(root) });
+  t.ok(alive >= 512 && alive <= 1024, `the GC metric shows the full table (${alive} alive), not the start's`, { actual: occupancy(root) });
   t.ok(Math.abs(value(/^cellium_bpf_map_pressure\{map_name="cellium_ct4_global"\} ([\d.]+)$/m) - alive / 1024) < 0.001, 'the map pressure of cellium_ct4_global: the same share');
   t.equal(readDropCounters(root)['ct-insert-failed']?.packets ?? 0, 0, 'no insert failed: the LRU evicts instead');
 

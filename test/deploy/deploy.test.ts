@@ -1,6 +1,6 @@
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -74,4 +74,40 @@ t.test('DaemonSet', async (t) => {
       t.ok(flag && agentFlags.has(flag), `${a} is a flag of cellium-agent`);
     }
   });
+});
+
+t.test('RBAC: the DaemonSet\'s ServiceAccount is bound to a least-privilege ClusterRole', async (t) => {
+  type Doc = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  const load = (f: string): Doc[] => parseAllDocuments(readFileSync(join(root, f), 'utf8')).map((d) => d.toJS() as Doc);
+  const ds = load('deploy/daemonset.yaml');
+  const daemonSet = ds.find((d) => d.kind === 'DaemonSet')!;
+  const saName = daemonSet.spec.template.spec.serviceAccountName;
+  const sa = ds.find((d) => d.kind === 'ServiceAccount');
+  t.same([sa?.metadata.name, sa?.metadata.namespace], [saName, daemonSet.metadata.namespace], 'the DaemonSet\'s ServiceAccount is defined next to it');
+  const rbac = load('deploy/rbac.yaml');
+  const role = rbac.find((d) => d.kind === 'ClusterRole')!;
+  const binding = rbac.find((d) => d.kind === 'ClusterRoleBinding')!;
+  t.same(binding.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role.metadata.name });
+  t.same(binding.subjects, [{ kind: 'ServiceAccount', name: saName, namespace: daemonSet.metadata.namespace }], 'bound to exactly that ServiceAccount');
+  const rules = role.rules as { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }[];
+  for (const r of rules) {
+    t.notOk([...r.apiGroups, ...r.resources, ...r.verbs].includes('*'), `no wildcard in ${r.resources.join(',')}`);
+    t.notOk(r.resources.some((x) => ['secrets', 'serviceaccounts/token', 'clusterroles', 'clusterrolebindings'].includes(x)), `no secrets or RBAC in ${r.resources.join(',')}`);
+    t.notOk(r.verbs.some((v) => ['escalate', 'bind', 'impersonate', 'deletecollection'].includes(v)), `no escalation verbs in ${r.resources.join(',')}`);
+    if (!r.apiGroups.includes('cilium.io')) {
+      const writes = r.verbs.filter((v) => !['get', 'list', 'watch'].includes(v));
+      const mayWrite = ['customresourcedefinitions', 'events', 'leases'];
+      if (writes.length > 0) t.ok(r.resources.every((x) => mayWrite.includes(x)), `writes (${writes.join(',')}) only to CRDs, events and leases, not ${r.resources.join(',')}`);
+    }
+  }
+  const crds = readdirSync(join(root, 'deploy/crds')).map((f) => load(`deploy/crds/${f}`)[0]!);
+  const crdNames = crds.map((c) => c.metadata.name as string).sort();
+  t.same(crdNames, ['ciliumclusterwidenetworkpolicies.cilium.io', 'ciliumendpoints.cilium.io', 'ciliumidentities.cilium.io', 'ciliumnetworkpolicies.cilium.io', 'ciliumnodes.cilium.io']);
+  const crdUpdate = rules.find((r) => r.resources.includes('customresourcedefinitions') && r.verbs.includes('update'));
+  t.same([...(crdUpdate?.resourceNames ?? [])].sort(), crdNames, 'CRD updates only of the shipped CRDs, by name');
+  const ciliumResources = new Set(rules.filter((r) => r.apiGroups.includes('cilium.io')).flatMap((r) => r.resources).map((x) => x.replace(/\/status$/, '')));
+  t.same([...ciliumResources].sort(), crds.map((c) => c.spec.names.plural as string).sort(), 'cilium.io rules name exactly the shipped CRDs');
+  for (const c of crds) t.equal(c.spec.group, 'cilium.io', `${c.metadata.name}: group cilium.io`);
+  const files = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { files: string[] }).files;
+  t.ok(files.includes('deploy/crds/*.yaml'), 'the package ships deploy/crds (ensureCrds reads them)');
 });

@@ -187,3 +187,21 @@ t.test('stop while failing ends at once', async (t) => {
   t.ok(Date.now() - started < 5000, 'stop does not wait out the backoff');
   t.equal(r.status().synced, false, 'never synced: the cache never claimed to be complete');
 });
+
+t.test('stop aborts a list in flight', async (t) => {
+  let aborted = false;
+  const hanging: ListWatcher<Obj> = {
+    list: (signal?: AbortSignal) => new Promise((_resolve, reject) => {
+      signal?.addEventListener('abort', () => {
+        aborted = true;
+        reject(new Error('aborted'));
+      });
+    }),
+    watch: () => Promise.reject(new Error('not reached')),
+  };
+  const r = new Resource('things', hanging);
+  r.start();
+  await tick();
+  await r.stop();
+  t.ok(aborted, 'the list was aborted, so stop did not wait for it');
+});

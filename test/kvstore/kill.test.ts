@@ -2,48 +2,20 @@
 // ipcache entries and its node after the TTL; restarted on the same state directory, it gets the
 // same pod CIDR back and its endpoint is restored and published again.
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CelliumClient } from '../../src/api/client.js';
 import { podRequest } from '../api-integration/agent.js';
 import type { TestLike } from '../../src/hive/index.js';
 import { etcdSkip, startEtcd, type TestEtcd } from './etcd.js';
+import { agentBuilt, startAgentProc, until, type AgentProc } from './agent-process.js';
 
-const repo = join(import.meta.dirname, '../..');
-const built = existsSync(join(repo, 'dist/src/cmd/agent.js'));
+const built = agentBuilt;
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
-interface Proc { proc: ChildProcess; client: CelliumClient; log: () => string }
 
-async function agent(t: TestLike, etcd: TestEtcd, dir: string, name: string, ip: string): Promise<Proc> {
-  const socket = join(dir, 'cellium.sock');
-  const proc = spawn(process.execPath, [join(repo, 'bin/cellium-agent.js'),
-    '--datapath-mode=memory', `--state-dir=${dir}/state`, `--socket-path=${socket}`, `--cni-delete-queue-dir=${dir}/dq`, `--bpf-root=${dir}/bpf`,
-    '--kvstore=etcd', `--kvstore-opt=etcd.config=${etcd.configFile()}`, '--kvstore-lease-ttl=4s', `--node-name=${name}`, `--node-ip=${ip}`,
-    '--cluster-pool-ipv4-cidr=10.173.0.0/16', '--cluster-pool-ipv4-mask-size=24', '--ipv6-range='], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  proc.stderr!.on('data', (b: Buffer) => (log = (log + b.toString()).slice(-4000)));
-  t.teardown(() => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-  });
-  const client = new CelliumClient({ socketPath: socket }, { timeoutMs: 3000 });
-  t.teardown(() => client.close());
-  await until(`${name} to answer`, async () => {
-    if (proc.exitCode !== null) throw new Error(`${name} exited: ${log}`);
-    return existsSync(socket) && (await client.status({ brief: true })).cilium?.state === 'Ok';
-  });
-  return { proc, client, log: () => log };
+function agent(t: TestLike, etcd: TestEtcd, dir: string, name: string, ip: string): Promise<AgentProc> {
+  return startAgentProc(t, etcd, dir, { name, ip, leaseTtl: '4s', ipam: ['--cluster-pool-ipv4-cidr=10.173.0.0/16', '--cluster-pool-ipv4-mask-size=24'], timeoutMs: 3000 });
 }
 
 t.test('kill -9 of an agent: its entries go from the other node after the TTL; a restart restores CIDR and endpoint', {

@@ -1,11 +1,12 @@
 // PrefixMirror (list-then-watch): follows puts and deletes; when its connection is cut and the
 // revision it would resume from was compacted meanwhile, etcd cancels the watch and the mirror lists
-// the prefix again, emitting deletes for keys that vanished and upserts for new ones.
+// the prefix again, emitting deletes for keys that vanished and upserts for new ones. A copy known
+// wrong whose re-list fails is dropped (fail closed); verify() finds a copy that missed a change.
 import t from 'tap';
 import { createServer, connect, type Socket } from 'node:net';
 import { Etcd3 } from 'etcd3';
 import { PrefixMirror, type MirrorEvent } from '../../src/cells/kvstore/index.js';
-import { silentLogger } from '../../src/hive/index.js';
+import { silentLogger, type TestLike } from '../../src/hive/index.js';
 import { etcdSkip, startEtcd } from './etcd.js';
 
 async function until(what: string, fn: () => boolean, ms = 20_000): Promise<void> {
@@ -48,19 +49,24 @@ async function proxy(target: URL): Promise<{ url: string; block(): void; unblock
   };
 }
 
-t.test('the mirror follows changes and resyncs after a compacted revision', { skip: etcdSkip() }, async (t) => {
+/** etcd with `keys` under `prefix`, a proxy to it, and a started mirror of the prefix through the proxy (all torn down). */
+async function mirrored(t: TestLike, prefix: string, keys: Record<string, string>) {
   const etcd = await startEtcd(t);
   const p = await proxy(new URL(etcd.endpoint));
   t.teardown(() => p.close());
   const client = new Etcd3({ hosts: p.url });
   t.teardown(() => client.close());
-  await etcd.client.put('cellium/m/a').value('1');
-  await etcd.client.put('cellium/m/b').value('2');
-  const m = new PrefixMirror({ etcd: client }, 'cellium/m/', silentLogger());
+  for (const [k, v] of Object.entries(keys)) await etcd.client.put(`${prefix}${k}`).value(v);
+  const m = new PrefixMirror({ etcd: client }, prefix, silentLogger());
   const events: MirrorEvent[] = [];
   m.events$.subscribe((e) => events.push(e));
   await m.start();
   t.teardown(() => m.stop());
+  return { etcd, p, m, events };
+}
+
+t.test('the mirror follows changes and resyncs after a compacted revision', { skip: etcdSkip() }, async (t) => {
+  const { etcd, p, m, events } = await mirrored(t, 'cellium/m/', { a: '1', b: '2' });
   t.same([...m.entries], [['a', '1'], ['b', '2']], 'listed');
   await etcd.client.put('cellium/m/c').value('3');
   await etcd.client.delete().key('cellium/m/a');
@@ -80,4 +86,25 @@ t.test('the mirror follows changes and resyncs after a compacted revision', { sk
   t.same(events.map((e) => `${e.kind} ${e.key}`).sort(), ['delete b', 'upsert d'], 'the vanished key is emitted as a delete, the new one as an upsert');
   await etcd.client.put('cellium/m/e').value('5');
   await until('the new watch to deliver', () => m.entries.get('e') === '5');
+});
+
+t.test('a copy known wrong that cannot be listed is dropped (fail closed), and listed once etcd answers', { skip: etcdSkip() }, async (t) => {
+  const { etcd, p, m, events } = await mirrored(t, 'cellium/w/', { a: '1' });
+  t.same([...m.entries], [['a', '1']]);
+  t.equal(await m.verify(), undefined, 'the copy matches etcd at its revision');
+
+  p.block();
+  void m.resync('test: the store was replaced', true);
+  await until('the entries to be dropped', () => m.entries.size === 0);
+  t.same(events.map((e) => `${e.kind} ${e.key}`), ['upsert a', 'delete a'], 'dropped as deletes while etcd cannot be listed');
+  t.equal(m.status().state, 'resyncing');
+  p.unblock();
+  await until('the prefix listed again', () => m.entries.get('a') === '1' && m.status().state === 'watching');
+  t.pass('listed again once etcd answers');
+
+  // a key put behind the watch's back (the copy's count at its revision differs): verify says so
+  await etcd.client.put('cellium/w/b').value('2');
+  await until('the watch to deliver', () => m.entries.has('b'));
+  m.entries.delete('b');
+  t.match(await m.verify(), /^wrong: the watch missed changes: etcd has 2 keys under the prefix at revision \d+, the mirror 1/);
 });

@@ -1,7 +1,9 @@
 // Services never take the node's own addresses (issue 22, point 1). Privileged: the whole agent
 // as a process (memory datapath) in a network namespace of the test's own, whose veth interface
-// carries the "node" addresses (IPv4, IPv6 and the interface's IPv6 link-local one); the pod pools
-// give the gateways; --api-listen-address makes the agent's own API a TCP address. Every service
+// carries the "node" addresses (IPv4, IPv6 and the interface's IPv6 link-local one), with a local
+// route of a whole prefix (AnyIP); the pod pools
+// give the gateways; --api-listen-address makes the agent's own API a TCP address (0.0.0.0, or
+// 127.0.0.1 with a token where the agent requires TCP authentication). Every service
 // type but NodePort on each of them is a 460 naming the address and why (HostPort always: no pod
 // spec is its source), a node port outside --node-port-range is a 460 on a node address too, a
 // backend that is the agent's API a 461, an import with such an externalIP is refused whole. An
@@ -33,22 +35,25 @@ const TYPES = ['ClusterIP', 'ExternalIPs', 'LoadBalancer', 'LocalRedirect'] as c
 
 interface Res { status: number; body: unknown }
 
-/** The TCP API's flags: with a token file where the agent serves TCP only to authenticated clients (--api-token-file). */
-function apiFlags(dir: string): string[] {
-  const flags = [`--api-listen-address=0.0.0.0:${API_PORT}`];
+/**
+ * The TCP API: on every address, or, where the agent serves TCP only to authenticated clients
+ * (--api-token-file, a plain-HTTP token only on loopback), on 127.0.0.1 with a token file. `host`
+ * is the listen host, `agent` the backends that are then the agent's API.
+ */
+function tcpApi(dir: string): { flags: string[]; host: string; agent: string[] } {
   const help = spawnSync(process.execPath, [AGENT_BIN, '--help'], { encoding: 'utf8' }).stdout ?? '';
-  if (!help.includes('--api-token-file')) return flags;
+  if (!help.includes('--api-token-file')) return { flags: [`--api-listen-address=0.0.0.0:${API_PORT}`], host: '0.0.0.0', agent: ['127.0.0.1', NODE4] };
   const file = join(dir, 'api-token');
   writeFileSync(file, `${randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
-  return [...flags, `--api-token-file=${file}`];
+  return { flags: [`--api-listen-address=127.0.0.1:${API_PORT}`, `--api-token-file=${file}`], host: '127.0.0.1', agent: ['127.0.0.1'] };
 }
 
-/** The agent in namespace `ns`, on the state of `dir`; `stop` ends it with SIGTERM. */
-function startAgent(c: Cleanup, ns: string, dir: string) {
+/** The agent in namespace `ns`, on the state of `dir`, its TCP API as `apiFlags` say; `stop` ends it with SIGTERM. */
+function startAgent(c: Cleanup, ns: string, dir: string, apiFlags: readonly string[]) {
   const socketPath = join(dir, 'cellium.sock');
   const args = [
     `--socket-path=${socketPath}`, `--state-dir=${join(dir, 'state')}`, `--cni-delete-queue-dir=${join(dir, 'q')}`, `--bpf-root=${join(dir, 'bpf')}`,
-    '--datapath-mode=memory', `--ipv4-range=${POOL4}`, `--ipv6-range=${POOL6}`, ...apiFlags(dir),
+    '--datapath-mode=memory', `--ipv4-range=${POOL4}`, `--ipv6-range=${POOL6}`, ...apiFlags,
   ];
   const proc = spawn('ip', ['netns', 'exec', ns, process.execPath, AGENT_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
@@ -101,6 +106,7 @@ t.test('no frontend but NodePort takes an address of the node, its pod gateways 
   ip('-n', ns.name, 'link', 'set', `${DEV}p`, 'up');
   ip('-n', ns.name, 'addr', 'add', `${NODE4}/24`, 'dev', DEV);
   ip('-n', ns.name, '-6', 'addr', 'add', `${NODE6}/64`, 'dev', DEV, 'nodad');
+  ip('-n', ns.name, 'route', 'add', 'local', '10.187.70.0/24', 'dev', 'lo');
   const linkLocal = await (async () => {
     let ll: string | undefined;
     await until(() => {
@@ -112,7 +118,8 @@ t.test('no frontend but NodePort takes an address of the node, its pod gateways 
   })();
   t.ok(linkLocal, `the interface has an IPv6 link-local address (${linkLocal})`);
   const dir = tempDir(c, 'node-addrs');
-  let agent = startAgent(c, ns.name, dir);
+  const api = tcpApi(dir);
+  let agent = startAgent(c, ns.name, dir, api.flags);
   t.ok(await agent.up(), 'the agent serves the API', { log: agent.log() });
 
   // every type but NodePort, on every kind of node address: 460 naming the address and why
@@ -131,8 +138,7 @@ t.test('no frontend but NodePort takes an address of the node, its pod gateways 
     }
   }
   // a local route (AnyIP): every address in it is the node's
-  ip('-n', ns.name, 'route', 'add', 'local', '10.187.70.0/24', 'dev', 'lo');
-  t.ok(await until(async () => (await agent.call('PUT', '/service/102', spec('10.187.70.5', 22, 'ClusterIP', []))).status === 460, 10000), 'a ClusterIP in a local route the node got: 460');
+  t.equal((await agent.call('PUT', '/service/102', spec('10.187.70.5', 22, 'ClusterIP', []))).status, 460, 'a ClusterIP in a local route of the node: 460');
   t.match(JSON.stringify((await agent.call('PUT', '/service/102', spec('10.187.70.5', 22, 'ExternalIPs', []))).body), /10\.187\.70\.5 cannot be a service frontend of type ExternalIPs: it is in a local route of the node \(local 10\.187\.70\.0\/24 dev lo\)/);
   const hp = await agent.call('PUT', '/service/102', spec(NODE4, 8080, 'HostPort', [{ ip: '127.0.0.1', port: 2222 }]));
   t.equal(hp.status, 460, 'HostPort on a node address: 460');
@@ -144,11 +150,11 @@ t.test('no frontend but NodePort takes an address of the node, its pod gateways 
   t.equal((await agent.call('PUT', '/service/103', spec(NODE4, 30022, 'NodePort', [{ ip: '127.0.0.1', port: 2222 }]))).status, 201, 'NodePort on a node address within the range: created (node ports live on the node\'s addresses)');
   t.equal((await agent.call('DELETE', '/service/103')).status, 200);
 
-  // the agent's own API (0.0.0.0:9234) is no backend: on loopback nor on a node address
-  for (const be of ['127.0.0.1', NODE4]) {
+  // the agent's own API is no backend: where it listens (0.0.0.0: on loopback nor on a node address)
+  for (const be of api.agent) {
     const r = await agent.call('PUT', '/service/104', spec('10.96.187.1', 80, 'ClusterIP', [{ ip: be, port: API_PORT }]));
-    t.equal(r.status, 461, `backend ${be}:${API_PORT} (the agent's API): 461`);
-    t.match(JSON.stringify(r.body), new RegExp(`/body/backend-addresses/0: ${esc(be)}:${API_PORT} cannot be a backend: it is the agent's own API \\(--api-listen-address 0\\.0\\.0\\.0:${API_PORT}\\)`));
+    t.equal(r.status, 461, `backend ${be}:${API_PORT} (the agent's API on ${api.host}): 461`);
+    t.match(JSON.stringify(r.body), new RegExp(`/body/backend-addresses/0: ${esc(be)}:${API_PORT} cannot be a backend: it is the agent's own API \\(--api-listen-address ${esc(api.host)}:${API_PORT}\\)`));
   }
   t.equal((await agent.call('PUT', '/service/104', spec('10.96.187.1', 80, 'ClusterIP', [{ ip: '10.96.5.5', port: API_PORT }]))).status, 201, 'that port on another host is a backend like any');
   t.equal((await agent.call('DELETE', '/service/104')).status, 200);
@@ -185,7 +191,7 @@ t.test('no frontend but NodePort takes an address of the node, its pod gateways 
   // restore: a stored service that now collides comes back disabled, neither dropped nor applied
   await agent.stop();
   ip('-n', ns.name, 'addr', 'add', `${LATER4}/32`, 'dev', DEV);
-  agent = startAgent(c, ns.name, dir);
+  agent = startAgent(c, ns.name, dir, api.flags);
   t.ok(await agent.up(), 'the agent starts again', { log: agent.log() });
   t.match(await stateOf(agent.call, 10), { state: 'disabled', message: `frontend ${LATER4}: it is an address of the node (interface cna0)` }, 'the stored service on what is now a node address is disabled');
   t.match(await stateOf(agent.call, 11), { state: 'done' }, 'the other one is restored as it was');

@@ -43,6 +43,18 @@ t.test('why an address is the node\'s: interfaces, pod gateways, the API\'s list
   t.equal(a.frontend('192.0.2.11'), 'it is an address of the node (interface eth1)');
 });
 
+t.test('a pod pool set after the listing (a pod CIDR claimed at start): its gateway counts at once, and the next listing is a change', async (t) => {
+  const pools = [{ gateway: '10.200.0.1', cidr: '10.200.0.0/24' }];
+  const a = new NodeAddresses({ interfaces: async () => [], gateways: () => [...pools] });
+  await a.refresh();
+  t.equal(a.frontend('10.200.0.1'), "it is the pods' gateway address (pool 10.200.0.0/24)");
+  pools[0] = { gateway: '10.201.5.1', cidr: '10.201.5.0/24' };
+  await new Promise((r) => setImmediate(r));
+  t.equal(a.frontend('10.201.5.1'), "it is the pods' gateway address (pool 10.201.5.0/24)", 'the new pool\'s gateway, without a listing');
+  t.equal(a.frontend('10.200.0.1'), undefined, 'the old one no longer');
+  t.equal(await a.refresh(), true, 'the listing after it is a change (the frontends are checked again)');
+});
+
 t.test('a local route wider than one address makes every address in it the node\'s (AnyIP)', async (t) => {
   const routes = [{ cidr: '10.5.0.0/16', dev: 'lo' }, { cidr: '192.0.2.10/32', dev: 'eth0' }, { cidr: 'fd00:5::/64', dev: 'lo' }];
   const a = new NodeAddresses({ interfaces: async () => [], localRoutes: async () => [...routes], gateways: () => [], api: { raw: ':9234', host: '', port: 9234 } });

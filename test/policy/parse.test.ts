@@ -7,7 +7,7 @@ const cnp = (spec: object, name = 'p1', namespace = 'prod') => JSON.stringify({ 
 t.test('errors name the field (JSON pointer) and the fix', async (t) => {
   const { repo } = await policyHive(t);
   const cases: [string, RegExp][] = [
-    [cnp({ endpointSelector: {}, ingress: [{ fromEndpoint: [{}] }] }), /at \/spec\/ingress\/0\/fromEndpoint: field "fromEndpoint" is unknown.*supported here: fromEndpoints, fromEntities, fromCIDR, toPorts/],
+    [cnp({ endpointSelector: {}, ingress: [{ fromEndpoint: [{}] }] }), /at \/spec\/ingress\/0\/fromEndpoint: field "fromEndpoint" is unknown.*supported here: fromEndpoints, fromEntities, fromCIDR, fromCIDRSet, toPorts/],
     [cnp({ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: '80', protocol: 'HTTP' }] }] }] }), /at \/spec\/ingress\/0\/toPorts\/0\/ports\/0\/protocol: "HTTP" is not allowed; fix: use one of TCP, UDP, SCTP, ICMP, ANY/],
     [cnp({ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: 'http' }] }] }] }), /\/ports\/0\/port: "http" is not a port number.*named ports are not supported/],
     [cnp({ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: '90', endPort: 80 }] }] }] }), /\/ports\/0\/endPort: endPort 80 is below port 90; fix: set endPort >= 90/],

@@ -13,7 +13,7 @@
  * GC_MIN_MS (expired entries go before the kernel evicts live ones in their place).
  */
 import { Subject } from 'rxjs';
-import { CT_MAPS, monotonicSeconds, sweepAddresses, sweepExpired, type CtMapName, type SweepResult } from '../../maps/index.js';
+import { CT_MAPS, monotonicSeconds, sweepAddresses, sweepExpired, type CtMapCounts, type CtMapName, type SweepResult } from '../../maps/index.js';
 import { sleep } from '../../hive/timeout.js';
 import { CtPressure } from './ct-pressure.js';
 import type { KernelMaps } from './kernel-maps.js';
@@ -154,11 +154,24 @@ export class CtGarbageCollector {
     let r: SweepResult = { scanned: 0, deleted: 0 };
     let error: string | undefined;
     let pressure: { maxEntries: number; evicted: number } | undefined;
+    // the counters serve the pressure accounting only: a failure to read them never stops a sweep
+    const counts = (): CtMapCounts | undefined => {
+      try {
+        return ct.counts()[m.name];
+      } catch {
+        return undefined;
+      }
+    };
     try {
-      const before = ct.counts()[m.name];
+      const before = counts();
       r = await run();
-      ct.countDeleted(m.name, r.deleted);
-      if (kind === 'gc') pressure = this.pressure.account(m.name, ct.maps[m.name].map.info.maxEntries, before, r.scanned, r.deleted, ct.counts()[m.name]);
+      try {
+        ct.countDeleted(m.name, r.deleted);
+      } catch {
+        // a GC run's own deletes are in its `alive`; a scrub's not counted would read as evictions at the next run
+      }
+      const after = counts();
+      if (kind === 'gc' && before && after) pressure = this.pressure.account(m.name, ct.maps[m.name].map.info.maxEntries, before, r.scanned, r.deleted, after);
     } catch (err) {
       if (this.ac.signal.aborted) throw err;
       error = (err as Error).message;
@@ -201,7 +214,12 @@ export class CtGarbageCollector {
     if (!this.last) return true;
     const since = Date.now() - this.last.at;
     if (since >= this.interval) return true;
-    return since >= Math.min(GC_MIN_MS, this.interval) && this.pressure.mayHaveGrown(this.kernel.ct.counts());
+    if (since < Math.min(GC_MIN_MS, this.interval)) return false;
+    try {
+      return this.pressure.mayHaveGrown(this.kernel.ct.counts());
+    } catch {
+      return false;
+    }
   }
 
   /** Resolves when a run is due (checked every GC_PROBE_MS); rejects when `signal` aborts. */

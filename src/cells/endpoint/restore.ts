@@ -138,7 +138,11 @@ export class EndpointRestorer {
     }
     ep.setIdentity(identity);
     if (stored.identity !== undefined && identity.id !== stored.identity) {
-      this.log.warn({ endpointID: stored.id, was: stored.identity, now: identity.id }, 'restored endpoint got a new identity number: its old one belongs to other labels');
+      const old = this.identities.lookup(stored.identity);
+      const why = !old
+        ? 'its old one is no longer known (removed as a second identity of the same labels, or freed)'
+        : old.labels.join(';') === identity.labels.join(';') ? 'the labels have another identity in the cluster' : 'its old one belongs to other labels';
+      this.log.warn({ endpointID: stored.id, was: stored.identity, now: identity.id }, `restored endpoint got a new identity number: ${why}`);
     }
   }
 

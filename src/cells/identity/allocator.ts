@@ -97,7 +97,8 @@ export class LocalIdentityAllocator implements IdentityAllocator {
     const signal = this.limits.stopping ? AbortSignal.any([timer.signal, this.limits.stopping]) : timer.signal;
     try {
       const out = await new Promise<T>((resolve, reject) => {
-        const onAbort = (): void => reject(signal.reason as Error);
+        // the backend's own rejection (naming what etcd answered) wins when it comes in the same turn
+        const onAbort = (): void => void setImmediate(() => reject(signal.reason as Error));
         if (signal.aborted) return onAbort();
         signal.addEventListener('abort', onAbort, { once: true });
         fn(signal).then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));

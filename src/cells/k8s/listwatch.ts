@@ -32,7 +32,7 @@ interface ListPage<T> {
 export function apiListWatcher<T extends K8sObject>(kc: KubeConfig, opts: ListWatchOptions): ListWatcher<T> {
   const selectors = { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector };
   return {
-    async list() {
+    async list(signal?: AbortSignal) {
       const items: T[] = [];
       let resourceVersion = '';
       let cont: string | undefined;
@@ -40,7 +40,7 @@ export function apiListWatcher<T extends K8sObject>(kc: KubeConfig, opts: ListWa
       for (let page = 0; page < 100_000; page++) {
         const body = await getJson<ListPage<T>>(kc, opts.path, {
           ...selectors, limit: String(opts.pageSize ?? 500), continue: cont,
-        }, opts.requestTimeoutMs ?? 60_000);
+        }, opts.requestTimeoutMs ?? 60_000, signal);
         items.push(...(body.items ?? []));
         if (page === 0) resourceVersion = body.metadata?.resourceVersion ?? '';
         cont = body.metadata?.continue || undefined;
@@ -81,7 +81,7 @@ function toEvent<T>(phase: string, obj: unknown): WatchEvent<T> {
 }
 
 /** GET `path?query` on the apiserver with the kubeconfig's credentials; the JSON body of a 2xx answer. */
-export async function getJson<B>(kc: KubeConfig, path: string, query: Record<string, string | undefined>, timeoutMs: number): Promise<B> {
+export async function getJson<B>(kc: KubeConfig, path: string, query: Record<string, string | undefined>, timeoutMs: number, signal?: AbortSignal): Promise<B> {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw apiFailed(`GET ${path}`, 'the kubeconfig has no current cluster');
   const url = new URL(cluster.server.replace(/\/$/, '') + path);
@@ -90,7 +90,7 @@ export async function getJson<B>(kc: KubeConfig, path: string, query: Record<str
   await kc.applyToHTTPSOptions(opts);
   const request = url.protocol === 'http:' ? httpRequest : httpsRequest;
   return new Promise<B>((resolve, reject) => {
-    const req = request(url, { ...opts, timeout: timeoutMs }, (res) => {
+    const req = request(url, { ...opts, timeout: timeoutMs, signal }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', (e) => reject(apiFailed(`GET ${url.pathname}`, e.message, e)));

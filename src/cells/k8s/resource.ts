@@ -41,8 +41,8 @@ export interface WatchHandle {
 
 /** Where a Resource gets its objects: the apiserver (listwatch.ts), or a fake in unit tests. */
 export interface ListWatcher<T> {
-  /** A consistent list and the resourceVersion it is at. */
-  list(): Promise<{ readonly items: readonly T[]; readonly resourceVersion: string }>;
+  /** A consistent list and the resourceVersion it is at; `signal` aborts it (stop). */
+  list(signal?: AbortSignal): Promise<{ readonly items: readonly T[]; readonly resourceVersion: string }>;
   /** Watches changes after `resourceVersion`, with bookmarks; `onEvent` gets them in order. */
   watch(resourceVersion: string, onEvent: (ev: WatchEvent<T>) => void): Promise<WatchHandle>;
 }
@@ -80,6 +80,7 @@ export class Resource<T extends K8sObject> {
   private markSynced!: () => void;
   private running?: Promise<void>;
   private stopped = false;
+  private readonly abort = new AbortController();
   private watch?: WatchHandle;
   private readonly sleeper = new Sleeper();
   private stats = { lists: 0, watches: 0, failures: 0 };
@@ -104,6 +105,7 @@ export class Resource<T extends K8sObject> {
   /** Stops the reflector and completes every `events()` stream. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.abort.abort();
     this.watch?.stop();
     this.sleeper.interrupt();
     await this.running;
@@ -155,7 +157,8 @@ export class Resource<T extends K8sObject> {
           const r = await this.watchFrom(rv);
           if (r.gone) break;
           // A watch the server closed at once, without news, is retried after a pause.
-          if (r.rv === rv && Date.now() - started < 1000) await this.sleep(this.backoff(failures++));
+          if (r.rv !== rv) failures = 0;
+          else if (Date.now() - started < 1000) await this.sleep(this.backoff(failures++));
           rv = r.rv;
         }
       } catch (err) {
@@ -170,7 +173,7 @@ export class Resource<T extends K8sObject> {
 
   /** Lists, replaces the cache (upserts for new and changed, deletes for vanished), marks synced. */
   private async relist(): Promise<string> {
-    const { items, resourceVersion } = await this.lw.list();
+    const { items, resourceVersion } = await this.lw.list(this.abort.signal);
     this.stats.lists++;
     if (this.stopped) return resourceVersion;
     const seen = new Set<string>();

@@ -5,6 +5,7 @@ import { HealthToken } from '../../hive/health.js';
 import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
+import { ShutdownerToken, type Shutdowner } from '../../hive/shutdowner.js';
 import { StatusSectionsToken, type StatusSection } from '../agent-status/index.js';
 import { IdentityBackendChoicesToken, IdentityConfigToken, type IdentityBackendChoice, type IdentityConfig } from '../identity/index.js';
 import { EtcdKVStore } from './client.js';
@@ -17,12 +18,13 @@ import { KVStoreToken, type KVStore } from './types.js';
 export const KVSTORE_PROBE_INTERVAL_MS = 2000;
 
 /** Builds the kvstore: probed at start and on a timer, the session lease revoked and clients closed at stop. */
-function newKVStore(cfg: KVStoreConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger): EtcdKVStore {
+function newKVStore(cfg: KVStoreConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger, shutdown: Shutdowner): EtcdKVStore {
   const kv = new EtcdKVStore(cfg, health, log);
   if (!kv.enabled) {
     health.ok('disabled: a single node (no --kvstore)');
     return kv;
   }
+  shutdown.stopping.addEventListener('abort', () => kv.halting(), { once: true });
   lc.append({
     name: 'kvstore',
     onStart: async () => {
@@ -52,7 +54,7 @@ export const kvstoreCell = module(
   'kvstore',
   'Cluster key-value store (etcd)',
   config(KVStoreConfigToken, kvstoreConfigSchema),
-  provide(KVStoreToken, newKVStore, KVStoreConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken),
+  provide(KVStoreToken, newKVStore, KVStoreConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken, ShutdownerToken),
   provideInto(IdentityBackendChoicesToken, newIdentityBackend, KVStoreToken, IdentityConfigToken, JobsToken, LoggerToken),
   provideInto(StatusSectionsToken, (kv: KVStore): StatusSection => ({ key: 'kvstore', status: () => kv.status() }), KVStoreToken),
 );

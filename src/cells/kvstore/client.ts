@@ -9,12 +9,14 @@ import { Subject } from 'rxjs';
 import type { Health } from '../../hive/health.js';
 import type { Logger } from '../../hive/logger.js';
 import { exponentialBackoff } from '../../lib/backoff.js';
+import { sleep } from '../../hive/timeout.js';
 import { kvstoreOpt, type KVStoreConfig } from './config.js';
 import { etcd3 } from './etcd3-lib.js';
 import { readEtcdConfig, type EtcdConfig } from './etcd-config.js';
 import { badFlag, disabled, unavailable } from './errors.js';
 import { KEYS, type KVStore, type KVStoreStatus, type MirrorHandle } from './types.js';
 import { describeMirrors, mirrorTrouble } from './mirror-status.js';
+import { WRONG } from './mirror.js';
 import { randomUUID } from 'node:crypto';
 
 /** Deadline of one unary etcd call. */
@@ -23,21 +25,40 @@ export const CALL_TIMEOUT_MS = 5000;
 /** Deadline of revoking the session lease at stop (etcd may be down: the lease then expires by itself). */
 const REVOKE_TIMEOUT_MS = 1000;
 
-/** Resolves like `p`, or rejects with the signal's reason once it aborts. */
-export function untilAborted<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
+/** Resolves like `p`, or rejects once the signal aborts (with `reason()`, by default the signal's reason). */
+export function untilAborted<T>(p: Promise<T>, signal?: AbortSignal, reason: () => unknown = () => signal?.reason): Promise<T> {
   if (!signal) return p;
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  if (signal.aborted) return Promise.reject(reason() as Error);
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason as Error);
+    const onAbort = (): void => reject(reason() as Error);
     signal.addEventListener('abort', onAbort, { once: true });
     p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
+}
+
+/** Longest wait between two attempts to re-establish the watch stream. */
+export const WATCH_BACKOFF_MAX_MS = 1000;
+
+/**
+ * The etcd3 client's watch reconnect backoff (cockatiel's IBackoff shape), capped at
+ * WATCH_BACKOFF_MAX_MS instead of the library's 30 s: watches resume (and a reset store is noticed)
+ * within a second of etcd coming back, and a pending reconnect does not hold a stopping agent.
+ */
+class WatchBackoff {
+  constructor(private readonly failures = 0) {}
+  get duration(): number {
+    return exponentialBackoff(this.failures, 100, WATCH_BACKOFF_MAX_MS);
+  }
+  next(): WatchBackoff {
+    return new WatchBackoff(this.failures + 1);
+  }
 }
 
 function newClient(hosts: readonly string[], cfg: EtcdConfig, timeoutMs: number): Etcd3 {
   const { Etcd3: Client } = etcd3();
   return new Client({
     hosts: [...hosts],
+    faultHandling: { watchBackoff: new WatchBackoff() },
     ...(cfg.tls ? { credentials: { rootCertificate: cfg.tls.ca, ...(cfg.tls.cert ? { certChain: cfg.tls.cert, privateKey: cfg.tls.key } : {}) } } : {}),
     // watches and lease keep-alives are streams and live on; every other call has a deadline
     defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeoutMs }),
@@ -58,6 +79,7 @@ export class EtcdKVStore implements KVStore {
   private epochValue?: string;
   private highest = 0;
   private resetting?: Promise<void>;
+  private readonly halt = new AbortController();
   private readonly renewed = new Subject<void>();
   /** See KVStore. */
   readonly sessionRenewed$ = this.renewed.asObservable();
@@ -104,8 +126,17 @@ export class EtcdKVStore implements KVStore {
    */
   session(signal?: AbortSignal): Promise<Lease> {
     if (!this.enabled) return Promise.reject(disabled('a session lease'));
+    if (this.halt.signal.aborted) return Promise.reject(unavailable('waiting for the session lease', this.halt.signal.reason));
     this.lease ??= this.grant();
-    return untilAborted(this.lease, signal);
+    return untilAborted(this.lease, signal ? AbortSignal.any([signal, this.halt.signal]) : this.halt.signal);
+  }
+
+  /**
+   * The agent began stopping: nobody waits for a lease any more (waiters reject at once, the grant
+   * loop ends), so stopping does not wait on an unreachable etcd. Writes under a granted lease go on.
+   */
+  halting(): void {
+    this.halt.abort(new Error('the agent is stopping'));
   }
 
   /** See KVStore. */
@@ -154,7 +185,7 @@ export class EtcdKVStore implements KVStore {
       if (lease && !lease.revoked()) await lease.keepaliveOnce({ deadline: Date.now() + CALL_TIMEOUT_MS }).catch(() => undefined);
       // the lease survived (a restored backup knows it) but keys put after the backup are gone: put them again
       if (lease && this.current === lease && !lease.revoked()) this.renewed.next();
-      await Promise.all([...this.mirrors].map((m) => m.resync(reason)));
+      await Promise.all([...this.mirrors].map((m) => m.resync(reason, true)));
     })().finally(() => (this.resetting = undefined));
     return this.resetting;
   }
@@ -163,7 +194,7 @@ export class EtcdKVStore implements KVStore {
   private async grant(): Promise<Lease> {
     const ttl = Math.max(2, Math.round(this.config.kvstoreLeaseTtl / 1000));
     for (let attempt = 0; ; attempt++) {
-      if (this.closed) throw unavailable('granting the session lease', new Error('the kvstore is closed'));
+      if (this.closed || this.halt.signal.aborted) throw unavailable('granting the session lease', new Error('the agent is stopping'));
       const lease = this.etcd.lease(ttl, { autoKeepAlive: true });
       try {
         const id = await lease.grant();
@@ -174,7 +205,7 @@ export class EtcdKVStore implements KVStore {
       } catch (err) {
         lease.release();
         if (attempt === 0) this.log.warn({ err: (err as Error).message }, 'kvstore: cannot grant the session lease yet; retrying');
-        await new Promise((r) => setTimeout(r, exponentialBackoff(attempt, 200, 5000)));
+        await sleep(exponentialBackoff(attempt, 200, 5000), this.halt.signal).catch(() => undefined);
       }
     }
   }
@@ -222,7 +253,7 @@ export class EtcdKVStore implements KVStore {
       await this.epoch();
       await Promise.all([...this.mirrors].map(async (m) => {
         const why = await m.verify();
-        if (why) void m.resync(why);
+        if (why) void m.resync(why.replace(WRONG, ''), why.startsWith(WRONG));
       }));
     } catch (err) {
       this.log.debug({ err: (err as Error).message }, 'kvstore: checking the mirrors failed; next probe');

@@ -18,7 +18,9 @@ import type { Etcd3, Lease } from 'etcd3';
 import { Subject } from 'rxjs';
 import type { Logger } from '../../hive/logger.js';
 import type { IdentityBackend, IdentityBackendEvent, StoredIdentity } from '../identity/index.js';
-import { unavailable } from './errors.js';
+import { KVStoreError, unavailable } from './errors.js';
+import { exponentialBackoff } from '../../lib/backoff.js';
+import { sleep } from '../../hive/timeout.js';
 import { PrefixMirror, type MirrorEvent } from './mirror.js';
 import { untilAborted } from './client.js';
 import { KEYS, type KVStore } from './types.js';
@@ -126,14 +128,30 @@ export class EtcdIdentityBackend implements IdentityBackend {
   claim(_key: string, labels: readonly string[], id: number, signal?: AbortSignal): Promise<number | undefined> {
     const list = sortedList(labels);
     if (this.closed) return Promise.reject(unavailable(`claiming identity ${id}`, new Error('the agent is stopping')));
-    return untilAborted(this.serial(list, () => this.claimIn(list, id, signal)), signal);
+    const tried: { last?: Error } = {};
+    // aborted: the last etcd error says why better than the bare time limit
+    return untilAborted(this.serial(list, () => this.claimIn(list, id, tried, signal)), signal, () => tried.last ?? signal?.reason);
   }
 
-  private async claimIn(list: string, id: number, signal?: AbortSignal): Promise<number | undefined> {
-    if (this.orphans.has(list) && !this.mine.has(list)) await this.withdraw(list);
-    const known = this.byList.get(list);
-    if (known !== undefined && (await this.claimExisting(list, known, signal))) return known;
-    return this.claimNew(list, id, signal);
+  /**
+   * One claim. With a bound (`signal`), a call etcd did not answer is tried again after a short
+   * wait until the bound ends (the client's circuit breaker stays open a few seconds after etcd
+   * comes back); without one it fails at once.
+   */
+  private async claimIn(list: string, id: number, tried: { last?: Error }, signal?: AbortSignal): Promise<number | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (this.orphans.has(list) && !this.mine.has(list) && this.kv.connected()) await this.withdraw(list);
+        const known = this.byList.get(list);
+        if (known !== undefined && (await this.claimExisting(list, known, signal))) return known;
+        return await this.claimNew(list, id, signal);
+      } catch (err) {
+        if (!signal || signal.aborted || this.closed || !(err instanceof KVStoreError) || err.code !== 'unavailable') throw err;
+        tried.last = err;
+        await sleep(exponentialBackoff(attempt, 200, 1000), signal).catch(() => undefined);
+        if (signal.aborted) throw err;
+      }
+    }
   }
 
   /** This node's session lease, waited for no longer than `signal` allows. */
@@ -156,6 +174,7 @@ export class EtcdIdentityBackend implements IdentityBackend {
       throw signal?.reason instanceof Error ? signal.reason : unavailable(`claiming identity ${id}`, new Error('the agent is stopping'));
     }
     this.mine.set(list, id);
+    this.orphans.delete(list);
     if (!this.kv.isCurrent(lease)) {
       const now = await this.lease(`claiming identity ${id} again`, signal);
       await now.put(this.valueKey(list)).value(String(id));
@@ -222,8 +241,9 @@ export class EtcdIdentityBackend implements IdentityBackend {
       });
     } catch (err) {
       await this.leaseCheck(lease, err);
-      // the transaction may have been committed without an answer: take the claim back if so
-      await this.withdraw(list);
+      // the transaction may have been committed without an answer: the claim is taken back once etcd answers
+      this.mine.delete(list);
+      this.orphans.add(list);
       throw unavailable(`creating identity ${id}`, err);
     }
     if (res.succeeded) {

@@ -15,7 +15,7 @@ export function mirrorName(prefix: string): string {
 
 /** `mirrors: ip/v1/default rev 41 (3 keys, verified 1s ago), ...; store rev 44`. */
 export function describeMirrors(mirrors: readonly MirrorStatus[], storeRevision: number, now: number): string {
-  const each = mirrors.map((m) => `${mirrorName(m.prefix)} rev ${m.revision} (${m.keys} keys, ${m.state === 'resyncing' ? `listing again: ${m.reason ?? 'starting'}` : `verified ${ago(now, m.verifiedAt)}`})`);
+  const each = mirrors.map((m) => `${mirrorName(m.prefix)} rev ${m.revision} (${m.keys} keys, ${m.state === 'starting' ? 'starting' : m.state === 'resyncing' ? `listing again: ${m.reason ?? 'starting'}` : `verified ${ago(now, m.verifiedAt)}`})`);
   return `mirrors: ${each.join(', ')}; store rev ${storeRevision}`;
 }
 
@@ -24,7 +24,7 @@ export function mirrorTrouble(mirrors: readonly MirrorStatus[], reachable: boole
   const relisting = mirrors.filter((m) => m.state === 'resyncing');
   if (relisting.length) return `kvstore mirror ${relisting.map((m) => `${mirrorName(m.prefix)} (${m.reason ?? 'starting'})`).join(', ')} being listed again`;
   if (!reachable) return undefined;
-  const stale = mirrors.filter((m) => m.verifiedAt === undefined || now - m.verifiedAt > MIRROR_STALE_MS);
+  const stale = mirrors.filter((m) => m.state === 'watching' && (m.verifiedAt === undefined || now - m.verifiedAt > MIRROR_STALE_MS));
   if (stale.length) return `kvstore mirror ${stale.map((m) => `${mirrorName(m.prefix)} (verified ${ago(now, m.verifiedAt)})`).join(', ')} not checked against etcd for over ${MIRROR_STALE_MS / 1000}s`;
   return undefined;
 }

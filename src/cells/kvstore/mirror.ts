@@ -22,6 +22,9 @@ import { exponentialBackoff } from '../../lib/backoff.js';
 import { unavailable } from './errors.js';
 import type { KVStore, MirrorHandle, MirrorStatus } from './types.js';
 
+/** Marks a reason of `verify()` that means the copy is wrong, not merely unverifiable. */
+export const WRONG = 'wrong: ';
+
 /** One change of a mirrored key (`key` without the prefix). */
 export interface MirrorEvent {
   readonly kind: 'upsert' | 'delete';
@@ -118,10 +121,10 @@ export class PrefixMirror implements MirrorHandle {
     // a watch resumed on a store that went back in time waits, blind, for revisions it has not reached
     w.on('connected', (r) => {
       const now = Number(r.header?.revision ?? 0);
-      if (this.watcher === w && now > 0 && now < this.revision) this.resync(`the store went back in time: its revision is ${now}, the mirror had seen ${this.revision} (etcd wiped or restored)`);
+      if (this.watcher === w && now > 0 && now < this.revision) void this.resync(`the store went back in time: its revision is ${now}, the mirror had seen ${this.revision} (etcd wiped or restored)`, true);
     });
     w.on('error', (err) => {
-      if (this.watcher === w) this.resync(`etcd canceled the watch: ${err.message}`);
+      if (this.watcher === w) void this.resync(`etcd canceled the watch: ${err.message}`);
     });
   }
 
@@ -130,8 +133,13 @@ export class PrefixMirror implements MirrorHandle {
     return this.resyncing ?? Promise.resolve();
   }
 
-  /** See MirrorHandle: drops the watch and lists the prefix again (once at a time), until it succeeds. */
-  resync(reason: string): Promise<void> {
+  /**
+   * See MirrorHandle: drops the watch and lists the prefix again (once at a time), until it
+   * succeeds. `wrong`: the copy is known to differ from the store (not merely behind): if the first
+   * list fails, its entries are dropped (emitted as deletes) rather than kept unverified — a stale
+   * entry must not keep granting what the store no longer says (fail closed).
+   */
+  resync(reason: string, wrong = false): Promise<void> {
     if (this.stopped) return Promise.resolve();
     if (this.resyncing) return this.resyncing;
     this.trouble = reason;
@@ -139,18 +147,23 @@ export class PrefixMirror implements MirrorHandle {
     const w = this.watcher;
     this.watcher = undefined;
     void w?.cancel().catch(() => undefined);
-    this.resyncing = this.resyncLoop().finally(() => (this.resyncing = undefined));
+    this.resyncing = this.resyncLoop(wrong).finally(() => (this.resyncing = undefined));
     return this.resyncing;
   }
 
-  private async resyncLoop(): Promise<void> {
+  private async resyncLoop(wrong: boolean): Promise<void> {
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
         await this.sync();
         this.log.info({ prefix: this.prefix, keys: this.entries.size, revision: this.revision }, 'kvstore mirror listed again');
         return;
       } catch (err) {
-        if (attempt === 0) this.log.warn({ prefix: this.prefix, err: (err as Error).message }, 'kvstore resync failed; retrying');
+        if (attempt === 0) {
+          this.log.warn({ prefix: this.prefix, err: (err as Error).message, dropped: wrong ? this.entries.size : 0 }, wrong
+            ? 'kvstore resync failed; the copy is known wrong, so its entries are dropped until the prefix can be listed'
+            : 'kvstore resync failed; retrying');
+          if (wrong) for (const [key, value] of [...this.entries]) this.apply('delete', key, value);
+        }
         await new Promise((r) => setTimeout(r, exponentialBackoff(attempt, 200, 5000)));
       }
     }
@@ -169,12 +182,12 @@ export class PrefixMirror implements MirrorHandle {
       count = Number(res.count);
     } catch (err) {
       const msg = (err as Error).message;
-      if (/future revision/.test(msg)) return `the store went back in time: the mirror's revision ${rev} is in its future (etcd wiped or restored)`;
+      if (/future revision/.test(msg)) return `${WRONG}the store went back in time: the mirror's revision ${rev} is in its future (etcd wiped or restored)`;
       if (/compacted/.test(msg)) return `revision ${rev} was compacted: the mirror cannot be checked against it`;
       throw unavailable(`checking the mirror of ${this.prefix}`, err);
     }
     if (gen !== this.generation) return undefined;
-    if (count !== n) return `the watch missed changes: etcd has ${count} keys under the prefix at revision ${rev}, the mirror ${n}`;
+    if (count !== n) return `${WRONG}the watch missed changes: etcd has ${count} keys under the prefix at revision ${rev}, the mirror ${n}`;
     this.verifiedAt = Date.now();
     return undefined;
   }
@@ -185,7 +198,7 @@ export class PrefixMirror implements MirrorHandle {
       prefix: this.prefix,
       revision: this.revision,
       keys: this.entries.size,
-      state: this.resyncing || !this.watcher ? 'resyncing' : 'watching',
+      state: this.lists === 0 && !this.resyncing ? 'starting' : this.resyncing || !this.watcher ? 'resyncing' : 'watching',
       ...(this.verifiedAt !== undefined ? { verifiedAt: this.verifiedAt } : {}),
       ...(this.changedAt !== undefined ? { changedAt: this.changedAt } : {}),
       ...(this.trouble ? { reason: this.trouble } : {}),

@@ -45,10 +45,10 @@ export interface KVStore {
 /** A mirrored prefix as the kvstore's probe sees it (PrefixMirror). */
 export interface MirrorHandle {
   readonly prefix: string;
-  /** Checks the copy against etcd; returns why it is wrong, or undefined. */
+  /** Checks the copy against etcd; returns why it cannot be trusted (starting with `wrong: ` when it differs from the store), or undefined. */
   verify(): Promise<string | undefined>;
-  /** Lists the prefix again (the copy cannot be trusted: `reason`). */
-  resync(reason: string): Promise<void>;
+  /** Lists the prefix again (the copy cannot be trusted: `reason`; `wrong`: it is known to differ from the store). */
+  resync(reason: string, wrong?: boolean): Promise<void>;
   status(): MirrorStatus;
 }
 
@@ -58,7 +58,8 @@ export interface MirrorStatus {
   /** The store revision the copy reflects. */
   readonly revision: number;
   readonly keys: number;
-  readonly state: 'watching' | 'resyncing';
+  /** `starting`: not listed yet (its cell has not started it); `resyncing`: being listed again. */
+  readonly state: 'starting' | 'watching' | 'resyncing';
   /** When the copy was last found equal to etcd (a list, or a verification). */
   readonly verifiedAt?: number;
   /** When the copy last changed. */

@@ -80,7 +80,9 @@ function interfaceLister(): { list: () => Promise<InterfaceAddress[]>; localRout
  */
 function newNodeAddresses(api: ApiServerConfig, ipam: IPAM, lc: Lifecycle, jobs: Jobs, log: Logger): NodeAddresses {
   const ifaces = interfaceLister();
-  const listen = api.apiListenAddress ? { raw: api.apiListenAddress, ...parseListenAddress('api-listen-address', api.apiListenAddress) } : undefined;
+  const parsed = api.apiListenAddress ? parseListenAddress('api-listen-address', api.apiListenAddress) : undefined;
+  // `:PORT` is served on loopback only (api-server/server.ts), not on every address
+  const listen = parsed ? { raw: api.apiListenAddress, host: parsed.host || '127.0.0.1', port: parsed.port } : undefined;
   const addrs = new NodeAddresses({ interfaces: ifaces.list, localRoutes: ifaces.localRoutes, gateways: () => ipam.status(), ...(listen ? { api: listen } : {}) });
   let watch: AddressWatch | undefined;
   lc.append({
@@ -102,6 +104,11 @@ function newNodeAddresses(api: ApiServerConfig, ipam: IPAM, lc: Lifecycle, jobs:
       watch = undefined;
       await ifaces.close();
     },
+  });
+  // once every start hook ran (a pod CIDR claimed in the cluster sets IPAM's pool, so its gateway,
+  // after this cell's hooks), then every NODE_ADDRESS_RESYNC_MS
+  jobs.oneShot('lb-node-addresses-started', async () => {
+    await addrs.refresh();
   });
   jobs.timer('lb-node-addresses', async () => {
     await addrs.refresh();

@@ -64,7 +64,10 @@ export function unmapped(ip: string): string {
 /** The node's addresses, as last listed. */
 export class NodeAddresses implements NodeAddressCheck {
   private ifaces = new Map<string, string>();
+  /** The gateways as the last listing saw them (a change of them is a change of the node's addresses). */
   private gateways = new Map<string, string>();
+  /** The gateways now, read once per turn of the event loop (a pool can be set after a listing). */
+  private liveGateways?: Map<string, string>;
   /** Local routes wider than one address, by their CIDR text. */
   private prefixes = new Map<string, { cidr: Cidr; dev: string }>();
   private readonly apiHost: string | undefined;
@@ -114,11 +117,8 @@ export class NodeAddresses implements NodeAddressCheck {
       const ip = canonicalAddr(a.ip);
       if (ip && !ifaces.has(ip)) ifaces.set(ip, a.dev);
     }
-    const gateways = new Map<string, string>();
-    for (const g of this.src.gateways()) {
-      const ip = canonicalAddr(g.gateway);
-      if (ip) gateways.set(ip, g.cidr);
-    }
+    this.liveGateways = undefined;
+    const gateways = this.currentGateways();
     const routes = (m: ReadonlyMap<string, { dev: string }>): Map<string, string> => new Map([...m].map(([k, v]) => [k, v.dev]));
     const changed = !sameMap(ifaces, this.ifaces) || !sameMap(gateways, this.gateways) || !sameMap(routes(prefixes), routes(this.prefixes));
     this.ifaces = ifaces;
@@ -139,10 +139,25 @@ export class NodeAddresses implements NodeAddressCheck {
     if (dev !== undefined) return `it is an address of the node (interface ${dev})`;
     const local = this.localPrefix(a);
     if (local) return local;
-    const pool = this.gateways.get(a);
+    const pool = this.currentGateways().get(a);
     if (pool !== undefined) return `it is the pods' gateway address (pool ${pool})`;
     if (this.apiHost && this.apiHost === a && specialRange(a)?.use !== 'unspecified') return `it is the address the agent's API listens on (--api-listen-address ${this.src.api!.raw})`;
     return undefined;
+  }
+
+  /** The pod pools' gateways (canonical IP -> pool), read from the source at most once per turn of the event loop. */
+  private currentGateways(): Map<string, string> {
+    if (this.liveGateways) return this.liveGateways;
+    const gateways = new Map<string, string>();
+    for (const g of this.src.gateways()) {
+      const ip = canonicalAddr(g.gateway);
+      if (ip) gateways.set(ip, g.cidr);
+    }
+    this.liveGateways = gateways;
+    setImmediate(() => {
+      if (this.liveGateways === gateways) this.liveGateways = undefined;
+    });
+    return gateways;
   }
 
   /** Why `ip` (canonical, unmapped) is in a local route wider than one address, or undefined. */
@@ -162,7 +177,7 @@ export class NodeAddresses implements NodeAddressCheck {
     // a listener on a given address is reached there only; one on every address (or a host name)
     // through loopback and every address of the node
     const specific = this.apiHost !== undefined && specialRange(this.apiHost)?.use !== 'unspecified';
-    const reaches = specific ? a === this.apiHost : use === 'loopback' || use === 'unspecified' || this.ifaces.has(a) || this.gateways.has(a) || this.localPrefix(a) !== undefined;
+    const reaches = specific ? a === this.apiHost : use === 'loopback' || use === 'unspecified' || this.ifaces.has(a) || this.currentGateways().has(a) || this.localPrefix(a) !== undefined;
     return reaches ? `it is the agent's own API (--api-listen-address ${api.raw})` : undefined;
   }
 }

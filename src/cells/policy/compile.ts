@@ -4,7 +4,7 @@
  * ports expanded to protocol/port keys, CIDRs checked. Errors name the field and the fix.
  */
 import type { Direction } from '../../datapath/types.js';
-import { formatCidr, parseCidr } from '../../lib/addr.js';
+import { cidrContains, formatCidr, parseCidr } from '../../lib/addr.js';
 import { formatLabel, parseLabel, sortLabels, type Label } from '../../lib/labels.js';
 import { ENTITIES } from './entities.js';
 import { invalidField } from './errors.js';
@@ -21,6 +21,11 @@ interface RawSelector {
   matchExpressions?: { key: string; operator: Operator; values?: string[] }[];
 }
 
+interface RawCIDRRule {
+  cidr: string;
+  except?: string[];
+}
+
 interface RawPeerRule {
   fromEndpoints?: RawSelector[];
   toEndpoints?: RawSelector[];
@@ -28,6 +33,8 @@ interface RawPeerRule {
   toEntities?: string[];
   fromCIDR?: string[];
   toCIDR?: string[];
+  fromCIDRSet?: RawCIDRRule[];
+  toCIDRSet?: RawCIDRRule[];
   toPorts?: { ports?: { port: string | number; endPort?: number; protocol?: string }[] }[];
 }
 
@@ -107,21 +114,38 @@ function compileSection(raw: RawPeerRule, pointer: string, direction: Direction,
   const peers: Selector[] = [];
   endpoints?.forEach((s, i) => peers.push(peerEndpointSelector(s, `${pointer}/${dir}Endpoints/${i}`, ns)));
   entities?.forEach((e) => peers.push(ENTITIES[e]!));
-  cidrList?.forEach((c, i) => {
-    let text: string;
-    try {
-      text = formatCidr(parseCidr(c));
-    } catch (err) {
-      throw invalidField(`${pointer}/${dir}CIDR/${i}`, (err as Error).message, 'write a CIDR such as 10.0.0.0/8 or 2001:db8::/32');
-    }
-    if (!text.endsWith('/0')) cidrs.add(text);
-    peers.push(cidrSelector(text));
-  });
+  cidrList?.forEach((c, i) => peers.push(cidrSelector(checkCidr(c, `${pointer}/${dir}CIDR/${i}`, cidrs))));
+  const cidrSet = raw[`${dir}CIDRSet`];
+  cidrSet?.forEach((r, i) => peers.push(cidrRuleSelector(r, `${pointer}/${dir}CIDRSet/${i}`, cidrs)));
   const ports = parsePorts(raw.toPorts, pointer);
-  const noL3 = endpoints === undefined && entities === undefined && cidrList === undefined;
+  const noL3 = endpoints === undefined && entities === undefined && cidrList === undefined && cidrSet === undefined;
   // An entry with ports but no peer field allows those ports from/to everyone (an L4-only rule).
   if (noL3 && ports.length > 0) peers.push(WILDCARD);
   return { direction, deny, peers: dedupe(peers), ports, pointer };
+}
+
+/** A CIDR in canonical form, recorded in `cidrs` (it needs a CIDR identity) unless it is /0. */
+function checkCidr(c: string, pointer: string, cidrs: Set<string>): string {
+  let text: string;
+  try {
+    text = formatCidr(parseCidr(c));
+  } catch (err) {
+    throw invalidField(pointer, (err as Error).message, 'write a CIDR such as 10.0.0.0/8 or 2001:db8::/32');
+  }
+  if (!text.endsWith('/0')) cidrs.add(text);
+  return text;
+}
+
+/** A CIDRSet entry: its except prefixes must lie inside its cidr, and get CIDR identities too. */
+function cidrRuleSelector(r: RawCIDRRule, pointer: string, cidrs: Set<string>): Selector {
+  const outer = checkCidr(r.cidr, `${pointer}/cidr`, cidrs);
+  const except = (r.except ?? []).map((e, i) => {
+    const at = `${pointer}/except/${i}`;
+    const text = checkCidr(e, at, cidrs);
+    if (!cidrContains(parseCidr(outer), parseCidr(text))) throw invalidField(at, `${text} is not inside ${outer}`, `give only prefixes inside ${outer}, or drop them`);
+    return text;
+  });
+  return cidrSelector(outer, except);
 }
 
 function dedupe(sels: Selector[]): Selector[] {

@@ -11,7 +11,7 @@ import { resourceSchema, ruleSchema } from './schema.js';
 
 /** Where a rule came from. */
 export interface RuleSource {
-  readonly kind: 'CiliumNetworkPolicy' | 'CiliumClusterwideNetworkPolicy';
+  readonly kind: 'CiliumNetworkPolicy' | 'CiliumClusterwideNetworkPolicy' | 'NetworkPolicy';
   readonly name: string;
   readonly namespace?: string;
   readonly uid?: string;
@@ -31,12 +31,24 @@ export interface RuleInput {
  * a second, which an agent without policy to parse, and every CLI command, would pay at start.
  */
 let compiled: { readonly rule: ValidateFunction; readonly resource: ValidateFunction } | undefined;
+let ajv: Ajv | undefined;
 function validators(): NonNullable<typeof compiled> {
-  if (!compiled) {
-    const ajv = new Ajv({ allErrors: false, verbose: true, strict: false });
-    compiled = { rule: ajv.compile(ruleSchema), resource: ajv.compile(resourceSchema) };
-  }
+  ajv ??= new Ajv({ allErrors: false, verbose: true, strict: false });
+  compiled ??= { rule: ajv.compile(ruleSchema), resource: ajv.compile(resourceSchema) };
   return compiled;
+}
+
+const others = new WeakMap<object, ValidateFunction>();
+
+/**
+ * Validates a value against another JSON schema (e.g. a Kubernetes NetworkPolicy's) with the same
+ * ajv settings and error wording as policy input; throws PolicyError at `pointer` + the field.
+ */
+export function validateSchema(schema: object, value: unknown, pointer = ''): void {
+  ajv ??= new Ajv({ allErrors: false, verbose: true, strict: false });
+  let validate = others.get(schema);
+  if (!validate) others.set(schema, (validate = ajv.compile(schema)));
+  check(validate, value, pointer);
 }
 
 /** Parses and validates policy text; throws PolicyError naming the first bad field. */

@@ -1,6 +1,6 @@
 /**
  * JSON schemas (ajv) of the CiliumNetworkPolicy subset Cellium supports: endpointSelector,
- * ingress/egress (+Deny) with from/toEndpoints, from/toEntities, from/toCIDR and toPorts
+ * ingress/egress (+Deny) with from/toEndpoints, from/toEntities, from/toCIDR, from/toCIDRSet and toPorts
  * (port, endPort, protocol), rule labels, enableDefaultDeny. Unknown fields are rejected by name.
  */
 import { ENTITY_NAMES } from './entities.js';
@@ -53,6 +53,14 @@ const portRule = {
 
 const cidr = { type: 'string', minLength: 1 };
 
+/** A CIDR with exceptions (Cilium's CIDRRule: `cidr` and `except`). */
+const cidrRule = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['cidr'],
+  properties: { cidr, except: { type: 'array', items: cidr } },
+};
+
 function peerRule(dir: 'from' | 'to'): object {
   return {
     type: 'object',
@@ -61,6 +69,7 @@ function peerRule(dir: 'from' | 'to'): object {
       [`${dir}Endpoints`]: { type: 'array', items: labelSelector },
       [`${dir}Entities`]: { type: 'array', items: { enum: [...ENTITY_NAMES] } },
       [`${dir}CIDR`]: { type: 'array', items: cidr },
+      [`${dir}CIDRSet`]: { type: 'array', items: cidrRule },
       toPorts: { type: 'array', items: portRule },
     },
   };
@@ -124,8 +133,8 @@ export const resourceSchema = {
 
 /** What each ajv keyword failure should tell the user to do. */
 export const SUPPORTED_HINT: Readonly<Record<string, string>> = {
-  ingress: 'fromEndpoints, fromEntities, fromCIDR, toPorts',
-  ingressDeny: 'fromEndpoints, fromEntities, fromCIDR, toPorts',
-  egress: 'toEndpoints, toEntities, toCIDR, toPorts',
-  egressDeny: 'toEndpoints, toEntities, toCIDR, toPorts',
+  ingress: 'fromEndpoints, fromEntities, fromCIDR, fromCIDRSet, toPorts',
+  ingressDeny: 'fromEndpoints, fromEntities, fromCIDR, fromCIDRSet, toPorts',
+  egress: 'toEndpoints, toEntities, toCIDR, toCIDRSet, toPorts',
+  egressDeny: 'toEndpoints, toEntities, toCIDR, toCIDRSet, toPorts',
 };

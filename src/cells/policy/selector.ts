@@ -92,13 +92,20 @@ export function hasRequirementOn(reqs: readonly Requirement[], key: string): boo
   return reqs.some((r) => r.key === key);
 }
 
-/** A CIDR selector: CIDR identities inside the prefix; `0.0.0.0/0` and `::/0` also select world. */
-export function cidrSelector(text: string): Selector {
+/**
+ * A CIDR selector: CIDR identities inside the prefix and inside none of the `except` prefixes;
+ * `0.0.0.0/0` and `::/0` also select world. The except prefixes get CIDR identities of their own
+ * (compile.ts), so addresses in them never fall back to the world identity this selects.
+ */
+export function cidrSelector(text: string, except: readonly string[] = []): Selector {
   const c = parseCidr(text);
+  const ex = [...new Map(except.map((e) => parseCidr(e)).map((e) => [formatCidr(e), e])).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const excluded = (id: Identity) => id.labelSet.some((l) => ex.some(([, e]) => inside(e, cidrOfLabel(l))));
   return Object.freeze({
     kind: 'cidr' as const,
-    key: `cidr:${formatCidr(c)}`,
-    matches: (id: Identity) => (c.prefix === 0 && isWorldIdentity(id) && !id.labelSet.some((l) => l.source === 'cidr')) || id.labelSet.some((l) => inside(c, cidrOfLabel(l))),
+    key: `cidr:${formatCidr(c)}${ex.length ? ` except ${ex.map(([k]) => k).join(',')}` : ''}`,
+    matches: (id: Identity) =>
+      ((c.prefix === 0 && isWorldIdentity(id) && !id.labelSet.some((l) => l.source === 'cidr')) || id.labelSet.some((l) => inside(c, cidrOfLabel(l)))) && !excluded(id),
   });
 }
 
