@@ -43,7 +43,8 @@ t.test('without Kubernetes nothing is loaded or started', async (t) => {
 
 t.test('with a kubeconfig: every resource syncs; missing CRDs degrade until installed', { skip }, async (t) => {
   const c = await startCluster(t);
-  const a: TestAgent = await startAgent(t, { 'k8s-kubeconfig-path': c.kubeconfig, ...fast });
+  // --skip-crd-creation: the CRDs are the administrator's here, and not installed yet
+  const a: TestAgent = await startAgent(t, { 'k8s-kubeconfig-path': c.kubeconfig, 'skip-crd-creation': true, ...fast });
   t.ok(k8sLibLoaded(), 'the library is loaded in Kubernetes mode');
   const cnp = ['k8s-resources', 'ciliumnetworkpolicies'];
   const tree = a.h.get(HealthTreeToken);
@@ -84,6 +85,24 @@ t.test('with a kubeconfig: every resource syncs; missing CRDs degrade until inst
     return store.get('default/mine')?.metadata?.labels?.y;
   });
   t.notOk(store.get('default/other'), 'another node\'s pod is not watched');
+});
+
+t.test('the agent registers the shipped Cilium CRDs at start, and its CNP/CCNP resources sync on them', { skip }, async (t) => {
+  const c = await startCluster(t);
+  const a = await startAgent(t, { 'k8s-kubeconfig-path': c.kubeconfig, ...fast });
+  const crds = ['k8s-resources', 'crds'];
+  const tree = a.h.get(HealthTreeToken);
+  await until('the CRDs registered', () => node(tree.snapshot(), crds)?.level === 'ok' && node(tree.snapshot(), crds)?.message?.startsWith('registered:'));
+  t.match(node(tree.snapshot(), crds)?.message, /^registered: .*ciliumnetworkpolicies\.cilium\.io created/, 'the health node says what it did');
+  for (const plural of ['ciliumnetworkpolicies', 'ciliumclusterwidenetworkpolicies', 'ciliumidentities', 'ciliumendpoints', 'ciliumnodes']) {
+    const got = await kubectlOk(c, ['get', 'crd', `${plural}.cilium.io`, '-o', 'jsonpath={.status.conditions[?(@.type=="Established")].status}']);
+    t.equal(got.trim(), 'True', `${plural}.cilium.io is Established`);
+  }
+  const k = await until('every resource synced', async () => {
+    const s = (await a.client.status()).kubernetes;
+    return s?.state === 'Ok' ? s : undefined;
+  }, 60_000);
+  t.match(k.msg, /8\/8 resources synced$/, 'the CNP and CCNP resources synced on the registered CRDs');
 });
 
 /** A TCP forwarder on 127.0.0.1:port to `target` (started later: the apiserver "comes up"). */

@@ -5,7 +5,7 @@
  * the host name). Neither of the first two set and no in-cluster ServiceAccount: Kubernetes is disabled.
  */
 import { hostname } from 'node:os';
-import { duration, string, type ValuesOf } from '../../hive/config/fields.js';
+import { bool, duration, string, type ValuesOf } from '../../hive/config/fields.js';
 import { token } from '../../hive/token.js';
 
 /** Schema of the k8s configuration. */
@@ -13,6 +13,7 @@ export const k8sConfigSchema = {
   k8sKubeconfigPath: string('', 'Path of the kubeconfig to reach the Kubernetes apiserver with (empty: the in-cluster ServiceAccount when running in a pod, else Kubernetes is disabled)'),
   k8sApiServer: string('', 'Kubernetes apiserver URL (https://host:port); overrides the kubeconfig\'s server'),
   k8sPodWaitTimeout: duration('30s', 'How long a CNI ADD waits for its Pod (and Namespace) to be seen from the apiserver before it fails'),
+  skipCrdCreation: bool(false, 'Do not register the Cilium CRDs at start (deploy/crds/, installed by an administrator instead; the agent\'s ClusterRole may then drop create on customresourcedefinitions)'),
   k8sNodeName: string(process.env.K8S_NODE_NAME || hostname().toLowerCase(), 'Name of this node\'s Node object: only its Pods are watched (default: $K8S_NODE_NAME, else the host name)'),
 };
 

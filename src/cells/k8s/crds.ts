@@ -60,6 +60,8 @@ export interface EnsureCrdsOptions {
   readonly establishTimeoutMs?: number;
   /** Bound of each request (ms, default 30000). */
   readonly requestTimeoutMs?: number;
+  /** Aborts the requests and the wait (the agent stopping). */
+  readonly signal?: AbortSignal;
 }
 
 /** A shipped CRD file cannot be used (a packaging fault: names the file, the field and the fix). */
@@ -123,25 +125,26 @@ function schemaVersion(crd: Crd): number | undefined {
 export async function ensureCrds(client: K8sClient, log: Logger, opts: EnsureCrdsOptions = {}): Promise<CrdOutcome[]> {
   const kc = client.kubeConfig();
   const timeout = opts.requestTimeoutMs ?? 30_000;
+  const req: RequestBounds = { timeoutMs: timeout, ...(opts.signal ? { signal: opts.signal } : {}) };
   const outcomes: CrdOutcome[] = [];
   for (const shipped of shippedCrds(opts.dir)) {
     // A 409 means another agent changed the CRD between our read and write: read it again (bounded).
     let o: CrdOutcome | undefined;
-    for (let attempt = 0; attempt < 5 && !o; attempt++) o = await ensureOne(kc, shipped, timeout);
+    for (let attempt = 0; attempt < 5 && !o; attempt++) o = await ensureOne(kc, shipped, req);
     if (!o) throw crdRequestFailed('update', shipped.name, 409, 'still conflicting after 5 attempts (other agents keep changing it)');
     outcomes.push(o);
     log.info({ crd: o.name, action: o.action, why: o.why }, `CRD ${o.action}`);
   }
-  for (const o of outcomes) await waitEstablished(kc, o.name, opts.establishTimeoutMs ?? 60_000, timeout);
+  for (const o of outcomes) await waitEstablished(kc, o.name, opts.establishTimeoutMs ?? 60_000, req);
   return outcomes;
 }
 
 /** One CRD by the rule; undefined when a write conflicted (409) and it must be read again. */
-async function ensureOne(kc: KubeConfig, shipped: ShippedCrd, timeout: number): Promise<CrdOutcome | undefined> {
+async function ensureOne(kc: KubeConfig, shipped: ShippedCrd, bounds: RequestBounds): Promise<CrdOutcome | undefined> {
   const path = `${CRD_PATH}/${shipped.name}`;
-  const got = await apiRequest(kc, 'GET', path, undefined, timeout);
+  const got = await apiRequest(kc, 'GET', path, undefined, bounds);
   if (got.status === 404) {
-    const made = await apiRequest(kc, 'POST', CRD_PATH, shipped.crd, timeout);
+    const made = await apiRequest(kc, 'POST', CRD_PATH, shipped.crd, bounds);
     if (made.status === 409) return undefined;
     if (!isOk(made.status)) throw crdRequestFailed('create', shipped.name, made.status, made.message);
     return { name: shipped.name, action: 'created' };
@@ -152,7 +155,7 @@ async function ensureOne(kc: KubeConfig, shipped: ShippedCrd, timeout: number): 
   if (installed === undefined) return { name: shipped.name, action: 'kept', why: `installed without ${SCHEMA_VERSION_ANNOTATION} (not Cellium's)` };
   if (installed >= shipped.version) return { name: shipped.name, action: 'kept', why: `installed schema version ${installed} >= shipped ${shipped.version}` };
   const body: Crd = { ...shipped.crd, metadata: { ...shipped.crd.metadata, resourceVersion: current.metadata.resourceVersion } };
-  const put = await apiRequest(kc, 'PUT', path, body, timeout);
+  const put = await apiRequest(kc, 'PUT', path, body, bounds);
   if (put.status === 409) return undefined;
   if (!isOk(put.status)) throw crdRequestFailed('update', shipped.name, put.status, put.message);
   return { name: shipped.name, action: 'updated', why: `schema version ${installed} -> ${shipped.version}` };
@@ -163,19 +166,25 @@ function isOk(status: number): boolean {
 }
 
 /** Polls the CRD until its Established condition is True (bounded by `ms`). */
-async function waitEstablished(kc: KubeConfig, name: string, ms: number, requestTimeoutMs: number): Promise<void> {
+async function waitEstablished(kc: KubeConfig, name: string, ms: number, bounds: RequestBounds): Promise<void> {
   const deadline = Date.now() + ms;
   let conditions = '';
   for (let i = 0; i < 100_000; i++) {
-    const got = await apiRequest(kc, 'GET', `${CRD_PATH}/${name}`, undefined, requestTimeoutMs);
+    const got = await apiRequest(kc, 'GET', `${CRD_PATH}/${name}`, undefined, bounds);
     if (!isOk(got.status)) throw crdRequestFailed('get', name, got.status, got.message);
     const conds = (got.body as Crd).status?.conditions ?? [];
     if (conds.some((c) => c.type === 'Established' && c.status === 'True')) return;
     conditions = conds.map((c) => `${c.type}=${c.status}${c.message ? ` (${c.message})` : ''}`).join(', ');
-    if (Date.now() >= deadline) break;
+    if (Date.now() >= deadline || bounds.signal?.aborted) break;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw crdNotEstablished(name, ms, conditions);
+}
+
+/** Bounds of every request: its time, and the caller's abort. */
+interface RequestBounds {
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal;
 }
 
 interface Answer {
@@ -186,7 +195,8 @@ interface Answer {
 }
 
 /** One JSON request to the apiserver with the kubeconfig's credentials; any HTTP status resolves. */
-async function apiRequest(kc: KubeConfig, method: string, path: string, body: unknown, timeoutMs: number): Promise<Answer> {
+async function apiRequest(kc: KubeConfig, method: string, path: string, body: unknown, bounds: RequestBounds): Promise<Answer> {
+  const { timeoutMs, signal } = bounds;
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new K8sError('config', 'kubernetes: the kubeconfig has no current cluster: set current-context');
   const url = new URL(cluster.server.replace(/\/$/, '') + path);
@@ -196,7 +206,7 @@ async function apiRequest(kc: KubeConfig, method: string, path: string, body: un
   await kc.applyToHTTPSOptions(opts);
   const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
   return new Promise<Answer>((resolve, reject) => {
-    const req = send(url, { ...opts, timeout: timeoutMs }, (res) => {
+    const req = send(url, { ...opts, timeout: timeoutMs, ...(signal ? { signal } : {}) }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', (e) => reject(new K8sError('api', `kubernetes: ${method} ${path}: ${e.message}`, { cause: e })));

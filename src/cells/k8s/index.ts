@@ -20,3 +20,5 @@ export { k8sResourcesCell, K8sStatusToken } from './resources-cell.js';
 export { podEndpointLabels, identityRelevant, K8S_LABEL_KEYS } from './pod-labels.js';
 export { K8sPodLabels, type PodLabelChange } from './pod-label-source.js';
 export { k8sPodLabelsCell, K8sPodLabelsToken, relabelEndpoints } from './pod-labels-cell.js';
+export { ensureCrds, shippedCrds, SCHEMA_VERSION_ANNOTATION, type CrdOutcome, type EnsureCrdsOptions } from './crds.js';
+export { registerCrds, type CrdRegistrarDeps } from './crd-registrar.js';

@@ -1,14 +1,17 @@
 /**
  * The k8s-resources cell (module `k8s-resources`): the agent's resources (resources.ts), each in
- * the health tree under its name, and the `kubernetes` status line (status.ts).
+ * the health tree under its name, the `kubernetes` status line (status.ts), and the Cilium CRDs
+ * registered at start (crd-registrar.ts; not with --skip-crd-creation).
  */
-import { module, provide, provideInto } from '../../hive/cell.js';
+import { invoke, module, provide, provideInto } from '../../hive/cell.js';
 import { HealthToken, type Health } from '../../hive/health.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
 import { StatusSectionsToken, type StatusSection } from '../agent-status/index.js';
 import { K8sClientToken } from './cell.js';
+import { K8sConfigToken } from './config.js';
+import { registerCrds } from './crd-registrar.js';
 import type { K8sClient } from './client.js';
 import type { K8sObject } from './resource.js';
 import { AGENT_RESOURCES, resourceProviders, type AgentResource } from './resources.js';
@@ -30,5 +33,6 @@ export const k8sResourcesCell = module(
   'Kubernetes resources of the agent (Pods of this node, Namespaces, Nodes, Services, EndpointSlices, network policies)',
   ...resourceProviders,
   provide(K8sStatusToken, newReporter, K8sClientToken, LifecycleToken, HealthToken, LoggerToken, ...AGENT_RESOURCES.map((s) => s.token)),
+  invoke('k8s-crds', registerCrds, { client: K8sClientToken, cfg: K8sConfigToken, lc: LifecycleToken, health: HealthToken, log: LoggerToken }),
   provideInto(StatusSectionsToken, (r: K8sStatusReporter): StatusSection => ({ key: 'kubernetes', status: () => r.status() }), K8sStatusToken),
 );
