@@ -15,6 +15,7 @@ import { bpfDatapathCell } from './cells/datapath-bpf/index.js';
 import { endpointCell, EndpointManagerToken, type EndpointManager } from './cells/endpoint/index.js';
 import { identityCell, IdentityAllocatorToken, type IdentityAllocator } from './cells/identity/index.js';
 import { ipamCell, IPAMToken, type IPAM } from './cells/ipam/index.js';
+import { k8sCell, k8sPodLabelsCell, k8sResourcesCell, K8sStatusToken, type K8sStatusReporter } from './cells/k8s/index.js';
 import { lbRebindCell, loadBalancerCell } from './cells/loadbalancer/index.js';
 import { kvstoreCell } from './cells/kvstore/index.js';
 import { monitorCell } from './cells/monitor/index.js';
@@ -23,6 +24,15 @@ import { statedirCell } from './cells/statedir/index.js';
 
 /** Infrastructure: state directory, API server, metrics, status, the cluster's kvstore (etcd, with --kvstore). */
 export const infrastructure: readonly Cell[] = [statedirCell, apiServerCell, metricsCell, agentStatusCell, kvstoreCell];
+
+/**
+ * Kubernetes (with --k8s-kubeconfig-path or inside a pod): the client, and a Resource per kind the
+ * agent watches (Pods of this node, Namespaces, Nodes, Services, EndpointSlices, NetworkPolicies,
+ * CiliumNetworkPolicies, CiliumClusterwideNetworkPolicies) with the `kubernetes` status line, and
+ * pod endpoints' labels from their Pods and Namespaces (at CNI ADD and on every change).
+ * Without either, nothing is loaded or started and the status says Disabled.
+ */
+export const kubernetes: readonly Cell[] = [k8sCell, k8sResourcesCell, k8sPodLabelsCell];
 
 /**
  * Control plane: identities, policy (with its CIDR identities in the ipcache, without which a
@@ -50,7 +60,9 @@ const agentInvokes: readonly Cell[] = [
   ),
   // after the endpoints' restore: LB maps a changed --bpf-lb-map-max replaced are rebound
   lbRebindCell,
+  // every Kubernetes resource (the status reporter depends on them all)
+  invoke('kubernetes', (_k: K8sStatusReporter) => undefined, K8sStatusToken),
 ];
 
 /** Every cell of the agent. */
-export const agentCells: readonly Cell[] = [...infrastructure, ...controlPlane, ...datapath, ...agentInvokes];
+export const agentCells: readonly Cell[] = [...infrastructure, ...kubernetes, ...controlPlane, ...datapath, ...agentInvokes];

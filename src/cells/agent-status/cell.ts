@@ -21,10 +21,10 @@ export interface AgentStatus {
 /** Token for the status collector. */
 export const AgentStatusToken = token<AgentStatus>('AgentStatus');
 
-/** A component status another cell adds to the StatusResponse (e.g. the kvstore's `kvstore` line). */
+/** A component status another cell adds to the StatusResponse (the kvstore's `kvstore` line, the k8s cell's `kubernetes`). */
 export interface StatusSection {
-  readonly key: 'kvstore';
-  status(): { readonly state: 'Ok' | 'Warning' | 'Failure' | 'Disabled'; readonly msg: string };
+  readonly key: 'kvstore' | 'kubernetes';
+  status(): { readonly state: 'Ok' | 'Warning' | 'Failure' | 'Disabled'; readonly msg: string; readonly 'k8s-api-versions'?: string[] };
 }
 
 /** Value group of the status sections cells contribute (provideInto). */

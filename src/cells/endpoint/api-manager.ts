@@ -14,7 +14,7 @@ import { EndpointError } from './errors.js';
 import type { EndpointManagerImpl } from './manager.js';
 import type { EndpointChangeRequest } from './model.js';
 import { ENDPOINT_OPTIONS, type EndpointSpec } from './spec.js';
-import type { CallContext, EndpointAPIManager, EndpointView } from './types.js';
+import type { CallContext, EndpointAPIManager, EndpointView, PodLabelSource } from './types.js';
 
 /** The label Cilium gives every pod endpoint for its namespace. */
 export const NAMESPACE_LABEL = 'k8s:io.kubernetes.pod.namespace';
@@ -47,16 +47,21 @@ export class EndpointAPIManagerImpl implements EndpointAPIManager {
     private readonly log: Logger,
     /** Settles once restored endpoints hold their IDs and IPs; creations wait for it. */
     private readonly restored: Promise<unknown> = Promise.resolve(),
+    /** Orchestrators a pod endpoint's labels come from (Kubernetes: its Pod and Namespace). */
+    private readonly podLabels: readonly PodLabelSource[] = [],
   ) {}
 
   /** See EndpointAPIManager. Waits until endpoints restored at start hold their IDs and IPs. */
   async createEndpoint(ctx: CallContext, req: EndpointChangeRequest): Promise<EndpointView> {
     const ep = await this.creator.newEndpointFromChangeModel(ctx, req);
     await this.restored;
+    const podLabels = await this.podLabelsOf(ep, ctx.signal);
     this.manager.checkConflicts(ep);
     if (ep.namespace) ep.mergeLabels([`${NAMESPACE_LABEL}=${ep.namespace}`]);
+    if (podLabels) ep.mergeLabels(podLabels);
     ctx.signal?.throwIfAborted();
     await this.manager.addEndpoint(ep);
+    if (podLabels) this.refreshPodLabels(ep, req, podLabels);
     const first = ep.regenerate('Initial build on endpoint creation', 'rewrite+load');
     if (!req['sync-build-endpoint']) {
       first.catch((err: Error) => this.log.warn({ endpointID: ep.id, err: err.message }, 'initial endpoint build failed; retrying'));
@@ -112,6 +117,36 @@ export class EndpointAPIManagerImpl implements EndpointAPIManager {
     }
     if (changed) await ep.regenerate('endpoint patched via the API');
     return ep;
+  }
+
+  /** The orchestrators' labels of a pod endpoint, waiting (bounded) for a pod not seen yet; undefined for other endpoints. */
+  private async podLabelsOf(ep: Endpoint, signal?: AbortSignal): Promise<string[] | undefined> {
+    const { namespace, podName } = ep.spec;
+    const sources = this.podLabels.filter((s) => s.enabled);
+    if (!namespace || !podName || !sources.length) return undefined;
+    const labels: string[] = [];
+    for (const src of sources) {
+      try {
+        labels.push(...(await src.labelsFor(namespace, podName, signal)));
+      } catch (err) {
+        throw new EndpointError('failed', `labels of pod ${namespace}/${podName}: ${(err as Error).message}`, '/k8s-pod-name');
+      }
+    }
+    return labels;
+  }
+
+  /**
+   * A pod's labels that changed between the lookup and the endpoint's addition reached no
+   * endpoint (the orchestrator's watcher relabels only added ones): reads them again and replaces.
+   */
+  private refreshPodLabels(ep: Endpoint, req: EndpointChangeRequest, looked: readonly string[]): void {
+    const { namespace, podName } = ep.spec;
+    if (!namespace || !podName) return;
+    const now = this.podLabels.filter((s) => s.enabled).map((s) => s.current(namespace, podName));
+    if (now.some((l) => l === undefined)) return;
+    const fresh = now.flatMap((l) => l!);
+    if (fresh.join(';') === looked.join(';')) return;
+    ep.replaceOriginLabels([...labelsFromChangeRequest(req), `${NAMESPACE_LABEL}=${namespace}`, ...fresh]);
   }
 
   /** See EndpointAPIManager. */

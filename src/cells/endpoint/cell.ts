@@ -22,7 +22,7 @@ import { Regenerator } from './regeneration.js';
 import { EndpointRestorer } from './restore.js';
 import { isTerminating } from './state.js';
 import { EndpointStateStore } from './state-store.js';
-import { EndpointAPIManagerToken, EndpointManagerToken } from './types.js';
+import { EndpointAPIManagerToken, EndpointManagerToken, PodLabelSourcesToken, type PodLabelSource } from './types.js';
 
 /** Token for the EndpointManager implementation (lookups by container, restore, conflict checks). */
 export const EndpointManagerImplToken = token<EndpointManagerImpl>('EndpointManagerImpl');
@@ -156,8 +156,8 @@ export const endpointCell = module(
   provide(EndpointCreatorToken, DefaultEndpointCreator),
   provide(
     EndpointAPIManagerToken,
-    (creator: EndpointCreator, m: EndpointManagerImpl, log: Logger, r: EndpointRestorer) => new EndpointAPIManagerImpl(creator, m, log, r.exposed),
-    EndpointCreatorToken, EndpointManagerImplToken, LoggerToken, EndpointRestorerToken,
+    (creator: EndpointCreator, m: EndpointManagerImpl, log: Logger, r: EndpointRestorer, pl: readonly PodLabelSource[]) => new EndpointAPIManagerImpl(creator, m, log, r.exposed, pl),
+    EndpointCreatorToken, EndpointManagerImplToken, LoggerToken, EndpointRestorerToken, PodLabelSourcesToken,
   ),
   invoke('endpoint-restore', (_r: EndpointRestorer) => undefined, EndpointRestorerToken),
 );

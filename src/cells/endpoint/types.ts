@@ -3,7 +3,7 @@
  * EndpointAPIManager (the API's entry point), and the Endpoint as other cells see it.
  */
 import type { Observable } from 'rxjs';
-import { token } from '../../hive/token.js';
+import { groupToken, token } from '../../hive/token.js';
 import type { EndpointChangeRequest, EndpointHealth, EndpointLogEntry, EndpointModel, EndpointState } from './model.js';
 
 /** Regeneration levels. */
@@ -97,3 +97,16 @@ export { EndpointError } from './errors.js';
 export type { EndpointErrorCode } from './errors.js';
 export type { EndpointChangeRequest } from './model.js';
 export { DEFAULT_OPTIONS, ENDPOINT_OPTIONS } from './spec.js';
+
+/** Where a pod endpoint's orchestration labels come from (the k8s cell, in Kubernetes mode). */
+export interface PodLabelSource {
+  /** False when its orchestrator is not configured: then it is not asked. */
+  readonly enabled: boolean;
+  /** The pod's labels; waits (bounded) for a pod not seen yet, then throws naming why. */
+  labelsFor(namespace: string, pod: string, signal?: AbortSignal): Promise<readonly string[]>;
+  /** The pod's labels now, without waiting (undefined while it is not known). */
+  current(namespace: string, pod: string): readonly string[] | undefined;
+}
+
+/** Value group of the pod label sources (provideInto); empty without an orchestrator. */
+export const PodLabelSourcesToken = groupToken<PodLabelSource>('PodLabelSources');

@@ -4,7 +4,8 @@
  * the server. Without either, `enabled` is false and nothing talks to an apiserver.
  */
 import { existsSync } from 'node:fs';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { k8sLib } from './client-lib.js';
 import { badK8sConfig, k8sDisabled } from './errors.js';
 import type { K8sConfig } from './config.js';
 
@@ -21,13 +22,13 @@ export interface K8sClient {
 }
 
 /** Builds the client from the flags and the environment; bad flags throw naming the flag. */
-export function newK8sClient(cfg: K8sConfig, env: NodeJS.ProcessEnv = process.env): K8sClient {
+export function newK8sClient(cfg: Pick<K8sConfig, 'k8sKubeconfigPath' | 'k8sApiServer'>, env: NodeJS.ProcessEnv = process.env): K8sClient {
   const inCluster = !!env.KUBERNETES_SERVICE_HOST && existsSync(IN_CLUSTER_TOKEN);
   if (!cfg.k8sKubeconfigPath && !inCluster) {
     if (cfg.k8sApiServer) throw badK8sConfig('k8s-api-server', cfg.k8sApiServer, 'needs credentials: give --k8s-kubeconfig-path=FILE too (or run in a pod with a ServiceAccount)');
     return { enabled: false, server: '', kubeConfig: () => { throw k8sDisabled('this'); } };
   }
-  const kc = new KubeConfig();
+  const kc = new (k8sLib().KubeConfig)();
   if (cfg.k8sKubeconfigPath) {
     if (!existsSync(cfg.k8sKubeconfigPath)) throw badK8sConfig('k8s-kubeconfig-path', cfg.k8sKubeconfigPath, 'no such file: give the path of a kubeconfig');
     try {

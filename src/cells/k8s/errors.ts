@@ -34,3 +34,9 @@ export function watchFailed(resource: string, why: string, cause?: unknown): K8s
 export function k8sDisabled(what: string): K8sError {
   return new K8sError('disabled', `${what} needs Kubernetes: start the agent with --k8s-kubeconfig-path=FILE (or inside a pod, where the in-cluster ServiceAccount is used)`);
 }
+
+/** A CNI ADD's Pod (or its Namespace) was not seen from the apiserver within --k8s-pod-wait-timeout. */
+export function podNotSeen(namespace: string, pod: string, nodeName: string, waitMs: number, podSeen: boolean): K8sError {
+  const what = podSeen ? `namespace ${namespace} of pod ${namespace}/${pod}` : `pod ${namespace}/${pod}`;
+  return new K8sError('api', `kubernetes: ${what} not seen from the apiserver within ${waitMs} ms: check that the pod is scheduled to this node (--k8s-node-name=${nodeName}), that the agent may list and watch pods and namespaces (cellium status), or wait longer (--k8s-pod-wait-timeout)`);
+}

@@ -5,6 +5,7 @@
  */
 export { K8sConfigToken, k8sConfigSchema, type K8sConfig } from './config.js';
 export { newK8sClient, IN_CLUSTER_TOKEN, type K8sClient } from './client.js';
+export { k8sLibLoaded } from './client-lib.js';
 export { apiListWatcher, type ListWatchOptions } from './listwatch.js';
 export {
   Resource, keyOf,
@@ -12,3 +13,10 @@ export {
 } from './resource.js';
 export { K8sError, type K8sErrorCode } from './errors.js';
 export * from './cell.js';
+export * from './types.js';
+export * from './resources.js';
+export { K8sStatusReporter, type K8sStatusModel } from './status.js';
+export { k8sResourcesCell, K8sStatusToken } from './resources-cell.js';
+export { podEndpointLabels, identityRelevant, K8S_LABEL_KEYS } from './pod-labels.js';
+export { K8sPodLabels, type PodLabelChange } from './pod-label-source.js';
+export { k8sPodLabelsCell, K8sPodLabelsToken, relabelEndpoints } from './pod-labels-cell.js';

@@ -4,7 +4,8 @@
  */
 import { request as httpRequest, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { Watch, type KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { k8sLib } from './client-lib.js';
 import { apiFailed } from './errors.js';
 import type { K8sObject, ListWatcher, WatchEvent, WatchHandle } from './resource.js';
 
@@ -51,7 +52,7 @@ export function apiListWatcher<T extends K8sObject>(kc: KubeConfig, opts: ListWa
     async watch(resourceVersion, onEvent): Promise<WatchHandle> {
       let settle!: { resolve: () => void; reject: (e: unknown) => void };
       const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
-      const w = new Watch(kc);
+      const w = new (k8sLib().Watch)(kc);
       const params = {
         ...selectors, resourceVersion, allowWatchBookmarks: true, timeoutSeconds: opts.watchTimeoutSeconds ?? 300,
       };
@@ -80,7 +81,7 @@ function toEvent<T>(phase: string, obj: unknown): WatchEvent<T> {
 }
 
 /** GET `path?query` on the apiserver with the kubeconfig's credentials; the JSON body of a 2xx answer. */
-async function getJson<B>(kc: KubeConfig, path: string, query: Record<string, string | undefined>, timeoutMs: number, signal?: AbortSignal): Promise<B> {
+export async function getJson<B>(kc: KubeConfig, path: string, query: Record<string, string | undefined>, timeoutMs: number, signal?: AbortSignal): Promise<B> {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw apiFailed(`GET ${path}`, 'the kubeconfig has no current cluster');
   const url = new URL(cluster.server.replace(/\/$/, '') + path);

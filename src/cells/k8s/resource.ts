@@ -10,6 +10,7 @@
  */
 import { Observable, Subject } from 'rxjs';
 import { watchFailed } from './errors.js';
+import { Sleeper } from './sleeper.js';
 
 /** The part of a Kubernetes object a Resource reads. */
 export interface K8sObject {
@@ -81,7 +82,7 @@ export class Resource<T extends K8sObject> {
   private stopped = false;
   private readonly abort = new AbortController();
   private watch?: WatchHandle;
-  private wake?: () => void;
+  private readonly sleeper = new Sleeper();
   private stats = { lists: 0, watches: 0, failures: 0 };
   private last?: Error;
   /** Resolves once the first list is in the cache. */
@@ -106,7 +107,7 @@ export class Resource<T extends K8sObject> {
     this.stopped = true;
     this.abort.abort();
     this.watch?.stop();
-    this.wake?.();
+    this.sleeper.interrupt();
     await this.running;
     this.changes.complete();
   }
@@ -122,6 +123,11 @@ export class Resource<T extends K8sObject> {
         return cache.size;
       },
     };
+  }
+
+  /** The cached object with this key now (also before sync: absent may mean not listed yet). */
+  get(key: string): T | undefined {
+    return this.cache.get(key);
   }
 
   /** Every cached object as an upsert, `sync` once synced, then every change, until stop. */
@@ -246,14 +252,6 @@ export class Resource<T extends K8sObject> {
   }
 
   private sleep(ms: number): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = done;
-    });
+    return this.stopped ? Promise.resolve() : this.sleeper.sleep(ms);
   }
 }
