@@ -34,6 +34,9 @@ t.test('update replaces; recreated with a new uid replaces; delete removes', asy
   await rec.handle(up('default/db', cnp('db', '10.1.0.0/16')), none);
   await rec.handle(up('default/db', cnp('db', '10.2.0.0/16')), none);
   t.equal(repo.get(CNP_DB).length, 1, 'one version');
+  const rev = repo.revision;
+  await rec.handle(up('default/db', cnp('db', '10.2.0.0/16')), none);
+  t.equal(repo.revision, rev, 'the same version again (the replay at start) makes no new revision');
   await rec.handle(up('default/db', cnp('db', '10.3.0.0/16', 'u2')), none);
   t.equal(repo.get(CNP_DB).length, 1, 'the recreated object replaced the old uid\'s rules');
   t.match(JSON.stringify(repo.get(CNP_DB)), /10\.3\.0\.0/);

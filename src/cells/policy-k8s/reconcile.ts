@@ -101,9 +101,15 @@ export class PolicyReconciler {
       return;
     }
     for (const w of t.warnings) this.log.warn({ ...at, warning: w }, 'part of a Kubernetes policy left out (allows less)');
-    // one change: the object's previous rules go as its new ones come
-    const change = this.repo.import(JSON.stringify(t.rules), { replaceWithLabels: objectLabels(this.kind, obj) });
     this.invalid.delete(key);
+    const labels = objectLabels(this.kind, obj);
+    if (JSON.stringify(this.repo.get(labels)) === JSON.stringify(t.rules)) {
+      // unchanged (the replay at start of what the policy store restored): no new revision, no regeneration
+      this.log.debug(at, 'Kubernetes policy unchanged');
+      return;
+    }
+    // one change: the object's previous rules go as its new ones come
+    const change = this.repo.import(JSON.stringify(t.rules), { replaceWithLabels: labels });
     this.log.info({ ...at, rules: t.rules.length, revision: change.revision }, 'Kubernetes policy applied');
   }
 
