@@ -103,10 +103,14 @@ t.test('NetworkPolicies and CNPs from the apiserver in the policy repository', {
   // deleted while the agent was stopped: gone after the next start's sync
   await kubectlOk(c, ['apply', '-f', '-'], netpol('gone-while-down', 443));
   await until('the second NetworkPolicy', () => repo.get([NP, ...named('gone-while-down')]).length === 1);
+  const stoppedAt = repo.revision;
   await a.h.hive.stop();
   await kubectlOk(c, ['delete', 'networkpolicy', 'gone-while-down', '-n', 'default']);
   const again = await agent(t, c, stateDir);
   await until('the CNP seen again after restart', () => again.repo.get([CNP, ...named('db')]).length === 1);
   await until('the policy deleted while down removed at sync', () => again.repo.get([NP, ...named('gone-while-down')]).length === 0);
   t.equal(again.repo.get([CNP, ...named('db')]).length, 1, 'what still exists stays');
+  await until('the CNP job to have handled the replay', () =>
+    findNode(again.a.h.get(HealthTreeToken).snapshot(), (n) => n.message === 'every CiliumNetworkPolicy applied'));
+  t.equal(again.repo.revision, stoppedAt + 1, 'one change after restart (the prune): the unchanged CNP was not re-imported');
 });
