@@ -95,6 +95,17 @@ t.test('NetworkPolicies and CNPs from the apiserver in the policy repository', {
   await until('the fixed CNP', () => JSON.stringify(repo.get([CNP, ...named('db')])).includes('10.2.0.0/16'));
   await until('health ok again', () => !findNode(a.h.get(HealthTreeToken).snapshot(), (n) => /invalid CiliumNetworkPolicy/.test(n.message ?? '')));
 
+  // a clusterwide policy: no namespace label; delete removes it
+  const ccnp = JSON.parse(cnp('cw', '10.5.0.0/16')) as { kind: string; metadata: Record<string, string> };
+  ccnp.kind = 'CiliumClusterwideNetworkPolicy';
+  delete ccnp.metadata.namespace;
+  const CCNP = ['k8s:io.cilium.k8s.policy.derived-from=CiliumClusterwideNetworkPolicy', 'k8s:io.cilium.k8s.policy.name=cw'];
+  await kubectlOk(c, ['apply', '-f', '-'], JSON.stringify(ccnp));
+  const cw = await until('the CCNP rule', () => { const r = repo.get(CCNP); return r.length ? r : undefined; });
+  t.notOk(cw[0].labels?.some((l) => l.startsWith('k8s:io.cilium.k8s.policy.namespace=')), 'a CCNP rule has no namespace label');
+  await kubectlOk(c, ['delete', 'ciliumclusterwidenetworkpolicy', 'cw']);
+  await until('the CCNP rule gone', () => repo.get(CCNP).length === 0);
+
   // delete: gone
   await kubectlOk(c, ['delete', 'networkpolicy', 'web', '-n', 'default']);
   await until('the NetworkPolicy rule gone', () => repo.get([NP, ...named('web')]).length === 0);
