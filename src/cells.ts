@@ -20,6 +20,7 @@ import { lbRebindCell, loadBalancerCell } from './cells/loadbalancer/index.js';
 import { kvstoreCell } from './cells/kvstore/index.js';
 import { monitorCell } from './cells/monitor/index.js';
 import { cidrIPCacheCell, policyCell, PolicyRepositoryToken, type PolicyRepository } from './cells/policy/index.js';
+import { policyK8sCell } from './cells/policy-k8s/index.js';
 import { statedirCell } from './cells/statedir/index.js';
 
 /** Infrastructure: state directory, API server, metrics, status, the cluster's kvstore (etcd, with --kvstore). */
@@ -32,7 +33,7 @@ export const infrastructure: readonly Cell[] = [statedirCell, apiServerCell, met
  * pod endpoints' labels from their Pods and Namespaces (at CNI ADD and on every change).
  * Without either, nothing is loaded or started and the status says Disabled.
  */
-export const kubernetes: readonly Cell[] = [k8sCell, k8sResourcesCell, k8sPodLabelsCell];
+export const kubernetes: readonly Cell[] = [k8sCell, k8sResourcesCell, k8sPodLabelsCell, policyK8sCell];
 
 /**
  * Control plane: identities, policy (with its CIDR identities in the ipcache, without which a
