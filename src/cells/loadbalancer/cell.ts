@@ -11,9 +11,9 @@ import { BpfDatapathConfigToken, type BpfDatapathConfig } from '../datapath-bpf/
 import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
 import { IPAMToken, type IPAM } from '../ipam/index.js';
 import { ApiServerConfigToken, parseListenAddress, type ApiServerConfig } from '../api-server/index.js';
-import { Netlink, watchAddresses, type AddressWatch } from '../../netlink/index.js';
 import { formatL3n4 } from './addr.js';
-import { NodeAddresses, type InterfaceAddress, type LocalRoute } from './node-addrs.js';
+import { NodeAddresses } from './node-addrs.js';
+import { interfaceLister, NODE_ADDRESS_POLL_MS, type AddressChanges } from './iface-lister.js';
 import { LBConfigToken, lbConfigSchema, type LBConfig } from './config.js';
 import { selectLBMaps } from './lb-maps.js';
 import { LBOps } from './lb-ops.js';
@@ -36,42 +36,6 @@ const NODE_ADDRESS_RESYNC_MS = 30_000;
 /** Token for the node's own addresses (what no frontend but NodePort may take). */
 export const NodeAddressesToken = token<NodeAddresses>('NodeAddresses');
 
-/** RTN_LOCAL: a route of the local table whose addresses are the node's. */
-const RTN_LOCAL = 2;
-/** The local routing table. */
-const RT_TABLE_LOCAL = 255;
-
-/**
- * Every address of every interface, and every local route, of the agent's network namespace, over
- * rtnetlink (one socket, kept open).
- */
-function interfaceLister(): { list: () => Promise<InterfaceAddress[]>; localRoutes: () => Promise<LocalRoute[]>; close: () => Promise<void> } {
-  let nl: Netlink | undefined;
-  let closed = false;
-  const open = async (): Promise<{ nl: Netlink; dev: (index: number) => string }> => {
-    if (closed) throw new Error('the agent is stopping: the node\'s addresses are no longer listed');
-    nl ??= Netlink.open();
-    const names = new Map((await nl.listLinks()).map((l) => [l.index, l.name]));
-    return { nl, dev: (i) => names.get(i) ?? `#${i}` };
-  };
-  return {
-    list: async () => {
-      const { nl, dev } = await open();
-      return (await nl.listAddresses()).map((a) => ({ ip: a.address, dev: dev(a.index) }));
-    },
-    localRoutes: async () => {
-      const { nl, dev } = await open();
-      return (await nl.listRoutes({ table: RT_TABLE_LOCAL })).filter((r) => r.type === RTN_LOCAL).map((r) => ({ cidr: r.dst, dev: dev(r.ifindex) }));
-    },
-    close: async () => {
-      closed = true;
-      const n = nl;
-      nl = undefined;
-      await n?.close();
-    },
-  };
-}
-
 /**
  * The node's own addresses: listed at start (before the services are restored, so a stored
  * service that collides comes back disabled), again on every link or address notification of the
@@ -84,24 +48,25 @@ function newNodeAddresses(api: ApiServerConfig, ipam: IPAM, lc: Lifecycle, jobs:
   // `:PORT` is served on loopback only (api-server/server.ts), not on every address
   const listen = parsed ? { raw: api.apiListenAddress, host: parsed.host || '127.0.0.1', port: parsed.port } : undefined;
   const addrs = new NodeAddresses({ interfaces: ifaces.list, localRoutes: ifaces.localRoutes, gateways: () => ipam.status(), ...(listen ? { api: listen } : {}) });
-  let watch: AddressWatch | undefined;
+  let changes: AddressChanges | undefined;
   lc.append({
     name: 'lb-node-addresses',
     onStart: async () => {
       try {
         // the watch first: no change falls between it and the listing
-        watch = watchAddresses(() => {
+        changes = ifaces.watch(() => {
           addrs.refresh().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'listing the node\'s addresses after a change failed; the periodic listing retries'));
         });
         await addrs.refresh();
       } catch (err) {
         throw nodeAddressesUnknown(err);
       }
-      log.info({ addresses: addrs.interfaceAddresses().size }, 'the node\'s addresses are listed and watched: no frontend but NodePort may take one');
+      if (changes.polled) log.warn({ addresses: addrs.interfaceAddresses().size, everyMs: NODE_ADDRESS_POLL_MS }, `the netlink addon is not built: the node's addresses are polled from the kernel's interface list (${changes.polled}); build it (npm run build) for rtnetlink notifications and local routes`);
+      else log.info({ addresses: addrs.interfaceAddresses().size }, 'the node\'s addresses are listed and watched: no frontend but NodePort may take one');
     },
     onStop: async () => {
-      watch?.close();
-      watch = undefined;
+      changes?.close();
+      changes = undefined;
       await ifaces.close();
     },
   });
