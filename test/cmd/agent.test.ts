@@ -1,6 +1,6 @@
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -49,6 +49,7 @@ t.test('cellium-agent', { skip: built ? false : 'dist/ not built: run npm run bu
   t.test('runs in the foreground and stops cleanly on SIGTERM and SIGINT with exit 0', async (t) => {
     for (const sig of ['SIGTERM', 'SIGINT'] as const) {
       const dir = mkdtempSync(join(tmpdir(), 'cellium-agent-'));
+      t.teardown(() => rmSync(dir, { recursive: true, force: true }));
       const p = spawn(process.execPath, [bin, ...isolatedFlags(dir)], { stdio: ['ignore', 'pipe', 'pipe'] });
       let err = '';
       let sent = false;

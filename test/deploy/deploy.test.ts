@@ -1,6 +1,6 @@
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -26,6 +26,7 @@ t.test('systemd unit', async (t) => {
   const hasAnalyze = spawnSync('systemd-analyze', ['--version']).status === 0;
   t.test('systemd-analyze verify', { skip: hasAnalyze ? false : 'systemd-analyze not installed' }, async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'cellium-unit-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'cellium-agent.service');
     writeFileSync(file, localUnit());
     const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8' });
@@ -34,6 +35,7 @@ t.test('systemd unit', async (t) => {
   });
   t.test('ExecStart runs the agent, which stops cleanly on the unit\'s KillSignal', { skip: built ? false : 'dist/ not built' }, async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'cellium-unit-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const exec = /^ExecStart=(\S+) \$CELLIUM_AGENT_ARGS$/m.exec(localUnit())![1]!;
     const p = spawn(exec, isolatedFlags(dir), { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, CELLIUM_LOG_LEVEL: 'info' } });
     let err = '';

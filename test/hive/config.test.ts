@@ -1,5 +1,5 @@
 import t from 'tap';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -49,6 +49,7 @@ t.test('defaults apply when nothing is set', async (t) => {
 
 t.test('precedence: flag > env > file > default', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'cellium-cfg-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'c.yaml');
   writeFileSync(file, 'endpoint-gc-interval: 1m\nmax-endpoints: 100\nenable-policy: false\nipv4-ranges: [10.0.0.0/8]\n');
   const seen: { cfg?: ValuesOf<typeof schema> } = {};
@@ -68,6 +69,7 @@ t.test('precedence: flag > env > file > default', async (t) => {
 
 t.test('JSON config files work too', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'cellium-cfg-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'c.json');
   writeFileSync(file, JSON.stringify({ 'datapath-mode': 'memory' }));
   const seen: { cfg?: ValuesOf<typeof schema> } = {};
@@ -80,6 +82,7 @@ t.test('JSON config files work too', async (t) => {
 t.test('unknown keys name the closest valid one', async (t) => {
   t.throws(() => hiveWith({}).configure({ argv: ['--endpoint-gc-intervall=1m'] }), /unknown flag --endpoint-gc-intervall; did you mean "--endpoint-gc-interval"\?/);
   const dir = mkdtempSync(join(tmpdir(), 'cellium-cfg-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'c.yaml');
   writeFileSync(file, 'datapath-mod: bpf\n');
   t.throws(() => hiveWith({}).configure({ file }), /unknown key in config file .*c\.yaml: "datapath-mod"; did you mean "datapath-mode"\?/);
