@@ -24,8 +24,8 @@ export interface CrdRegistrarDeps {
 
 /** Adds the CRD registration to the lifecycle (nothing when Kubernetes is disabled or --skip-crd-creation). */
 export function registerCrds(d: CrdRegistrarDeps, opts: EnsureCrdsOptions = {}): void {
-  const h = d.health.scope('crds');
   if (!d.client.enabled) return;
+  const h = d.health.scope('crds');
   if (d.cfg.skipCrdCreation) {
     h.ok('not registered (--skip-crd-creation): installed by the operator');
     return;
