@@ -24,7 +24,10 @@ export interface CrdRegistrarDeps {
 
 /** Adds the CRD registration to the lifecycle (nothing when Kubernetes is disabled or --skip-crd-creation). */
 export function registerCrds(d: CrdRegistrarDeps, opts: EnsureCrdsOptions = {}): void {
-  if (!d.client.enabled) return;
+  if (!d.client.enabled) {
+    d.health.ok('disabled: no --k8s-kubeconfig-path and not in a pod');
+    return;
+  }
   const h = d.health.scope('crds');
   if (d.cfg.skipCrdCreation) {
     h.ok('not registered (--skip-crd-creation): installed by the operator');

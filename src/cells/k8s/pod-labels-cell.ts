@@ -6,6 +6,7 @@
  * and it regenerates, getting its new identity and programs without a new ADD.
  */
 import { invoke, module, provide, provideInto } from '../../hive/cell.js';
+import { HealthToken, type Health } from '../../hive/health.js';
 import { JobsToken, type Jobs } from '../../hive/jobs.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
@@ -38,7 +39,8 @@ export const k8sPodLabelsCell = module(
   provide(K8sPodLabelsToken, (pods: AgentResource<Pod>, nss: AgentResource<Namespace>, cfg: K8sConfig, kv: KVStoreConfig) =>
     new K8sPodLabels(pods, nss, kv.clusterName, cfg.k8sNodeName, cfg.k8sPodWaitTimeout), LocalPodsToken, NamespacesToken, K8sConfigToken, KVStoreConfigToken),
   provideInto(PodLabelSourcesToken, (src: K8sPodLabels): PodLabelSource => src, K8sPodLabelsToken),
-  invoke('k8s-pod-relabel', (src: K8sPodLabels, manager: EndpointManagerImpl, jobs: Jobs, log: Logger) => {
+  invoke('k8s-pod-relabel', (src: K8sPodLabels, manager: EndpointManagerImpl, jobs: Jobs, log: Logger, health: Health) => {
     if (src.enabled) jobs.observer('k8s-pod-relabel', src.changes(), (change) => relabelEndpoints(src, manager, change, log));
-  }, K8sPodLabelsToken, EndpointManagerImplToken, JobsToken, LoggerToken),
+    else health.ok('disabled: no --k8s-kubeconfig-path and not in a pod');
+  }, K8sPodLabelsToken, EndpointManagerImplToken, JobsToken, LoggerToken, HealthToken),
 );

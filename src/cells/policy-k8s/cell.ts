@@ -17,7 +17,7 @@ import {
 import { PolicyRepositoryToken, PolicyRestoreToken, type PolicyRepository, type PolicyRestore } from '../policy/index.js';
 import { eventReporter } from './events.js';
 import { PolicyReconciler, type InvalidReporter, type PolicyKind } from './reconcile.js';
-import type { Health } from '../../hive/health.js';
+import { HealthToken, type Health } from '../../hive/health.js';
 
 /** Says in the job's health which objects of its kind are invalid (not applied), or that all are applied. */
 function reportHealth(rec: PolicyReconciler, health: Health): void {
@@ -49,13 +49,16 @@ export const policyK8sCell = module(
   'NetworkPolicies and Cilium(Clusterwide)NetworkPolicies from Kubernetes into the policy repository',
   invoke('policy-k8s', (
     nps: AgentResource<NetworkPolicy>, cnps: AgentResource<CiliumNetworkPolicy>, ccnps: AgentResource<CiliumNetworkPolicy>,
-    repo: PolicyRepository, restore: PolicyRestore, client: K8sClient, cfg: K8sConfig, jobs: Jobs, log: Logger,
+    repo: PolicyRepository, restore: PolicyRestore, client: K8sClient, cfg: K8sConfig, jobs: Jobs, log: Logger, health: Health,
   ) => {
-    if (!client.enabled) return;
+    if (!client.enabled) {
+      health.ok('disabled: no --k8s-kubeconfig-path and not in a pod');
+      return;
+    }
     const report = eventReporter(client, cfg.k8sNodeName);
     watchKind(jobs, 'NetworkPolicy', nps, repo, restore, log, report);
     watchKind(jobs, 'CiliumNetworkPolicy', cnps, repo, restore, log, report);
     watchKind(jobs, 'CiliumClusterwideNetworkPolicy', ccnps, repo, restore, log, report);
   }, NetworkPoliciesToken, CiliumNetworkPoliciesToken, CiliumClusterwideNetworkPoliciesToken,
-  PolicyRepositoryToken, PolicyRestoreToken, K8sClientToken, K8sConfigToken, JobsToken, LoggerToken),
+  PolicyRepositoryToken, PolicyRestoreToken, K8sClientToken, K8sConfigToken, JobsToken, LoggerToken, HealthToken),
 );
