@@ -2,27 +2,7 @@
  * JSON schema (ajv) of a networking.k8s.io/v1 NetworkPolicy, the fields the translation reads;
  * unknown fields of the spec are rejected by name (nothing is silently ignored).
  */
-
-const labelSelector = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    matchLabels: { type: 'object', additionalProperties: { type: 'string' } },
-    matchExpressions: {
-      type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['key', 'operator'],
-        properties: {
-          key: { type: 'string', minLength: 1 },
-          operator: { enum: ['In', 'NotIn', 'Exists', 'DoesNotExist'] },
-          values: { type: 'array', items: { type: 'string' } },
-        },
-      },
-    },
-  },
-};
+import { labelSelectorSchema as labelSelector } from '../policy/index.js';
 
 const peer = {
   type: 'object',

@@ -19,3 +19,4 @@ export { parsePolicyText, validateSchema, type RuleInput, type RuleSource } from
 export type { CompiledRule } from './rule.js';
 export { cidrIPCacheCell, cidrOfIdentity } from './cidr-ipcache.js';
 export * from './cell.js';
+export { labelSelector as labelSelectorSchema } from './schema.js';

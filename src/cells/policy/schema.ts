@@ -8,7 +8,8 @@ import { ENTITY_NAMES } from './entities.js';
 /** Protocols accepted in toPorts. */
 export const PROTOCOLS = ['TCP', 'UDP', 'SCTP', 'ICMP', 'ANY'] as const;
 
-const labelSelector = {
+/** JSON schema of a Kubernetes LabelSelector (matchLabels, matchExpressions), shared with policy-k8s. */
+export const labelSelector = {
   type: 'object',
   additionalProperties: false,
   properties: {
