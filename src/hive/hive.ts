@@ -122,7 +122,13 @@ export class Hive {
     if (this.state !== 'populated') throw new HiveStateError(`cannot start a hive that is ${this.state}`);
     this.state = 'starting';
     const began = performance.now();
-    await this.lifecycle.start(this.timeouts(), (h, phase) => this.logHook(h, phase));
+    try {
+      await this.lifecycle.start(this.timeouts(), (h, phase) => this.logHook(h, phase));
+    } catch (err) {
+      // jobs never started; what immediate observers subscribed at construction ends here
+      for (const g of this.jobGroups) await g.stop().catch(() => undefined);
+      throw err;
+    }
     for (const g of this.jobGroups) g.start();
     this.state = 'started';
     this.log.info({ durationMs: Math.round(performance.now() - began), hooks: this.lifecycle.list().length }, 'hive started');

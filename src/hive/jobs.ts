@@ -37,6 +37,22 @@ export interface TimerOptions {
   readonly debounceMs?: number;
 }
 
+/** Options of an observer job. */
+export interface ObserverOptions {
+  /**
+   * Subscribe when the job is added (the cell's construction) instead of when the hive's jobs
+   * start: for sources whose values during the start hooks matter (an identity allocated while
+   * endpoints are restored). Named, with health and unsubscribed at stop like any job.
+   */
+  readonly immediate?: boolean;
+  /**
+   * Call the handler inside the source's `next`, not after the previous handler's promise: for
+   * synchronous handlers whose effect callers rely on once `next` returns. A thrown error marks
+   * the job degraded and the next value is still handled.
+   */
+  readonly sync?: boolean;
+}
+
 /** Runs a timer job now (after the debounce), outside its interval. */
 export interface Trigger {
   trigger(): void;
@@ -46,7 +62,7 @@ export interface Trigger {
 export interface Jobs {
   oneShot(name: string, fn: (ctx: JobContext) => Promise<void>, opts?: OneShotOptions): void;
   timer(name: string, fn: (ctx: JobContext) => Promise<void>, intervalMs: number, opts?: TimerOptions): Trigger;
-  observer<T>(name: string, source: Observable<T>, fn: (value: T, ctx: JobContext) => Promise<void> | void): void;
+  observer<T>(name: string, source: Observable<T>, fn: (value: T, ctx: JobContext) => Promise<void> | void, opts?: ObserverOptions): void;
 }
 
 /** Token for the module's job group. */
@@ -63,6 +79,8 @@ interface RunningJob {
 export class JobGroup implements Jobs {
   private readonly jobs: RunningJob[] = [];
   private ac?: AbortController;
+  /** Aborted at stop, started or not: ends what immediate jobs subscribed at construction. */
+  private readonly early = new AbortController();
 
   constructor(
     readonly module: string,
@@ -162,31 +180,55 @@ export class JobGroup implements Jobs {
   }
 
   /** See Jobs. */
-  observer<T>(name: string, source: Observable<T>, fn: (value: T, ctx: JobContext) => Promise<void> | void): void {
+  observer<T>(name: string, source: Observable<T>, fn: (value: T, ctx: JobContext) => Promise<void> | void, opts: ObserverOptions = {}): void {
     const h = this.health.scope(`observer-${name}`);
     let sub: Subscription | undefined;
     let chain: Promise<void> = Promise.resolve();
+    // an immediate job's handlers see the group's early signal until the hive starts its jobs
+    let signal: AbortSignal = this.early.signal;
+    const failed = (err: unknown): void => {
+      h.degraded(`handler failed: ${errorMessage(err)}`, toError(err));
+      this.log.warn({ job: name, err: errorMessage(err) }, 'observer job handler failed');
+    };
+    const handle = (v: T): void => {
+      const ctx = { signal, health: h };
+      if (opts.sync) {
+        if (signal.aborted) return;
+        try {
+          const r = fn(v, ctx);
+          if (r) r.catch(failed);
+        } catch (err) {
+          failed(err);
+        }
+        return;
+      }
+      chain = chain.then(async () => {
+        if (signal.aborted) return;
+        try {
+          await fn(v, ctx);
+        } catch (err) {
+          failed(err);
+        }
+      });
+    };
+    const subscribe = (): void => {
+      h.ok('subscribed');
+      sub = source.subscribe({
+        next: handle,
+        error: (err: unknown) => h.degraded(`source failed: ${errorMessage(err)}`, toError(err)),
+        complete: () => h.stopped('source completed'),
+      });
+    };
+    if (opts.immediate) {
+      subscribe();
+      this.early.signal.addEventListener('abort', () => sub?.unsubscribe(), { once: true });
+    }
     this.add({
       name,
-      start: (signal) => {
-        const ctx = { signal, health: h };
-        h.ok('subscribed');
-        sub = source.subscribe({
-          next: (v) => {
-            chain = chain.then(async () => {
-              if (signal.aborted) return;
-              try {
-                await fn(v, ctx);
-              } catch (err) {
-                h.degraded(`handler failed: ${errorMessage(err)}`, toError(err));
-                this.log.warn({ job: name, err: errorMessage(err) }, 'observer job handler failed');
-              }
-            });
-          },
-          error: (err: unknown) => h.degraded(`source failed: ${errorMessage(err)}`, toError(err)),
-          complete: () => h.stopped('source completed'),
-        });
-        signal.addEventListener('abort', () => sub?.unsubscribe(), { once: true });
+      start: (s) => {
+        signal = s;
+        if (!opts.immediate) subscribe();
+        s.addEventListener('abort', () => sub?.unsubscribe(), { once: true });
       },
       done: () => chain,
     });
@@ -206,6 +248,7 @@ export class JobGroup implements Jobs {
   /** Aborts every job and waits for their current runs. */
   async stop(): Promise<void> {
     this.ac?.abort(new Error('hive stopping'));
+    this.early.abort(new Error('hive stopping'));
     await Promise.all(this.jobs.map((j) => j.done().catch(() => undefined)));
     this.health.stopped('jobs stopped');
   }

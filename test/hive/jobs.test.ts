@@ -96,3 +96,53 @@ t.test('observer jobs handle every value and report handler failures in health',
   t.equal(worker?.level, 'degraded', 'the module shows its worst child');
   await h.stop();
 });
+
+t.test('an immediate observer sees values emitted during the start hooks; a sync one handles them inside next', async (t) => {
+  const { LifecycleToken } = await import('../../src/hive/index.js');
+  const src = new Subject<number>();
+  const immediate: number[] = [];
+  const late: number[] = [];
+  const Svc = token<true>('Svc');
+  const h = new Hive([
+    module('svc', 'Svc', provide(Svc, (lc: { append(h: object): void }, j: Jobs) => {
+      j.observer('immediate', src, (n) => { immediate.push(n); }, { immediate: true, sync: true });
+      j.observer('late', src, (n) => { late.push(n); });
+      lc.append({ onStart: () => { src.next(1); } });
+      return true as const;
+    }, LifecycleToken, JobsToken)),
+    invoke('svc', (_s: true) => undefined, Svc),
+  ], { logger: silentLogger() });
+  const tree: HealthTree = h.get(HealthTreeToken);
+  await h.start();
+  t.same(immediate, [1], 'the value a start hook emitted reached the immediate observer');
+  t.same(late, [], 'an ordinary observer subscribes when the jobs start');
+  src.next(2);
+  t.same(immediate, [1, 2], 'a sync observer has handled the value when next returns');
+  await sleep(5);
+  t.same(late, [2]);
+  t.ok(h.jobs().includes('svc: immediate'), 'listed with the module\'s jobs');
+  await h.stop();
+  src.next(3);
+  t.same(immediate, [1, 2], 'unsubscribed at stop');
+  const svc = tree.snapshot().children.find((c) => c.name === 'svc');
+  t.ok(svc?.children.some((c) => c.name === 'observer-immediate'), 'has a health node of its own');
+});
+
+t.test('an immediate observer of a hive whose start failed is unsubscribed', async (t) => {
+  const { LifecycleToken } = await import('../../src/hive/index.js');
+  const src = new Subject<number>();
+  const seen: number[] = [];
+  const Svc = token<true>('Svc');
+  const h = new Hive([
+    module('svc', 'Svc', provide(Svc, (lc: { append(h: object): void }, j: Jobs) => {
+      j.observer('immediate', src, (n) => { seen.push(n); }, { immediate: true, sync: true });
+      lc.append({ onStart: () => { throw new Error('no datapath'); } });
+      return true as const;
+    }, LifecycleToken, JobsToken)),
+    invoke('svc', (_s: true) => undefined, Svc),
+  ], { logger: silentLogger() });
+  await t.rejects(h.start());
+  src.next(1);
+  t.same(seen, [], 'nothing handled after the failed start');
+  t.equal(src.observed, false, 'no subscriber left on the source');
+});
