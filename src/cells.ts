@@ -8,18 +8,18 @@ import { apiHandlerCells } from './cells/api-handlers/index.js';
 import { metricsCell } from './cells/api-metrics/index.js';
 import { apiServerCell } from './cells/api-server/index.js';
 import { cniServerCell } from './cells/cni-server/index.js';
-import { clusterCell, PodCIDRToken, type PodCIDR } from './cells/cluster/index.js';
+import { clusterCell, PodCIDRToken } from './cells/cluster/index.js';
 import { datapathCell } from './cells/datapath/index.js';
 import { memoryDatapathCell } from './cells/datapath-memory/index.js';
 import { bpfDatapathCell } from './cells/datapath-bpf/index.js';
-import { endpointCell, EndpointManagerToken, type EndpointManager } from './cells/endpoint/index.js';
-import { identityCell, IdentityAllocatorToken, type IdentityAllocator } from './cells/identity/index.js';
-import { ipamCell, IPAMToken, type IPAM } from './cells/ipam/index.js';
+import { endpointCell, EndpointManagerToken } from './cells/endpoint/index.js';
+import { identityCell, IdentityAllocatorToken } from './cells/identity/index.js';
+import { ipamCell, IPAMToken } from './cells/ipam/index.js';
 import { k8sCell, k8sPodLabelsCell, k8sResourcesCell, K8sStatusToken, type K8sStatusReporter } from './cells/k8s/index.js';
 import { lbRebindCell, loadBalancerCell } from './cells/loadbalancer/index.js';
 import { kvstoreCell } from './cells/kvstore/index.js';
 import { monitorCell } from './cells/monitor/index.js';
-import { cidrIPCacheCell, policyCell, PolicyRepositoryToken, type PolicyRepository } from './cells/policy/index.js';
+import { cidrIPCacheCell, policyCell, PolicyRepositoryToken } from './cells/policy/index.js';
 import { policyK8sCell } from './cells/policy-k8s/index.js';
 import { statedirCell } from './cells/statedir/index.js';
 
@@ -59,12 +59,10 @@ export const datapath: ModuleCell = module('datapath-plane', 'Datapath', datapat
  * everything they depend on), which appends their start/stop hooks and jobs.
  */
 const agentInvokes: readonly Cell[] = [
-  invoke(
-    'control-plane',
-    (_i: IdentityAllocator, _p: PolicyRepository, _ipam: IPAM, _c: PodCIDR, _e: EndpointManager) => undefined,
-    // the pod CIDR claim before the endpoints: its start hook sets the IPAM pool before restore
-    IdentityAllocatorToken, PolicyRepositoryToken, IPAMToken, PodCIDRToken, EndpointManagerToken,
-  ),
+  // the pod CIDR claim before the endpoints: its start hook sets the IPAM pool before restore
+  invoke('control-plane', () => undefined, {
+    identities: IdentityAllocatorToken, policy: PolicyRepositoryToken, ipam: IPAMToken, podCIDR: PodCIDRToken, endpoints: EndpointManagerToken,
+  }),
   // after the endpoints' restore: LB maps a changed --bpf-lb-map-max replaced are rebound
   lbRebindCell,
   // every Kubernetes resource (the status reporter depends on them all)
