@@ -16,6 +16,7 @@ import { endpointCell, EndpointManagerToken, type EndpointManager } from './cell
 import { identityCell, IdentityAllocatorToken, type IdentityAllocator } from './cells/identity/index.js';
 import { ipamCell, IPAMToken, type IPAM } from './cells/ipam/index.js';
 import { k8sCell, k8sPodLabelsCell, k8sResourcesCell, K8sStatusToken, type K8sStatusReporter } from './cells/k8s/index.js';
+import { k8sEndpointSyncCell } from './cells/k8s-endpoint-sync/index.js';
 import { lbRebindCell, loadBalancerCell } from './cells/loadbalancer/index.js';
 import { kvstoreCell } from './cells/kvstore/index.js';
 import { monitorCell } from './cells/monitor/index.js';
@@ -33,7 +34,7 @@ export const infrastructure: readonly Cell[] = [statedirCell, apiServerCell, met
  * pod endpoints' labels from their Pods and Namespaces (at CNI ADD and on every change).
  * Without either, nothing is loaded or started and the status says Disabled.
  */
-export const kubernetes: readonly Cell[] = [k8sCell, k8sResourcesCell, k8sPodLabelsCell, policyK8sCell];
+export const kubernetes: readonly Cell[] = [k8sCell, k8sResourcesCell, k8sPodLabelsCell, policyK8sCell, k8sEndpointSyncCell];
 
 /**
  * Control plane: identities, policy (with its CIDR identities in the ipcache, without which a

@@ -12,6 +12,7 @@ export {
   type K8sObject, type ListWatcher, type ResourceEvent, type ResourceOptions, type Store, type WatchEvent, type WatchHandle,
 } from './resource.js';
 export { K8sError, type K8sErrorCode } from './errors.js';
+export { apiRequest, type Answer, type RequestBounds } from './api-request.js';
 export * from './cell.js';
 export * from './types.js';
 export * from './resources.js';
