@@ -6,6 +6,7 @@ import { JobsToken } from '../../hive/jobs.js';
 import { LifecycleToken } from '../../hive/lifecycle.js';
 import { LoggerToken } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
+import { abortable } from '../../lib/abortable.js';
 import { detectNodeIP } from '../cluster/index.js';
 import { EndpointCreationHooksToken, EndpointManagerToken, EndpointRestorerToken, type EndpointCreationHook } from '../endpoint/index.js';
 import { K8sClientToken, K8sConfigToken, LocalPodsToken } from '../k8s/index.js';
@@ -43,7 +44,7 @@ function newSynchronizer(d: DepsValues<typeof syncDeps>): EndpointSynchronizer |
   d.jobs.observer('cep-endpoint-restored', d.manager.restored$, (ep) => s.add(ep), now);
   d.jobs.observer('cep-endpoint-deleted', d.manager.deleted$, (ep) => s.remove(ep), now);
   d.jobs.oneShot('cep-stale-sweep', async ({ signal }) => {
-    await d.restorer.done;
+    await abortable(d.restorer.done, signal);
     const removed = await s.removeStale(signal);
     d.log.info({ removed }, `stale CiliumEndpoints of this node removed: ${removed.length}`);
   }, { retries: Number.MAX_SAFE_INTEGER, backoff: { minMs: 500, maxMs: 30_000 } });
