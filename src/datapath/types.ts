@@ -23,7 +23,7 @@ export const ReservedIdentity = {
  * One entry of an endpoint's policy map state, as the control plane computes it.
  * identity 0 = any identity; protocol 0 = any protocol (then port must be 0); port 0 = any port.
  * `endPort` (inclusive, >= port) turns the entry into a port range. `deny` entries drop.
- * The datapath expands ranges into LPM prefixes (see policy-lpm.ts) and looks up the most specific
+ * The datapath expands ranges into LPM prefixes (see src/maps/policy/key.ts) and looks up the most specific
  * entry for the peer's identity and for identity 0; a deny from either lookup drops, otherwise any
  * match allows, otherwise the packet drops. "Allow all in a direction" is the entry
  * {identity 0, protocol 0, port 0} in that direction.

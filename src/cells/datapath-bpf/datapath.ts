@@ -11,14 +11,14 @@
 import { hostCidr } from '../../lib/addr.js';
 import { networkInterfaces } from 'node:os';
 import { Subject, type Observable } from 'rxjs';
-import { type LxcValue } from '../../maps/index.js';
+import type { LxcValue } from '../../maps/index.js';
 import { endpointPrograms, kernelVerdict, pinnedEndpoints, unloadEndpointProgram } from './lxc/index.js';
 import { withNetlink } from '../../netlink/index.js';
 import type { Logger } from '../../hive/logger.js';
 import { IPCACHE_MAP, LXC_MAP } from '../../datapath/map-names.js';
 import { ReservedIdentity, type Datapath, type Direction, type LiveEndpoint, type LostProgram, type PacketSpec, type Verdict } from '../../datapath/types.js';
 import type { CtTimeouts } from '../../datapath/conntrack.js';
-import type { VerdictPacket } from '../../datapath/verdict-model.js';
+import type { VerdictPacket } from '../../datapath/model/verdict.js';
 import type { BpfDatapathConfig } from './config.js';
 import { CtGarbageCollector } from './ct-gc.js';
 import { staleInterfaceNotDeleted, wrapBpf } from './errors.js';
