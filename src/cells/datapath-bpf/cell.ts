@@ -6,9 +6,10 @@ import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { bpfAvailable } from '../../bpf/index.js';
 import { MetricsCollectorsToken, type MetricsCollector } from '../api-metrics/types.js';
-import { ctTimeoutsOf } from '../datapath/types.js';
-import { DatapathConfigToken, DatapathProvidersToken, SelectedDatapathToken, sysfsLinkChecker, type DatapathConfig, type DatapathProvider, type SelectedDatapath } from '../datapath/types.js';
-import { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from './config.js';
+import {
+  ctTimeoutsOf, DatapathConfigToken, DatapathProvidersToken, SelectedDatapathToken, sysfsLinkChecker, type DatapathConfig, type DatapathProvider, type SelectedDatapath,
+} from '../datapath/index.js';
+import { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from '../../datapath/bpf-config.js';
 import { registerCtGcMetrics } from './ct-metrics.js';
 import { registerTrafficMetrics } from './traffic-metrics.js';
 import { BpfDatapath } from './datapath.js';

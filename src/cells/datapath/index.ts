@@ -7,8 +7,8 @@
  */
 import { config, module, provide } from '../../hive/cell.js';
 import { LoggerToken } from '../../hive/logger.js';
-import { DatapathConfigToken, DatapathProvidersToken, LinkCheckerToken, SelectedDatapathToken, datapathConfigSchema, selectDatapath, type SelectedDatapath } from './select.js';
-import { DatapathToken } from '../../datapath/types.js';
+import { DatapathConfigToken, DatapathProvidersToken, SelectedDatapathToken, datapathConfigSchema, selectDatapath, type SelectedDatapath } from './select.js';
+import { DatapathToken, LinkCheckerToken } from '../../datapath/types.js';
 
 export * from '../../datapath/types.js';
 export * from './select.js';

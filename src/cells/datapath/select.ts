@@ -10,7 +10,7 @@ import { oneOf, type ValuesOf } from '../../hive/config/fields.js';
 import type { Logger } from '../../hive/logger.js';
 import { groupToken, token } from '../../hive/token.js';
 import { conntrackConfigSchema } from './ct-config.js';
-import type { Datapath } from '../../datapath/types.js';
+import type { Datapath, LinkChecker } from '../../datapath/types.js';
 
 /** Datapath modes. */
 export const DATAPATH_MODES = ['auto', 'bpf', 'memory'] as const;
@@ -29,12 +29,6 @@ export type DatapathConfig = ValuesOf<typeof datapathConfigSchema>;
 
 /** Token for the datapath configuration. */
 export const DatapathConfigToken = token<DatapathConfig>('DatapathConfig');
-
-/** Whether a host-side interface exists (endpoint GC and restore). */
-export type LinkChecker = (ifName: string) => Promise<boolean>;
-
-/** Token for the LinkChecker of the selected datapath. */
-export const LinkCheckerToken = token<LinkChecker>('LinkChecker');
 
 /** The real check: `/sys/class/net/<ifname>` exists. */
 export const sysfsLinkChecker: LinkChecker = async (ifName) => /^[^/\0]{1,15}$/.test(ifName) && ifName !== '.' && ifName !== '..' && existsSync(`/sys/class/net/${ifName}`);
