@@ -4,7 +4,7 @@ import t from 'tap';
 import { readdirSync } from 'node:fs';
 import { BpfError, BpfMap, MapType, TypedMap, UpdateFlags, type Codec } from '../../src/bpf/index.js';
 import { openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readDropCounters, syncPolicyMap } from '../../src/maps/index.js';
-import { expandPolicy, policyKeyId } from '../../src/datapath/policy-lpm.js';
+import { expandPolicy, policyKeyId } from '../../src/maps/policy/key.js';
 import type { PolicyEntry } from '../../src/datapath/types.js';
 import { skipUnlessBpf, testBpfRoot } from './fixtures/topology.js';
 

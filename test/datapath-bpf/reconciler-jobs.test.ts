@@ -24,9 +24,9 @@ t.test('the BPF map reconcilers are hive jobs with a health scope each', { skip:
   const agent = await startBpfAgent(c, root, POOL);
   const jobs = agent.h.hive.jobs();
   for (const table of ['cellium_lxc', 'cellium_ipcache', 'cellium_policy']) {
-    t.ok(jobs.includes(`datapath-bpf: reconcile-${table}`), `datapath-bpf: reconcile-${table} is one of the hive's jobs`);
+    t.ok(jobs.includes(`datapath-plane/datapath-bpf: reconcile-${table}`), `datapath-plane/datapath-bpf: reconcile-${table} is one of the hive's jobs`);
   }
-  t.ok(jobs.includes('loadbalancer: reconcile-lb-frontends'), 'so is the loadbalancer\'s reconciler of frontends into the LB maps');
+  t.ok(jobs.includes('controlplane/loadbalancer: reconcile-lb-frontends'), 'so is the loadbalancer\'s reconciler of frontends into the LB maps');
   const tree = agent.h.get(HealthTreeToken);
   t.match(findNode(tree.snapshot(), 'job-reconcile-lb-frontends')?.message, /: 0\/0 done$/, 'with its table in its health scope');
   const pod = await allocatePod(c, agent.client, 'rj');

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import type { PolicyEntry } from '../../src/datapath/types.js';
 import { createTopology, ip, skipUnlessBpf, testBpfRoot, type TrafficAgent } from '../bpf/fixtures/topology.js';
 import { be, fe, svc } from './helpers.js';
-import { lbHash } from '../../src/datapath/lb-model.js';
+import { lbHash } from '../../src/datapath/model/lb.js';
 
 const skip = skipUnlessBpf();
 const EP = '10.161.0.2';

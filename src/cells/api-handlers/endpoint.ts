@@ -10,7 +10,8 @@ import { ApiLimiterName } from '../api-server/types.js';
 import { ApiOperationsToken, ApiRoutersToken, type ApiOperations, type ApiResponse } from '../api-server/types.js';
 import type { EndpointChangeRequest } from '../endpoint/types.js';
 import { EndpointAPIManagerToken, EndpointManagerToken, type EndpointAPIManager, type EndpointManager, type EndpointView } from '../endpoint/types.js';
-import { badField, domainErrors, notFound } from './errors.js';
+import { badField, notFound } from '../api-server/index.js';
+import { domainErrors } from './errors.js';
 import { matchesAll, parseFilter } from './labels.js';
 
 /** The numeric endpoint id a path id names directly (`12`, `cilium-local:12`), if any. */

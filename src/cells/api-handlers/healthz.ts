@@ -1,7 +1,7 @@
 /** The health API handler (module `api-healthz`): GET /healthz from the agent status collector. */
 import type { Router } from 'express';
 import { module, provideInto } from '../../hive/cell.js';
-import { sendJsonText } from '../api-server/types.js';
+import { sendJsonText } from '../api-server/index.js';
 import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
 import { AgentStatusToken, type AgentStatus } from '../agent-status/index.js';
 

@@ -8,7 +8,8 @@ import { module, provideInto } from '../../hive/cell.js';
 import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
 import { EndpointManagerToken, type EndpointManager } from '../endpoint/types.js';
 import { IdentityAllocatorToken, type Identity, type IdentityAllocator } from '../identity/types.js';
-import { domainErrors, notFound } from './errors.js';
+import { notFound } from '../api-server/index.js';
+import { domainErrors } from './errors.js';
 import { matchesAll, parseFilter } from './labels.js';
 
 /** Cilium's Identity model of an identity. */

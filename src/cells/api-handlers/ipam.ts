@@ -11,7 +11,8 @@ import { HttpError } from '../api-server/types.js';
 import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
 import type { CelliumIPAM } from '../../api/models.js';
 import { ipamSummary, IPAMToken, type Family, type IPAllocation, type IPAM, type PoolStatus } from '../ipam/index.js';
-import { badField, domainErrors, notFound } from './errors.js';
+import { badField, notFound } from '../api-server/index.js';
+import { domainErrors } from './errors.js';
 
 /** How long an expiring allocation (header `expiration: true`) waits for an endpoint to confirm it. */
 export const IPAM_EXPIRATION_MS = 10 * 60_000;

@@ -6,7 +6,8 @@ import type { Router } from 'express';
 import { module, provideInto } from '../../hive/cell.js';
 import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
 import { DatapathToken, type Datapath, type MapDump } from '../../datapath/types.js';
-import { domainErrors, notFound } from './errors.js';
+import { notFound } from '../api-server/index.js';
+import { domainErrors } from './errors.js';
 
 /** Cilium's BPFMap model of a map dump: entries with their desired action and last error. */
 export function mapModel(m: MapDump): { path: string; cache: Record<string, string>[] } {

@@ -8,7 +8,8 @@ import { module, provideInto } from '../../hive/cell.js';
 import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
 import { PolicyError } from '../policy/types.js';
 import { PolicyRepositoryToken, type PolicyRepository, type TraceSubject } from '../policy/types.js';
-import { badField, domainErrors, notFound } from './errors.js';
+import { badField, notFound } from '../api-server/index.js';
+import { domainErrors } from './errors.js';
 import { parseFilter } from './labels.js';
 
 /** Cilium's Policy model: the revision and the rules as JSON text. */

@@ -10,7 +10,7 @@ import type { ServiceSpec } from '../../api/models.js';
 import { module, provideInto } from '../../hive/cell.js';
 import { ApiOperationsToken, ApiRoutersToken, HttpError, type ApiOperations } from '../api-server/types.js';
 import { LBError, ServiceManagerToken, applyManifests, formatL3n4, frontendToModel, parseManifests, specToUpsert, type ServiceManager } from '../loadbalancer/index.js';
-import { badField, notFound } from './errors.js';
+import { badField, notFound } from '../api-server/index.js';
 
 /** An LBError as an HTTP answer: 460/461 (Cilium's codes), 400 naming the field, 404, 500. */
 export function lbHttpError(err: LBError, where: 'body' | 'manifest'): HttpError {

@@ -6,7 +6,7 @@ import { string, type ValuesOf } from '../../hive/config/fields.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
-import { parseListenAddress } from '../api-server/types.js';
+import { parseListenAddress } from '../api-server/index.js';
 import { ApiLimiterSetToken, type ApiLimiterSet } from '../api-server/types.js';
 import { ApiRouterToken, type ApiRouter } from '../api-server/types.js';
 import { EndpointManagerToken, type EndpointManager } from '../endpoint/types.js';

@@ -9,7 +9,7 @@ import { invoke, module } from '../../hive/cell.js';
 import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
 import { LoggerToken, type Logger } from '../../hive/logger.js';
 import { DatapathToken, type Datapath } from '../../datapath/types.js';
-import { cidrOfLabel } from '../identity/types.js';
+import { cidrOfLabel } from '../identity/index.js';
 import type { Identity, IdentityAllocator } from '../identity/types.js';
 import { IdentityAllocatorToken } from '../identity/types.js';
 import { formatCidr } from '../../lib/addr.js';

@@ -15,11 +15,11 @@
  *      source is rewritten back to the frontend (revNat()).
  */
 import { endianness } from 'node:os';
-import { parseAddr } from '../lib/addr.js';
-import { TupleFlags, type CtEntry, type CtKey, type CtStore } from './conntrack.js';
-import { BackendFlag, SvcFlag, SvcFlag2, type LBMapSet, type LBServiceKey, type LBServiceValue } from './lb-maps.js';
-import { Proto } from './types.js';
-import type { VerdictPacket } from './verdict-model.js';
+import { parseAddr } from '../../lib/addr.js';
+import { TupleFlags, type CtEntry, type CtKey, type CtStore } from '../conntrack.js';
+import { BackendFlag, SvcFlag, SvcFlag2, type LBMapSet, type LBServiceKey, type LBServiceValue } from '../lb-maps.js';
+import { Proto } from '../types.js';
+import type { VerdictPacket } from './verdict.js';
 
 /** What happened to a packet at the service lookup. */
 export type LBOutcome =

@@ -1,9 +1,9 @@
 /**
- * Policy map semantics shared by both datapaths (pure, no I/O): PolicyEntry[] -> LPM keys of the
- * per-endpoint policy map `cellium_policy_<id>` (port ranges expanded to aligned power-of-two
- * blocks), the exact byte encoding of keys and values (bpf/lib/common.h: struct policy_key,
- * struct policy_value), and an in-memory longest-prefix-match table that behaves like the
- * kernel's BPF_MAP_TYPE_LPM_TRIE for these keys.
+ * The policy map's key and value, shared by both datapaths (pure, no I/O): PolicyEntry[] -> LPM
+ * keys of the per-endpoint policy map `cellium_policy_<id>` (port ranges expanded to aligned
+ * power-of-two blocks), and the exact byte encoding of keys and values (bpf/lib/common.h: struct
+ * policy_key, struct policy_value). The in-memory LPM table over these keys is
+ * src/datapath/model/policy-lpm.ts.
  *
  * Key layout (12 bytes): u32 prefixLen (host order) | u8 egress | u32 identity (host order) |
  * u8 protocol | u16 dport (network order). The prefix covers egress (8 bits), identity (32),
@@ -11,7 +11,7 @@
  * ports 64, a port block of size 2^k has 64 - k.
  */
 import { endianness } from 'node:os';
-import type { PolicyEntry } from './types.js';
+import type { PolicyEntry } from '../../datapath/types.js';
 
 /** Size in bytes of a policy map key (struct policy_key). */
 export const POLICY_KEY_SIZE = 12;
@@ -113,7 +113,7 @@ export function expandPolicyCached(entries: readonly PolicyEntry[]): readonly Po
 
 /** Encodes a key into `buf` at `offset` (a new 12-byte Buffer by default); host bits beyond the prefix are cleared. */
 export function encodePolicyKey(k: PolicyKey, buf: Buffer = Buffer.alloc(POLICY_KEY_SIZE), offset = 0): Buffer {
-  const data = maskData(packData(k), k.prefixLen);
+  const data = maskPolicyKeyData(packPolicyKeyData(k), k.prefixLen);
   if (LE) buf.writeUInt32LE(k.prefixLen, offset);
   else buf.writeUInt32BE(k.prefixLen, offset);
   buf.writeBigUInt64BE(data, offset + 4);
@@ -145,7 +145,7 @@ export function decodePolicyValue(buf: Buffer, offset = 0): boolean {
 }
 
 /** The 8 data bytes of a key (as the kernel compares them) as a big-endian 64-bit number. */
-function packData(k: { egress: boolean; identity: number; protocol: number; dport: number }): bigint {
+export function packPolicyKeyData(k: { egress: boolean; identity: number; protocol: number; dport: number }): bigint {
   const b = Buffer.alloc(8);
   b[0] = k.egress ? 1 : 0;
   if (LE) b.writeUInt32LE(k.identity >>> 0, 1);
@@ -155,53 +155,8 @@ function packData(k: { egress: boolean; identity: number; protocol: number; dpor
   return b.readBigUInt64BE(0);
 }
 
-function maskData(data: bigint, prefixLen: number): bigint {
+/** The key data with the bits beyond `prefixLen` cleared (what an LPM lookup compares). */
+export function maskPolicyKeyData(data: bigint, prefixLen: number): bigint {
   const p = BigInt(Math.max(0, Math.min(POLICY_PREFIX_FULL, prefixLen)));
   return p === 0n ? 0n : data & (((1n << p) - 1n) << (64n - p));
-}
-
-/**
- * An in-memory policy LPM table with the kernel trie's semantics: a lookup returns the entry
- * with the longest prefix whose leading bits equal the query's.
- */
-export class PolicyLpm {
-  private readonly byPrefix = new Map<number, Map<bigint, PolicyLpmEntry>>();
-  private prefixes: number[] = [];
-
-  /** Builds the table from LPM entries (later entries overwrite earlier ones with the same key). */
-  constructor(entries: readonly PolicyLpmEntry[] = []) {
-    for (const e of entries) this.set(e);
-  }
-
-  /** Builds the table of a PolicyEntry list (expandPolicy, then the table). */
-  static fromPolicy(entries: readonly PolicyEntry[]): PolicyLpm {
-    return new PolicyLpm(expandPolicy(entries));
-  }
-
-  /** Inserts or replaces one entry. */
-  set(e: PolicyLpmEntry): void {
-    let m = this.byPrefix.get(e.key.prefixLen);
-    if (!m) {
-      this.byPrefix.set(e.key.prefixLen, (m = new Map()));
-      this.prefixes = [...this.byPrefix.keys()].sort((a, b) => b - a);
-    }
-    m.set(maskData(packData(e.key), e.key.prefixLen), e);
-  }
-
-  /** Number of entries. */
-  get size(): number {
-    let n = 0;
-    for (const m of this.byPrefix.values()) n += m.size;
-    return n;
-  }
-
-  /** The most specific entry matching a packet's (direction, identity, protocol, dport), if any. */
-  lookup(egress: boolean, identity: number, protocol: number, dport: number): PolicyLpmEntry | undefined {
-    const data = packData({ egress, identity, protocol, dport });
-    for (const p of this.prefixes) {
-      const hit = this.byPrefix.get(p)!.get(maskData(data, p));
-      if (hit) return hit;
-    }
-    return undefined;
-  }
 }

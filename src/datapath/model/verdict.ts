@@ -20,10 +20,11 @@
  * errors of tracked connections pass without steps 3-5; a new connection the policy allows gets
  * its entry.
  */
-import { parseAddr, parseCidr, prefixMask, type Cidr } from '../lib/addr.js';
-import type { Conntrack, CtPacketFields, CtStatus } from './conntrack.js';
+import { parseAddr, parseCidr, prefixMask, type Cidr } from '../../lib/addr.js';
+import type { CtPacketFields, CtStatus } from '../conntrack.js';
+import type { Conntrack } from './conntrack.js';
 import { PolicyLpm } from './policy-lpm.js';
-import { Proto, ReservedIdentity, type Direction, type IPCacheEntry, type PacketSpec, type PolicyEntry, type Verdict } from './types.js';
+import { Proto, ReservedIdentity, type Direction, type IPCacheEntry, type PacketSpec, type PolicyEntry, type Verdict } from '../types.js';
 
 /**
  * A packet for the model: PacketSpec plus what the program also looks at. `icmpType` matters for

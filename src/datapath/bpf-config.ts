@@ -1,10 +1,12 @@
 /**
- * Configuration of the BPF datapath cell: where the maps and links are pinned, the map sizes, how
- * often the reconcilers compare the kernel maps with the desired state, and the conntrack garbage
- * collector's interval. (The conntrack lifetimes are the datapath cell's: both datapaths use them.)
+ * Configuration of the BPF datapath: where the maps and links are pinned, the map sizes, how often
+ * the reconcilers compare the kernel maps with the desired state, and the conntrack garbage
+ * collector's interval. The BPF datapath cell registers it; cells that use the pinned maps too
+ * (loadbalancer) read it through this contract, not through the cell. (The conntrack lifetimes
+ * are the datapath cell's: both datapaths use them.)
  */
-import { duration, int, oneOf, string, type ValuesOf } from '../../hive/config/fields.js';
-import { token } from '../../hive/token.js';
+import { duration, int, oneOf, string, type ValuesOf } from '../hive/config/fields.js';
+import { token } from '../hive/token.js';
 
 /** Schema of the BPF datapath configuration. */
 export const bpfDatapathConfigSchema = {

@@ -2,7 +2,7 @@
  * The LB maps as Cilium's `bpf lb list` prints them: each frontend (master entry) with its
  * rev-NAT index and flags, then its backends by slot.
  */
-import { SvcFlag, SvcFlag2, type LBMapSet, type LBServiceKey, type LBServiceValue } from './lb-maps.js';
+import { SvcFlag, SvcFlag2, type LBMapSet, type LBServiceKey, type LBServiceValue } from '../../datapath/lb-maps.js';
 
 /** One frontend of the listing. */
 export interface LBListEntry {
