@@ -37,9 +37,8 @@ const allocatorDeps = {
  * A cluster-wide backend's changes are followed by the observer job `backend-identities` from
  * construction on, handled inside the backend's `next` (the allocator takes them once loaded).
  */
-function newAllocator(d: DepsValues<typeof allocatorDeps>): LocalIdentityAllocator {
-  const { backend, cfg, lc, jobs, log } = d;
-  const alloc = new LocalIdentityAllocator(backend, log, { timeoutMs: cfg.identityAllocationTimeout, stopping: d.shutdown.stopping });
+function newAllocator({ backend, cfg, lc, jobs, log, shutdown }: DepsValues<typeof allocatorDeps>): LocalIdentityAllocator {
+  const alloc = new LocalIdentityAllocator(backend, log, { timeoutMs: cfg.identityAllocationTimeout, stopping: shutdown.stopping });
   if (backend.events$) jobs.observer('backend-identities', backend.events$, (ev) => alloc.onBackendEvent(ev), { immediate: true, sync: true });
   lc.append({
     name: 'identity-restore',
