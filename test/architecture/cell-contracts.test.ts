@@ -21,10 +21,7 @@ const PENDING: readonly string[] = [
   'src/cells/datapath-bpf',
   'src/cells/endpoint',
   'src/cells/ipam',
-  'src/cells/k8s',
   'src/cells/monitor',
-  'src/cells/policy-k8s',
-  'src/cells.ts',
 ];
 
 t.test('named dependencies: more than one positional token fails, naming file:line and the fix', async (t) => {
