@@ -52,6 +52,7 @@ t.test('routes to other nodes\' pod CIDRs follow the nodes', { skip: skipUnlessR
   nodes.set({ name: 'node-a', cluster: 'default', ipv4: '10.167.0.1', ipv4AllocCidr: '10.168.1.0/24', local: true });
   nodes.set({ name: 'node-b', cluster: 'default', ipv4: '10.167.0.2', ipv4AllocCidr: '10.168.2.0/24', local: false });
   const r = new NodeRoutes(nodes, nl, health, silentLogger());
+  nodes.events$.subscribe((ev) => r.onNodeEvent(ev)); // the cluster cell's observer job
   await r.start();
   t.teardown(() => r.stop());
   t.same(routes(), ['10.168.2.0/24 via 10.167.0.2 dev underlay0'], 'a route to b, none to the local node');

@@ -135,7 +135,9 @@ t.test('a write that fails changes nothing: the previous store stays readable, m
   const alloc = new MockAllocator();
   const { Repository: Repo, SelectorCache } = await import('../../src/cells/policy/index.js');
   const store = new FailingStore(policyStoreFile(dir));
-  const repo = new Repo(new SelectorCache(alloc), alloc, undefined, store);
+  const cache = new SelectorCache(alloc);
+  alloc.changes$.subscribe((c) => cache.onIdentity(c));
+  const repo = new Repo(cache, alloc, undefined, store);
   const web = alloc.id('k8s:app=web');
   repo.import(rules({ endpointSelector: { matchLabels: { app: 'web' } }, ingressDeny: [{ fromEntities: ['world'] }], labels: ['k8s:rule=deny'] }));
   const seen: PolicyChange[] = [];
