@@ -16,6 +16,7 @@ import { endpointCell, EndpointManagerToken } from './cells/endpoint/index.js';
 import { identityCell, IdentityAllocatorToken } from './cells/identity/index.js';
 import { ipamCell, IPAMToken } from './cells/ipam/index.js';
 import { k8sCell, k8sPodLabelsCell, k8sResourcesCell, K8sStatusToken, type K8sStatusReporter } from './cells/k8s/index.js';
+import { k8sEndpointSyncCell } from './cells/k8s-endpoint-sync/index.js';
 import { lbRebindCell, loadBalancerCell } from './cells/loadbalancer/index.js';
 import { kvstoreCell } from './cells/kvstore/index.js';
 import { monitorCell } from './cells/monitor/index.js';
@@ -37,7 +38,7 @@ export const infrastructure: ModuleCell = module('infra', 'Infrastructure', stat
  * every change), and policies from the apiserver. Without either, nothing is loaded or started and
  * the status says Disabled.
  */
-export const kubernetes: ModuleCell = module('kubernetes', 'Kubernetes', k8sCell, k8sResourcesCell, k8sPodLabelsCell, policyK8sCell);
+export const kubernetes: ModuleCell = module('kubernetes', 'Kubernetes', k8sCell, k8sResourcesCell, k8sPodLabelsCell, policyK8sCell, k8sEndpointSyncCell);
 
 /**
  * Control plane (module `controlplane`): identities, policy (with its CIDR identities in the

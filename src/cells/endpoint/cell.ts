@@ -23,7 +23,7 @@ import { Regenerator, type RegenerationOutcome } from './regeneration.js';
 import { EndpointRestorer } from './restore.js';
 import { isTerminating } from './state.js';
 import { EndpointStateStore } from './state-store.js';
-import { EndpointAPIManagerToken, EndpointManagerToken, PodLabelSourcesToken } from './types.js';
+import { EndpointAPIManagerToken, EndpointCreationHooksToken, EndpointManagerToken, PodLabelSourcesToken } from './types.js';
 
 /** Token for the EndpointManager implementation (lookups by container, restore, conflict checks). */
 export const EndpointManagerImplToken = token<EndpointManagerImpl>('EndpointManagerImpl');
@@ -174,11 +174,12 @@ const apiManagerDeps = {
   log: LoggerToken,
   restorer: EndpointRestorerToken,
   podLabels: PodLabelSourcesToken,
+  hooks: EndpointCreationHooksToken,
 } as const;
 
 /** Builds the endpoint API manager (creates, patches and deletes endpoints for the API and CNI). */
 function newApiManager(d: DepsValues<typeof apiManagerDeps>): EndpointAPIManagerImpl {
-  return new EndpointAPIManagerImpl(d.creator, d.m, d.log, d.restorer.exposed, d.podLabels);
+  return new EndpointAPIManagerImpl(d.creator, d.m, d.log, d.restorer.exposed, d.podLabels, d.hooks);
 }
 
 /** The endpoint cell. */
