@@ -41,6 +41,7 @@ export class MonitorAgent {
 
   /** The records; reading starts with the first subscriber and stops after the last one left. */
   readonly records$: Observable<MonitorRecord> = new Observable<MonitorRecord>((subscriber) => {
+    // not a job: the implementation of records$, it hands each subscriber's records through and ends with it
     const sub = this.records.subscribe(subscriber);
     if (this.subscribers++ === 0 && !this.stopped) this.resume();
     return () => {
