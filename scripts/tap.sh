@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 base="${TMPDIR:-/tmp}"
 run_tmp="$(mktemp -d "$base/cellium-test-XXXXXX")"
+chmod 1777 "$run_tmp" # like /tmp: tests that run a process as another user (nobody) make their files here too
 # ts-node's compile cache is meant to outlive the run: kept beside the run's directory, not in it
 export V8_COMPILE_CACHE_CACHE_DIR="${V8_COMPILE_CACHE_CACHE_DIR:-$base/cellium-test-v8-cache-$(id -u)}"
 status=0
