@@ -8,6 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CELLIUM_TEST_TIER=unit
+# the tests that run the agent or the CLI as a process run dist/: built from this checkout first
+# (incremental: nothing to do when nothing changed)
+bash scripts/build.sh
 if [ "$#" -eq 0 ]; then
   set -- --exclude='test/root-*/**' --exclude='test/etcd-*/**' --exclude='test/k8s*/**' --exclude='**/{dist,fixture,fixtures}/**'
 fi
