@@ -12,6 +12,7 @@ import { identityCell, IdentityAllocatorToken, parseLabels, type IdentityAllocat
 import { GC_LOCK, KVIdentityGC, kvstoreCell, KEYS } from '../../src/cells/kvstore/index.js';
 import { silentLogger } from '../../src/hive/index.js';
 import { etcdSkip, startEtcd, type TestEtcd } from '../kvstore/etcd.js';
+import { until as pollUntil, type Poll } from '../until.js';
 
 const use = invoke('use-identity', (_a: IdentityAllocator) => undefined, IdentityAllocatorToken);
 
@@ -24,13 +25,7 @@ async function agent(t: TestLike, etcd: TestEtcd, node: string): Promise<Identit
   return h.get(IdentityAllocatorToken);
 }
 
-async function until(what: string, fn: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!fn()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const until = <T>(what: string, fn: Poll<T>, ms = 10_000): Promise<T> => pollUntil(what, fn, ms, 20);
 
 t.test('Cilium\'s layout: id/<ID> holds the sorted labels, value/<labels>/<node> the ID under a lease', { skip: etcdSkip() }, async (t) => {
   const etcd = await startEtcd(t);

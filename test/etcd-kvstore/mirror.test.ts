@@ -8,14 +8,9 @@ import { Etcd3 } from 'etcd3';
 import { PrefixMirror, type MirrorEvent } from '../../src/cells/kvstore/index.js';
 import { silentLogger, type TestLike } from '../../src/hive/index.js';
 import { etcdSkip, startEtcd } from '../kvstore/etcd.js';
+import { until as pollUntil, type Poll } from '../until.js';
 
-async function until(what: string, fn: () => boolean, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!fn()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const until = <T>(what: string, fn: Poll<T>, ms = 20_000): Promise<T> => pollUntil(what, fn, ms, 20);
 
 /** A TCP proxy to etcd whose connections the test can cut (and refuse while blocked). */
 async function proxy(target: URL): Promise<{ url: string; block(): void; unblock(): void; close(): void }> {

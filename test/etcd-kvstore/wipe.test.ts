@@ -9,16 +9,9 @@ import { KEYS } from '../../src/cells/kvstore/index.js';
 import type { TestLike } from '../../src/hive/index.js';
 import { podRequest, startAgent, type TestAgent } from '../api-integration/agent.js';
 import { etcdSkip, startEtcd, type TestEtcd } from '../kvstore/etcd.js';
+import { until as pollUntil, type Poll } from '../until.js';
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = <T>(what: string, fn: Poll<T>, ms = 30_000): Promise<T> => pollUntil(what, fn, ms, 50);
 
 function node(t: TestLike, etcd: TestEtcd, name: string, ip: string, range: string): Promise<TestAgent> {
   return startAgent(t, { kvstore: 'etcd', 'kvstore-opt': `etcd.config=${etcd.configFile()}`, 'node-name': name, 'node-ip': ip, 'ipv4-range': range, 'ipv6-range': '' });

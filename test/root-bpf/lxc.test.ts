@@ -136,7 +136,7 @@ for (const mode of ['auto', 'legacy'] as AttachMode[]) {
 t.test('programs survive the loading process; another process replaces them through the pins', { skip }, async (t) => {
   const { root, topo, cfg } = setup(t);
   const opts = { bpfRoot: root, netns: topo.hostNsPath };
-  const child = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'load-child.ts');
+  const child = join(dirname(fileURLToPath(import.meta.url)), '..', 'bpf', 'fixtures', 'load-child.ts');
   const out = execFileSync(process.execPath, [...process.execArgv.filter((a) => a.includes('typescript')), child, JSON.stringify(cfg()), JSON.stringify(opts)], {
     encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
   });

@@ -9,6 +9,7 @@ import { silentLogger } from '../../src/hive/index.js';
 import type { Health } from '../../src/hive/health.js';
 import { createNetns, ip, uniq } from '../root-netlink/netns.js';
 import { needs } from '../needs.js';
+import { until as pollUntil, type Poll } from '../until.js';
 
 const skip = needs('root', 'creates network namespaces, veth pairs and routes');
 
@@ -32,13 +33,7 @@ class FakeNodes implements NodeRegistry {
   }
 }
 
-async function until(what: string, fn: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!fn()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const until = <T>(what: string, fn: Poll<T>, ms = 5000): Promise<T> => pollUntil(what, fn, ms, 20);
 
 t.test('routes to other nodes\' pod CIDRs follow the nodes', { skip }, async (t) => {
   const ns = createNetns(`cellium-test-kvr-${uniq()}`);
