@@ -43,7 +43,9 @@ t.test('every other path of the agent', async (t) => {
   t.equal(status['cellium-datapath'], 'memory');
   t.notOk(status['bpf-maps'], 'no BPF maps on the memory datapath');
   t.equal(status['cellium-health'].name, 'agent');
-  t.ok(status['cellium-health'].children.some((c: { name: string }) => c.name === 'endpoint'), 'module health in the tree');
+  type Node = { name: string; children: Node[] };
+  const controlplane = (status['cellium-health'] as Node).children.find((c) => c.name === 'controlplane');
+  t.ok(controlplane?.children.some((c) => c.name === 'endpoint'), 'module health in the tree, below its group');
   t.ok(Array.isArray(status.controllers));
   t.same(Object.keys(await ok('GetHealthz', 'GET', '/healthz', { headers: { brief: 'true' } })), ['cilium']);
   t.equal((await a.client.status()).cilium?.state, 'Ok', 'the client reads it too');

@@ -30,7 +30,7 @@ t.test('etcd stopped and started under two agents', { skip: etcdSkip() }, async 
 
   await etcd.stop();
   const tree = a.h.get(HealthTreeToken);
-  await until('a\'s kvstore degraded', () => tree.snapshot().children.find((c) => c.name === 'kvstore')?.level === 'degraded');
+  await until('a\'s kvstore degraded', () => tree.snapshot().children.find((c) => c.name === 'infra')?.children.find((c) => c.name === 'kvstore')?.level === 'degraded');
   t.match((await a.client.status()).kvstore, { state: 'Failure', msg: /^etcd: 0\/1 connected/ }, 'the status says etcd is unreachable');
 
   // known labels: the endpoint is created from the local cache, without etcd
@@ -46,7 +46,7 @@ t.test('etcd stopped and started under two agents', { skip: etcdSkip() }, async 
   t.ok(Date.now() - began < 30_000, `bounded wait (${Date.now() - began} ms)`);
 
   await etcd.start();
-  await until('a\'s kvstore ok again', () => tree.snapshot().children.find((c) => c.name === 'kvstore')?.level === 'ok');
+  await until('a\'s kvstore ok again', () => tree.snapshot().children.find((c) => c.name === 'infra')?.children.find((c) => c.name === 'kvstore')?.level === 'ok');
   const created = await a.client.createEndpoint(3, podRequest(3, { ipv4: '10.164.1.12' }, { labels: ['k8s:app=new'] }));
   t.equal(created.status?.state, 'ready', 'the new label set gets its identity once etcd is back');
   // watches resumed: b learns the endpoints made during and after the outage

@@ -46,7 +46,7 @@ t.test('with a kubeconfig: every resource syncs; missing CRDs degrade until inst
   // --skip-crd-creation: the CRDs are the administrator's here, and not installed yet
   const a: TestAgent = await startAgent(t, { 'k8s-kubeconfig-path': c.kubeconfig, 'skip-crd-creation': true, ...fast });
   t.ok(k8sLibLoaded(), 'the library is loaded in Kubernetes mode');
-  const cnp = ['k8s-resources', 'ciliumnetworkpolicies'];
+  const cnp = ['kubernetes', 'k8s-resources', 'ciliumnetworkpolicies'];
   const tree = a.h.get(HealthTreeToken);
   await until('the CNP resource to report the missing CRD', () => node(tree.snapshot(), cnp)?.level === 'degraded');
   t.match(node(tree.snapshot(), cnp)?.message, /retrying: kubernetes: GET \/apis\/cilium.io\/v2\/ciliumnetworkpolicies: 404: the apiserver does not serve this API; install its CustomResourceDefinition/, 'the CNP resource names the 404 and the fix');
@@ -90,7 +90,7 @@ t.test('with a kubeconfig: every resource syncs; missing CRDs degrade until inst
 t.test('the agent registers the shipped Cilium CRDs at start, and its CNP/CCNP resources sync on them', { skip }, async (t) => {
   const c = await startCluster(t);
   const a = await startAgent(t, { 'k8s-kubeconfig-path': c.kubeconfig, ...fast });
-  const crds = ['k8s-resources', 'crds'];
+  const crds = ['kubernetes', 'k8s-resources', 'crds'];
   const tree = a.h.get(HealthTreeToken);
   await until('the CRDs registered', () => node(tree.snapshot(), crds)?.level === 'ok' && node(tree.snapshot(), crds)?.message?.startsWith('registered:'));
   t.match(node(tree.snapshot(), crds)?.message, /^registered: .*ciliumnetworkpolicies\.cilium\.io created/, 'the health node says what it did');
@@ -153,7 +153,7 @@ t.test('apiserver unreachable at start: the agent starts degraded, then syncs', 
   t.equal(down.state, 'Warning', 'degraded, not down');
   t.match(down.msg, /^version unknown at https:\/\/127\.0\.0\.1:\d+; 0\/8 resources synced; not synced: pods, .*; last error: version: .*ECONNREFUSED/, 'the status names the error');
   t.equal((await a.client.status()).cilium?.state, 'Warning', 'the agent state is Warning');
-  t.ok(node(a.h.get(HealthTreeToken).snapshot(), ['k8s-resources', 'apiserver'])?.level === 'degraded', 'the health tree says the apiserver is unreachable');
+  t.ok(node(a.h.get(HealthTreeToken).snapshot(), ['kubernetes', 'k8s-resources', 'apiserver'])?.level === 'degraded', 'the health tree says the apiserver is unreachable');
 
   await fwd.start(port);
   const up = await until('every resource synced', async () => {

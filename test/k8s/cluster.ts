@@ -6,7 +6,7 @@
  * per-file timeout. See docs/k8s-harness.md.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -45,6 +45,11 @@ export interface Cluster {
    * harness runs them without watch cache). Returns the revision.
    */
   compactEtcd(): Promise<number>;
+  /**
+   * Kills kube-apiserver (SIGKILL, by the PID `up` recorded) and returns its restart: the same
+   * command line again, recorded in DIR/pids so `down` stops it, resolving once /readyz says ok.
+   */
+  killApiserver(): Promise<() => Promise<void>>;
   /** Stops the control plane (`down`) and removes its directory; a second call does nothing. */
   stop(): Promise<void>;
 }
@@ -169,6 +174,26 @@ export async function startCluster(t?: Teardown): Promise<Cluster> {
       const revision = Number(range.header.revision);
       await etcdPost(env.CELLIUM_K8S_ETCD!, '/v3/kv/compaction', { revision: String(revision), physical: true }, tls);
       return revision;
+    },
+    killApiserver: async () => {
+      const pidFile = join(dir, 'pids', 'kube-apiserver');
+      const pid = Number(readFileSync(pidFile, 'utf8').split(' ')[0]);
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+      process.kill(pid, 'SIGKILL');
+      while (existsSync(`/proc/${pid}`) && !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))) await new Promise((r) => setTimeout(r, 50));
+      return async () => {
+        const log = openSync(join(dir, 'logs', 'kube-apiserver.log'), 'a');
+        const p = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', log, log], detached: true });
+        closeSync(log);
+        p.unref();
+        const stat = readFileSync(`/proc/${p.pid}/stat`, 'utf8');
+        writeFileSync(pidFile, `${p.pid} ${stat.slice(stat.lastIndexOf(') ') + 2).split(' ')[19]}\n`);
+        for (let i = 0; i < 600; i++) {
+          if ((await kubectl(['get', '--raw', '/readyz'])).code === 0) return;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        throw new Error('kube-apiserver restarted but /readyz did not say ok within 60 s');
+      };
     },
     stop,
   };

@@ -24,6 +24,9 @@ t.test('pod endpoints get their labels from Kubernetes and follow them', { skip 
   const a = await startAgent(t, {
     'k8s-kubeconfig-path': c.kubeconfig, 'k8s-node-name': 'node-a', 'k8s-pod-wait-timeout': '3s', 'cluster-name': 'c1',
   });
+  // An ADD waits for the cache-sync gate first (within the same 3 s): let the agent register the
+  // CRDs and sync every resource, so the waits below are the pod's alone.
+  await until('the caches to sync', async () => (await a.client.status()).kubernetes?.state === 'Ok');
 
   const created = await a.client.createEndpoint(1, podRequest(1, { ipv4: '10.210.0.10' }, { 'k8s-pod-name': 'web', 'k8s-namespace': 'shop' }));
   const derived = created.status?.labels?.derived ?? [];

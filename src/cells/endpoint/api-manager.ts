@@ -3,8 +3,8 @@
  * createEndpoint: creator -> refuse a duplicate ID, CNI attachment or IP (409 naming which) ->
  * merge labels (+ `k8s:io.kubernetes.pod.namespace=<ns>`) -> EndpointManager.addEndpoint (which
  * records the addresses with IPAM: reserved, taken over, or out-of-pool) -> first
- * regeneration, awaited with sync-build-endpoint (on failure the endpoint is removed and the
- * error returned). Also delete, patch, patch labels and patch config.
+ * regeneration, awaited with sync-build-endpoint, then the creation hooks (Kubernetes: the
+ * CiliumEndpoint written); on a failure of either the endpoint is removed and the error returned. Also delete, patch, patch labels and patch config.
  */
 import type { Logger } from '../../hive/index.js';
 import { canonicalAddr } from '../../lib/addr.js';
@@ -14,7 +14,7 @@ import { EndpointError } from './errors.js';
 import type { EndpointManagerImpl } from './manager.js';
 import type { EndpointChangeRequest } from './model.js';
 import { ENDPOINT_OPTIONS, type EndpointSpec } from './spec.js';
-import type { CallContext, EndpointAPIManager, EndpointView, PodLabelSource } from './types.js';
+import type { CallContext, EndpointAPIManager, EndpointCreationHook, EndpointView, PodLabelSource } from './types.js';
 
 /** The label Cilium gives every pod endpoint for its namespace. */
 export const NAMESPACE_LABEL = 'k8s:io.kubernetes.pod.namespace';
@@ -49,6 +49,8 @@ export class EndpointAPIManagerImpl implements EndpointAPIManager {
     private readonly restored: Promise<unknown> = Promise.resolve(),
     /** Orchestrators a pod endpoint's labels come from (Kubernetes: its Pod and Namespace). */
     private readonly podLabels: readonly PodLabelSource[] = [],
+    /** Steps a synchronously built endpoint's creation waits for (Kubernetes: its CiliumEndpoint). */
+    private readonly creationHooks: readonly EndpointCreationHook[] = [],
   ) {}
 
   /** See EndpointAPIManager. Waits until endpoints restored at start hold their IDs and IPs. */
@@ -73,6 +75,14 @@ export class EndpointAPIManagerImpl implements EndpointAPIManager {
     } catch (err) {
       await this.manager.removeEndpoint(ep, 'initial build failed', { noIPRelease: true }).catch(() => undefined);
       throw new EndpointError('failed', `endpoint ${ep.id} was removed: its first regeneration failed: ${(err as Error).message}`);
+    }
+    for (const hook of this.creationHooks) {
+      try {
+        await hook.created(ep, ctx.signal);
+      } catch (err) {
+        await this.manager.removeEndpoint(ep, `${hook.name} failed`, { noIPRelease: true }).catch(() => undefined);
+        throw new EndpointError('failed', `endpoint ${ep.id} was removed: ${hook.name}: ${(err as Error).message}`);
+      }
     }
     this.log.info({ endpointID: ep.id, containerID: ep.containerId, ipv4: ep.ipv4, ipv6: ep.ipv6 }, 'Successful endpoint creation');
     return ep;

@@ -22,7 +22,7 @@ import { Regenerator } from './regeneration.js';
 import { EndpointRestorer } from './restore.js';
 import { isTerminating } from './state.js';
 import { EndpointStateStore } from './state-store.js';
-import { EndpointAPIManagerToken, EndpointManagerToken, PodLabelSourcesToken, type PodLabelSource } from './types.js';
+import { EndpointAPIManagerToken, EndpointCreationHooksToken, EndpointManagerToken, PodLabelSourcesToken, type EndpointCreationHook, type PodLabelSource } from './types.js';
 
 /** Token for the EndpointManager implementation (lookups by container, restore, conflict checks). */
 export const EndpointManagerImplToken = token<EndpointManagerImpl>('EndpointManagerImpl');
@@ -156,8 +156,9 @@ export const endpointCell = module(
   provide(EndpointCreatorToken, DefaultEndpointCreator),
   provide(
     EndpointAPIManagerToken,
-    (creator: EndpointCreator, m: EndpointManagerImpl, log: Logger, r: EndpointRestorer, pl: readonly PodLabelSource[]) => new EndpointAPIManagerImpl(creator, m, log, r.exposed, pl),
-    EndpointCreatorToken, EndpointManagerImplToken, LoggerToken, EndpointRestorerToken, PodLabelSourcesToken,
+    (creator: EndpointCreator, m: EndpointManagerImpl, log: Logger, r: EndpointRestorer, pl: readonly PodLabelSource[], hooks: readonly EndpointCreationHook[]) =>
+      new EndpointAPIManagerImpl(creator, m, log, r.exposed, pl, hooks),
+    EndpointCreatorToken, EndpointManagerImplToken, LoggerToken, EndpointRestorerToken, PodLabelSourcesToken, EndpointCreationHooksToken,
   ),
   invoke('endpoint-restore', (_r: EndpointRestorer) => undefined, EndpointRestorerToken),
 );

@@ -110,3 +110,18 @@ export interface PodLabelSource {
 
 /** Value group of the pod label sources (provideInto); empty without an orchestrator. */
 export const PodLabelSourcesToken = groupToken<PodLabelSource>('PodLabelSources');
+
+/**
+ * A step a new endpoint's creation waits for after its first build (PUT /endpoint with
+ * sync-build-endpoint, as the CNI ADD sends it): Kubernetes mode writes the pod's CiliumEndpoint.
+ * A step that throws fails the creation: the endpoint is removed and the error returned.
+ */
+export interface EndpointCreationHook {
+  /** What it does, for the error ("CiliumEndpoint"). */
+  readonly name: string;
+  /** Resolves once done for `ep`; throws naming why it cannot be done. */
+  created(ep: EndpointView, signal?: AbortSignal): Promise<void>;
+}
+
+/** Value group of the creation hooks (provideInto); empty without an orchestrator. */
+export const EndpointCreationHooksToken = groupToken<EndpointCreationHook>('EndpointCreationHooks');

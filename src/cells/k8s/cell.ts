@@ -1,11 +1,11 @@
 /** The k8s cell's wiring: its module, the client it provides, and the Resource factory other cells use (index.ts is its public face). */
-import { config, module, provide } from '../../hive/cell.js';
+import { config, module, provide, type DepsValues } from '../../hive/cell.js';
 import { HealthToken, type Health } from '../../hive/health.js';
 import type { Lifecycle } from '../../hive/lifecycle.js';
 import type { Logger } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
 import { newK8sClient, type K8sClient } from './client.js';
-import { K8sConfigToken, k8sConfigSchema, type K8sConfig } from './config.js';
+import { K8sConfigToken, k8sConfigSchema } from './config.js';
 import { k8sDisabled } from './errors.js';
 import { apiListWatcher, type ListWatchOptions } from './listwatch.js';
 import { Resource, type K8sObject, type ResourceOptions } from './resource.js';
@@ -13,8 +13,10 @@ import { Resource, type K8sObject, type ResourceOptions } from './resource.js';
 /** Token for the Kubernetes client (disabled without --k8s-kubeconfig-path or an in-cluster ServiceAccount). */
 export const K8sClientToken = token<K8sClient>('K8sClient');
 
+const clientDeps = { cfg: K8sConfigToken, health: HealthToken } as const;
+
 /** Builds the client and says in the health tree whether and where Kubernetes is used. */
-function provideClient(cfg: K8sConfig, health: Health): K8sClient {
+function provideClient({ cfg, health }: DepsValues<typeof clientDeps>): K8sClient {
   const client = newK8sClient(cfg);
   health.ok(client.enabled ? `apiserver ${client.server}` : 'disabled: no --k8s-kubeconfig-path and not in a pod');
   return client;
@@ -59,5 +61,5 @@ export const k8sCell = module(
   'k8s',
   'Kubernetes client and resources',
   config(K8sConfigToken, k8sConfigSchema),
-  provide(K8sClientToken, provideClient, K8sConfigToken, HealthToken),
+  provide(K8sClientToken, provideClient, clientDeps),
 );

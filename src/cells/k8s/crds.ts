@@ -12,13 +12,12 @@
  * never touched: Cellium does not take over a schema it does not own.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { request as httpRequest, type RequestOptions } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import type { Logger } from '../../hive/logger.js';
 import { packageRoot } from '../../lib/package-root.js';
+import { apiRequest, type RequestBounds } from './api-request.js';
 import type { K8sClient } from './client.js';
 import { K8sError } from './errors.js';
 
@@ -179,51 +178,4 @@ async function waitEstablished(kc: KubeConfig, name: string, ms: number, bounds:
     await new Promise((r) => setTimeout(r, 100));
   }
   throw crdNotEstablished(name, ms, conditions);
-}
-
-/** Bounds of every request: its time, and the caller's abort. */
-interface RequestBounds {
-  readonly timeoutMs: number;
-  readonly signal?: AbortSignal;
-}
-
-interface Answer {
-  status: number;
-  body: unknown;
-  /** The Status message of an error answer (or its first 500 characters). */
-  message: string;
-}
-
-/** One JSON request to the apiserver with the kubeconfig's credentials; any HTTP status resolves. */
-async function apiRequest(kc: KubeConfig, method: string, path: string, body: unknown, bounds: RequestBounds): Promise<Answer> {
-  const { timeoutMs, signal } = bounds;
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new K8sError('config', 'kubernetes: the kubeconfig has no current cluster: set current-context');
-  const url = new URL(cluster.server.replace(/\/$/, '') + path);
-  const headers: Record<string, string> = { Accept: 'application/json' };
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const opts: RequestOptions & { headers: Record<string, string> } = { method, headers };
-  await kc.applyToHTTPSOptions(opts);
-  const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
-  return new Promise<Answer>((resolve, reject) => {
-    const req = send(url, { ...opts, timeout: timeoutMs, ...(signal ? { signal } : {}) }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', (e) => reject(new K8sError('api', `kubernetes: ${method} ${path}: ${e.message}`, { cause: e })));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          parsed = undefined;
-        }
-        const message = (parsed as { message?: string } | undefined)?.message ?? text.slice(0, 500);
-        resolve({ status: res.statusCode ?? 0, body: parsed, message });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    req.on('error', (e) => reject(new K8sError('api', `kubernetes: ${method} ${path}: ${e.message}; check that the apiserver is reachable`, { cause: e })));
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
 }

@@ -45,3 +45,9 @@ export function podNotSeen(namespace: string, pod: string, nodeName: string, wai
   const what = podSeen ? `namespace ${namespace} of pod ${namespace}/${pod}` : `pod ${namespace}/${pod}`;
   return new K8sError('api', `kubernetes: ${what} not seen from the apiserver within ${waitMs} ms: check that the pod is scheduled to this node (--k8s-node-name=${nodeName}), that the agent may list and watch pods and namespaces (cellium status), or wait longer (--k8s-pod-wait-timeout)`);
 }
+
+/** A CNI ADD came while the watched resources had not all synced, and they did not within --k8s-pod-wait-timeout. */
+export function cachesNotSynced(waitMs: number, waiting: readonly string[]): K8sError {
+  return new K8sError('api', `kubernetes: the agent's caches are not synced within ${waitMs} ms (${waiting.length ? `waiting for ${waiting.join(', ')}` : 'applying the policy'}): ` +
+    'a pod endpoint gets the policy of the synced caches only; check that the apiserver is reachable and the agent may list and watch them (cellium status), or wait longer (--k8s-pod-wait-timeout)');
+}

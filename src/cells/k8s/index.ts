@@ -12,11 +12,13 @@ export {
   type K8sObject, type ListWatcher, type ResourceEvent, type ResourceOptions, type Store, type WatchEvent, type WatchHandle,
 } from './resource.js';
 export { K8sError, type K8sErrorCode } from './errors.js';
+export { apiRequest, type Answer, type RequestBounds } from './api-request.js';
 export * from './cell.js';
 export * from './types.js';
 export * from './resources.js';
 export { K8sStatusReporter, type K8sStatusModel } from './status.js';
-export { k8sResourcesCell, K8sStatusToken } from './resources-cell.js';
+export { k8sResourcesCell, K8sStatusToken, K8sCacheSyncToken } from './resources-cell.js';
+export { CacheSyncGate, type GatedResource } from './cache-sync.js';
 export { podEndpointLabels, identityRelevant, K8S_LABEL_KEYS } from './pod-labels.js';
 export { K8sPodLabels, type PodLabelChange } from './pod-label-source.js';
 export { k8sPodLabelsCell, K8sPodLabelsToken, relabelEndpoints } from './pod-labels-cell.js';

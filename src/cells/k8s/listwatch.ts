@@ -24,6 +24,9 @@ export interface ListWatchOptions {
 }
 
 interface ListPage<T> {
+  apiVersion?: string;
+  /** `<Kind>List`. */
+  kind?: string;
   items?: T[];
   metadata?: { resourceVersion?: string; continue?: string };
 }
@@ -41,7 +44,7 @@ export function apiListWatcher<T extends K8sObject>(kc: KubeConfig, opts: ListWa
         const body = await getJson<ListPage<T>>(kc, opts.path, {
           ...selectors, limit: String(opts.pageSize ?? 500), continue: cont,
         }, opts.requestTimeoutMs ?? 60_000, signal);
-        items.push(...(body.items ?? []));
+        items.push(...(body.items ?? []).map((item) => withTypeMeta(item, body)));
         if (page === 0) resourceVersion = body.metadata?.resourceVersion ?? '';
         cont = body.metadata?.continue || undefined;
         if (!cont) break;
@@ -63,6 +66,18 @@ export function apiListWatcher<T extends K8sObject>(kc: KubeConfig, opts: ListWa
       return { done, stop: () => ctrl.abort() };
     },
   };
+}
+
+/**
+ * A list item with its `apiVersion` and `kind`: the apiserver leaves them out of a list's items
+ * (a watch event's object has them), and consumers check them (the policy translation refuses an
+ * object of no kind). Taken from the list (`NetworkPolicyList` -> `NetworkPolicy`).
+ */
+function withTypeMeta<T>(item: T, list: { apiVersion?: string; kind?: string }): T {
+  const o = item as { apiVersion?: string; kind?: string };
+  if (o.kind && o.apiVersion) return item;
+  const kind = list.kind?.endsWith('List') ? list.kind.slice(0, -4) : undefined;
+  return { ...(list.apiVersion ? { apiVersion: list.apiVersion } : {}), ...(kind ? { kind } : {}), ...item };
 }
 
 function toEvent<T>(phase: string, obj: unknown): WatchEvent<T> {

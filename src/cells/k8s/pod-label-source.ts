@@ -1,11 +1,14 @@
 /**
  * Pod endpoints' labels from Kubernetes: the labels of a Pod of this node and its Namespace
- * (pod-labels.ts), read from the Pods and Namespaces resources. A CNI ADD can come before the
- * watch has brought its Pod: `labelsFor` then waits for it, at most --k8s-pod-wait-timeout.
+ * (pod-labels.ts), read from the Pods and Namespaces resources. A CNI ADD waits, at most
+ * --k8s-pod-wait-timeout in all, for the cache-sync gate (a new pod gets the policy of the synced
+ * caches, never only the restored one) and for the watch to bring its Pod.
  */
 import { EMPTY, filter, map, merge, type Observable } from 'rxjs';
 import type { PodLabelSource } from '../endpoint/index.js';
-import { podNotSeen } from './errors.js';
+import { abortable } from '../../lib/abortable.js';
+import type { CacheSyncGate } from './cache-sync.js';
+import { cachesNotSynced, podNotSeen } from './errors.js';
 import { podEndpointLabels } from './pod-labels.js';
 import type { Resource, ResourceEvent } from './resource.js';
 import type { Namespace, Pod } from './types.js';
@@ -21,6 +24,8 @@ export class K8sPodLabels implements PodLabelSource {
     private readonly clusterName: string,
     private readonly nodeName: string,
     private readonly waitMs: number,
+    /** Settles once every watched resource synced and the policy caught up (absent: not waited for). */
+    private readonly gate?: CacheSyncGate,
   ) {}
 
   /** See PodLabelSource: only in Kubernetes mode. */
@@ -35,8 +40,26 @@ export class K8sPodLabels implements PodLabelSource {
     return pod && ns ? podEndpointLabels(pod, ns, this.clusterName) : undefined;
   }
 
-  /** See PodLabelSource. */
-  labelsFor(namespace: string, name: string, signal?: AbortSignal): Promise<readonly string[]> {
+  /** See PodLabelSource: waits for the cache-sync gate, then for the pod (bounded together). */
+  async labelsFor(namespace: string, name: string, signal?: AbortSignal): Promise<readonly string[]> {
+    const began = Date.now();
+    if (this.gate && !this.gate.ready) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(cachesNotSynced(this.waitMs, this.gate!.waitingFor())), this.waitMs);
+      });
+      try {
+        await Promise.race([signal ? abortable(this.gate.caughtUp, signal) : this.gate.caughtUp, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+      signal?.throwIfAborted();
+    }
+    return this.podLabels(namespace, name, Math.max(0, this.waitMs - (Date.now() - began)), signal);
+  }
+
+  /** The pod's labels, waiting at most `waitMs` for the watch to bring it. */
+  private podLabels(namespace: string, name: string, waitMs: number, signal?: AbortSignal): Promise<readonly string[]> {
     const now = this.current(namespace, name);
     if (now || !this.pods || !this.namespaces) return now ? Promise.resolve(now) : Promise.reject(new Error('Kubernetes is not configured'));
     return new Promise((resolve, reject) => {
@@ -47,7 +70,8 @@ export class K8sPodLabels implements PodLabelSource {
         fn();
       };
       const onAbort = (): void => finish(() => reject(signal!.reason ?? new Error('aborted')));
-      const timer = setTimeout(() => finish(() => reject(podNotSeen(namespace, name, this.nodeName, this.waitMs, !!this.pods!.get(`${namespace}/${name}`)))), this.waitMs);
+      const timer = setTimeout(() => finish(() => reject(podNotSeen(namespace, name, this.nodeName, this.waitMs, !!this.pods!.get(`${namespace}/${name}`)))), waitMs);
+      // not a job: one ADD's wait for its pod, unsubscribed when it is seen, times out or is aborted
       const sub = this.changes().subscribe(() => {
         const l = this.current(namespace, name);
         if (l) finish(() => resolve(l));

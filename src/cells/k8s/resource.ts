@@ -136,6 +136,7 @@ export class Resource<T extends K8sObject> {
       for (const [key, object] of this.cache) sub.next({ kind: 'upsert', key, object });
       if (this.isSynced) sub.next({ kind: 'sync' });
       // Subscribed in the same turn as the replay: no change falls between them.
+      // not a job: the implementation of this Observable (its subscriber's subscription)
       return this.changes.subscribe(sub);
     });
   }

@@ -5,13 +5,12 @@
  * is listed or watched. A resource whose API is missing (a CRD not installed: 404) stays unsynced
  * and degraded, retrying with backoff, like any other failure; the agent runs on.
  */
-import { provide, type Cell } from '../../hive/cell.js';
-import { HealthToken, type Health } from '../../hive/health.js';
-import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
-import { LoggerToken, type Logger } from '../../hive/logger.js';
+import { provide, type Cell, type DepsValues } from '../../hive/cell.js';
+import { HealthToken } from '../../hive/health.js';
+import { LifecycleToken } from '../../hive/lifecycle.js';
+import { LoggerToken } from '../../hive/logger.js';
 import { token, type Token } from '../../hive/token.js';
 import { K8sClientToken, newResource } from './cell.js';
-import type { K8sClient } from './client.js';
 import { K8sConfigToken, type K8sConfig } from './config.js';
 import type { K8sObject, Resource } from './resource.js';
 import type { CiliumNetworkPolicy, EndpointSlice, Namespace, NetworkPolicy, Node, Pod, Service } from './types.js';
@@ -65,12 +64,14 @@ export const AGENT_RESOURCES: readonly ResourceSpec<K8sObject>[] = [
 /** Backoff of the agent's resources: quick at first (an apiserver starting), at most 30 s apart. */
 const BACKOFF = { minBackoffMs: 500, maxBackoffMs: 30_000 };
 
+const resourceDeps = { client: K8sClientToken, cfg: K8sConfigToken, lc: LifecycleToken, health: HealthToken, log: LoggerToken } as const;
+
 /** The provider of one resource: undefined with Kubernetes disabled. */
 function provideResource(spec: ResourceSpec<K8sObject>): Cell {
-  return provide(spec.token, (client: K8sClient, cfg: K8sConfig, lc: Lifecycle, health: Health, log: Logger): AgentResource<K8sObject> => {
+  return provide(spec.token, ({ client, cfg, lc, health, log }: DepsValues<typeof resourceDeps>): AgentResource<K8sObject> => {
     if (!client.enabled) return undefined;
     return newResource(client, lc, health, log, spec.name, { path: spec.path(cfg), fieldSelector: spec.fieldSelector?.(cfg), ...BACKOFF });
-  }, K8sClientToken, K8sConfigToken, LifecycleToken, HealthToken, LoggerToken);
+  }, resourceDeps);
 }
 
 /** The providers of every agent resource (part of the k8s cell). */

@@ -1,23 +1,26 @@
 /**
  * The policy-k8s cell (module `policy-k8s`): in Kubernetes mode, NetworkPolicies,
  * CiliumNetworkPolicies and CiliumClusterwideNetworkPolicies from the apiserver kept in the policy
- * repository, one observer job per kind (`policy-k8s-<resource>`) feeding a PolicyReconciler
- * (reconcile.ts). Each job first waits for the stored policy to be restored (the repository's
- * restore needs it empty), then gets the cached objects, `sync`, and every change. Invalid objects
- * are reported as Kubernetes Events and keep the job's health degraded, naming them.
- * Without Kubernetes nothing runs.
+ * repository, one observer job per kind (`policy-k8s-<resource>`) feeding the gated sync
+ * (gated.ts) and a PolicyReconciler per kind (reconcile.ts). Behind the k8s cache-sync gate: the
+ * restored policy stays exactly in force until every watched resource has synced and the stored
+ * policy is restored; then what the caches hold is applied in one turn (job
+ * `policy-k8s-cache-sync`), and changes apply as they come. Invalid objects are reported as
+ * Kubernetes Events and keep the job's health degraded, naming them. Without Kubernetes nothing runs.
  */
-import { invoke, module } from '../../hive/cell.js';
-import { JobsToken, type Jobs } from '../../hive/jobs.js';
-import { LoggerToken, type Logger } from '../../hive/logger.js';
-import {
-  CiliumClusterwideNetworkPoliciesToken, CiliumNetworkPoliciesToken, K8sClientToken, K8sConfigToken, NetworkPoliciesToken,
-  type AgentResource, type CiliumNetworkPolicy, type K8sClient, type K8sConfig, type K8sObject, type NetworkPolicy, type ResourceEvent,
-} from '../k8s/index.js';
-import { PolicyRepositoryToken, PolicyRestoreToken, type PolicyRepository, type PolicyRestore } from '../policy/index.js';
-import { eventReporter } from './events.js';
-import { PolicyReconciler, type InvalidReporter, type PolicyKind } from './reconcile.js';
+import { invoke, module, type DepsValues } from '../../hive/cell.js';
 import { HealthToken, type Health } from '../../hive/health.js';
+import { JobsToken } from '../../hive/jobs.js';
+import { LoggerToken } from '../../hive/logger.js';
+import {
+  CiliumClusterwideNetworkPoliciesToken, CiliumNetworkPoliciesToken, K8sCacheSyncToken, K8sClientToken, K8sConfigToken, NetworkPoliciesToken,
+  type AgentResource, type K8sObject, type ResourceEvent,
+} from '../k8s/index.js';
+import { PolicyRepositoryToken, PolicyRestoreToken } from '../policy/index.js';
+import { abortable } from '../../lib/abortable.js';
+import { eventReporter } from './events.js';
+import { GatedPolicySync, type GatedKind } from './gated.js';
+import { PolicyReconciler, type PolicyKind } from './reconcile.js';
 
 /** Says in the job's health which objects of its kind are invalid (not applied), or that all are applied. */
 function reportHealth(rec: PolicyReconciler, health: Health): void {
@@ -29,17 +32,43 @@ function reportHealth(rec: PolicyReconciler, health: Health): void {
   health.degraded(`invalid ${rec.kind} not applied (previous version kept): ${list.join('; ')}`);
 }
 
-/** Runs the reconciler of one kind as an observer job of its resource's events. */
-function watchKind(
-  jobs: Jobs, kind: PolicyKind, resource: AgentResource<K8sObject>, repo: PolicyRepository, restore: PolicyRestore, log: Logger, report: InvalidReporter,
-): void {
-  if (!resource) return;
-  const rec = new PolicyReconciler(kind, repo, log, report);
-  jobs.observer(`policy-k8s-${resource.name}`, resource.events(), async (ev: ResourceEvent<K8sObject>, ctx) => {
-    await restore.done;
-    const store = ev.kind === 'sync' ? await resource.store() : undefined;
-    await rec.handle(ev, (key) => store?.get(key) !== undefined);
-    reportHealth(rec, ctx.health);
+const policyDeps = {
+  nps: NetworkPoliciesToken, cnps: CiliumNetworkPoliciesToken, ccnps: CiliumClusterwideNetworkPoliciesToken,
+  repo: PolicyRepositoryToken, restore: PolicyRestoreToken, gate: K8sCacheSyncToken, client: K8sClientToken, cfg: K8sConfigToken,
+  jobs: JobsToken, log: LoggerToken, health: HealthToken,
+} as const;
+
+/** Wires the reconcilers of the three kinds behind the cache-sync gate (see the module comment). */
+function watchPolicies(d: DepsValues<typeof policyDeps>): void {
+  if (!d.client.enabled) {
+    d.health.ok('disabled: no --k8s-kubeconfig-path and not in a pod');
+    return;
+  }
+  const report = eventReporter(d.client, d.cfg.k8sNodeName);
+  const kinds = new Map<PolicyKind, GatedKind & { resource: AgentResource<K8sObject> }>();
+  for (const [kind, resource] of [['NetworkPolicy', d.nps], ['CiliumNetworkPolicy', d.cnps], ['CiliumClusterwideNetworkPolicy', d.ccnps]] as const) {
+    if (resource) kinds.set(kind, { rec: new PolicyReconciler(kind, d.repo, d.log, report), exists: (key) => resource.get(key) !== undefined, resource });
+  }
+  const gated = new GatedPolicySync(kinds);
+  const healthOf = new Map<PolicyKind, Health>();
+  const release = d.gate.hold('policy-k8s');
+  for (const [kind, k] of kinds) {
+    // sync: a relist's changes (after an apiserver outage) are applied in the turn they arrive
+    d.jobs.observer(`policy-k8s-${k.resource!.name}`, k.resource!.events(), (ev: ResourceEvent<K8sObject>, ctx) => {
+      healthOf.set(kind, ctx.health);
+      gated.onEvent(kind, ev);
+      if (gated.open) reportHealth(k.rec, ctx.health);
+      else ctx.health.ok(`waiting for the cache-sync gate (${d.gate.waitingFor().join(', ') || 'every resource synced'}): the restored ${kind} rules stay in force`);
+    }, { sync: true });
+  }
+  d.jobs.oneShot('policy-k8s-cache-sync', async ({ signal }) => {
+    await abortable(d.restore.done, signal);
+    await abortable(d.gate.synced, signal);
+    await abortable(gated.replayed, signal);
+    const { applied, deleted } = gated.flush();
+    d.log.info({ applied, deleted }, 'Kubernetes policy caches synced: their state applied over the restored policy');
+    for (const [kind, h] of healthOf) reportHealth(kinds.get(kind)!.rec, h);
+    release();
   });
 }
 
@@ -47,18 +76,5 @@ function watchKind(
 export const policyK8sCell = module(
   'policy-k8s',
   'NetworkPolicies and Cilium(Clusterwide)NetworkPolicies from Kubernetes into the policy repository',
-  invoke('policy-k8s', (
-    nps: AgentResource<NetworkPolicy>, cnps: AgentResource<CiliumNetworkPolicy>, ccnps: AgentResource<CiliumNetworkPolicy>,
-    repo: PolicyRepository, restore: PolicyRestore, client: K8sClient, cfg: K8sConfig, jobs: Jobs, log: Logger, health: Health,
-  ) => {
-    if (!client.enabled) {
-      health.ok('disabled: no --k8s-kubeconfig-path and not in a pod');
-      return;
-    }
-    const report = eventReporter(client, cfg.k8sNodeName);
-    watchKind(jobs, 'NetworkPolicy', nps, repo, restore, log, report);
-    watchKind(jobs, 'CiliumNetworkPolicy', cnps, repo, restore, log, report);
-    watchKind(jobs, 'CiliumClusterwideNetworkPolicy', ccnps, repo, restore, log, report);
-  }, NetworkPoliciesToken, CiliumNetworkPoliciesToken, CiliumClusterwideNetworkPoliciesToken,
-  PolicyRepositoryToken, PolicyRestoreToken, K8sClientToken, K8sConfigToken, JobsToken, LoggerToken, HealthToken),
+  invoke('policy-k8s', watchPolicies, policyDeps),
 );

@@ -82,12 +82,16 @@ export class PolicyReconciler {
 
   /** Handles one event; `exists(key)` says whether an object is in the (synced) cache. */
   async handle(ev: PolicyEvent, exists: (key: string) => boolean): Promise<void> {
-    if (ev.kind === 'sync') return this.prune(exists);
-    if (ev.kind === 'delete') return this.remove(ev.key, ev.object);
-    return this.apply(ev.key, ev.object);
+    if (ev.kind === 'sync') this.prune(exists);
+    else if (ev.kind === 'delete') this.remove(ev.key, ev.object);
+    else this.apply(ev.key, ev.object);
   }
 
-  private async apply(key: string, obj: PolicyObject): Promise<void> {
+  /**
+   * Applies an added or updated object in one repository change (synchronous: a batch applied in
+   * one turn is seen whole by every regeneration); an invalid one is reported in the background.
+   */
+  apply(key: string, obj: PolicyObject): void {
     const at = { kind: this.kind, object: key };
     let t: Translation;
     try {
@@ -97,7 +101,7 @@ export class PolicyReconciler {
       this.invalid.set(key, err);
       const kept = this.repo.get(objectLabels(this.kind, obj)).length;
       this.log.warn({ ...at, field: err.pointer || '/', err: err.message, keptRules: kept }, 'invalid Kubernetes policy not applied; its previous version stays');
-      await this.report(this.kind, obj, err).catch((e: Error) => this.log.warn({ ...at, err: e.message }, 'could not report the invalid policy as a Kubernetes Event'));
+      void this.report(this.kind, obj, err).catch((e: Error) => this.log.warn({ ...at, err: e.message }, 'could not report the invalid policy as a Kubernetes Event'));
       return;
     }
     for (const w of t.warnings) this.log.warn({ ...at, warning: w }, 'part of a Kubernetes policy left out (allows less)');
@@ -113,13 +117,15 @@ export class PolicyReconciler {
     this.log.info({ ...at, rules: t.rules.length, revision: change.revision }, 'Kubernetes policy applied');
   }
 
-  private remove(key: string, obj: PolicyObject): void {
+  /** Deletes a deleted object's rules. */
+  remove(key: string, obj: PolicyObject): void {
     this.invalid.delete(key);
     const change = this.repo.delete(objectLabels(this.kind, obj));
     this.log.info({ kind: this.kind, object: key, deleted: change.deleted, revision: change.revision }, 'Kubernetes policy deleted');
   }
 
-  private prune(exists: (key: string) => boolean): void {
+  /** Deletes the rules of this kind whose object `exists` does not know (deleted while the agent was down). */
+  prune(exists: (key: string) => boolean): void {
     const gone = new Set<string>();
     for (const rule of this.repo.get([`k8s:${LABEL}derived-from=${this.kind}`])) {
       const key = ruleObjectKey(this.kind, rule);
