@@ -116,7 +116,8 @@ t.test('a write interrupted by a crash: the leftover temporary file is ignored a
 t.test('a write that fails changes nothing: the previous store stays readable, memory and subscribers see nothing', async (t) => {
   let fail: 'write' | 'rename' | undefined;
   const atomic = await import('../../src/lib/atomic-file.js');
-  const { PolicyStore: FailingStore } = await t.mockImport<typeof import('../../src/cells/policy/store.js')>('../../src/cells/policy/store.js', {
+  // the store writes through src/lib/coalesced-file.ts, which writes through atomic-file.ts
+  const coalesced = await t.mockImport<typeof import('../../src/lib/coalesced-file.js')>('../../src/lib/coalesced-file.js', {
     '../../src/lib/atomic-file.js': {
       ...atomic,
       writeFileAtomicSync: (file: string, data: string) => {
@@ -129,6 +130,9 @@ t.test('a write that fails changes nothing: the previous store stays readable, m
         atomic.writeFileAtomicSync(file, data);
       },
     },
+  });
+  const { PolicyStore: FailingStore } = await t.mockImport<typeof import('../../src/cells/policy/store.js')>('../../src/cells/policy/store.js', {
+    '../../src/lib/coalesced-file.js': coalesced,
   });
   const dir = tempStateDir(t);
   const { MockAllocator } = await import('./helpers.js');
