@@ -4,7 +4,7 @@
  * missing capability asks here, so the reasons read the same everywhere and the unit tier holds:
  * under `npm run test:unit` (CELLIUM_TEST_TIER=unit, scripts/test-unit.sh) every privileged or
  * external need skips even as root, so the tier runs the same tests for every user. Folders whose
- * every test has such a need are named for it (test/root-*, test/etcd-*, test/k8s*: see
+ * every test has such a need are named for it (test/root-*, test/etcd-*, test/k8s: see
  * docs/testing.md) and the unit tier does not even load them.
  */
 import { spawnSync } from 'node:child_process';

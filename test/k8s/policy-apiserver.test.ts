@@ -15,8 +15,8 @@ import { K8sClientToken } from '../../src/cells/k8s/index.js';
 import { ensureCrds } from '../../src/cells/k8s/crds.js';
 import { PolicyRepositoryToken, type PolicyRepository } from '../../src/cells/policy/index.js';
 import { startAgent, type TestAgent } from '../api-integration/agent.js';
-import { k8sSkip, startCluster, type Cluster } from '../k8s/cluster.js';
-import { kubectlOk, until } from '../k8s/util.js';
+import { k8sSkip, startCluster, type Cluster } from './cluster.js';
+import { kubectlOk, until } from './util.js';
 
 const skip = k8sSkip();
 
