@@ -22,7 +22,7 @@ import { bpfAvailable } from '../src/bpf/index.js';
 import { agentCells } from '../src/cells.js';
 import { BpfDatapath, describeTables } from '../src/cells/datapath-bpf/index.js';
 import { DatapathToken, policyMapName, type Datapath } from '../src/cells/datapath/index.js';
-import { expandPolicy } from '../src/datapath/policy-lpm.js';
+import { expandPolicy } from '../src/maps/policy/key.js';
 import {
   type Endpoint, EndpointAPIManagerToken, EndpointManagerToken, type EndpointView, type RegenerationLevel,
 } from '../src/cells/endpoint/index.js';

@@ -9,11 +9,11 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { bpfAvailable, ensureBpffs } from '../src/bpf/index.js';
-import { CtMaps, openIPCacheMap, openPolicyMap, syncPolicyMap } from '../src/maps/index.js';
-import { loadEndpointProgram, unloadEndpointProgram } from '../src/cells/datapath-bpf/lxc/index.js';
+import { ensureBpffs } from '../src/bpf/index.js';
+import { CtMaps, openIPCacheMap } from '../src/maps/index.js';
 import type { PolicyEntry } from '../src/datapath/types.js';
-import { ip, podTopology, removeTopology } from './lib/pods.js';
+import { podTopology, removeTopology } from './lib/pods.js';
+import { iperfGbps, loadPodPrograms, packetBenchMissing } from './lib/pod-programs.js';
 import { median, printTable, ratio } from './lib/report.js';
 
 const ROUNDS = 3;
@@ -26,19 +26,6 @@ const PODS = { client: { ns: `clbc-${id}`, addr: '10.250.0.2', lxc: `lxcc${id}` 
 const GATEWAY = '10.250.0.1';
 const ROOT = `/sys/fs/bpf/cellium-bench-${id}`;
 
-function missing(): string | undefined {
-  if (process.getuid?.() !== 0) return 'needs root (network namespaces, BPF)';
-  const a = bpfAvailable();
-  if (!a.ok) return `BPF unavailable: ${a.reason}`;
-  for (const tool of ['iperf3', 'sockperf']) {
-    try {
-      execFileSync('which', [tool]);
-    } catch {
-      return `${tool} missing (npm run setup installs it: scripts/packages.d/40-bench.txt)`;
-    }
-  }
-  return undefined;
-}
 
 function topology(): void {
   podTopology(NODE, Object.values(PODS), GATEWAY);
@@ -46,10 +33,6 @@ function topology(): void {
 
 function cleanup(): void {
   removeTopology([NODE, PODS.client.ns, PODS.server.ns], ROOT);
-}
-
-function ifindex(dev: string): number {
-  return (JSON.parse(ip('-n', NODE, '-j', 'link', 'show', dev)) as { ifindex: number }[])[0]!.ifindex;
 }
 
 /** bpf_lxc on both host-side veths, with conntrack, the ipcache and each pod's policy. */
@@ -63,23 +46,12 @@ async function attachCellium(): Promise<() => void> {
     client: [allow(1002, 'egress', 6, IPERF_PORT), allow(1002, 'egress', 6, SOCKPERF_PORT)],
     server: [allow(1001, 'ingress', 6, IPERF_PORT), allow(1001, 'ingress', 6, SOCKPERF_PORT)],
   };
-  const undo: Array<() => void> = [];
-  for (const [i, name] of (['client', 'server'] as const).entries()) {
-    const p = PODS[name];
-    const policy = openPolicyMap(ROOT, i + 1);
-    syncPolicyMap(policy, policies[name]);
-    const ifIndex = ifindex(p.lxc);
-    await loadEndpointProgram(
-      { id: i + 1, identity: 1001 + i, ipv4: p.addr, ifName: p.lxc, ifIndex, mac: '', hostMac: '' },
-      { bpfRoot: ROOT, netns: `/var/run/netns/${NODE}`, mode: 'legacy', reuseMaps: { ...ct.fds(), cellium_ipcache: ipcache.map.fd, cellium_policy: policy.map.fd } },
-    );
-    undo.push(() => {
-      unloadEndpointProgram(i + 1, ifIndex, { bpfRoot: ROOT, netns: `/var/run/netns/${NODE}` });
-      policy.close();
-    });
-  }
+  const unload = await loadPodPrograms({ node: NODE, root: ROOT, ct, ipcache }, [
+    { pod: PODS.client, policy: policies.client },
+    { pod: PODS.server, policy: policies.server },
+  ]);
   return () => {
-    for (const u of undo) u();
+    unload();
     ct.close();
     ipcache.close();
   };
@@ -112,9 +84,7 @@ async function withServer<T>(serverArgs: string[], client: () => T): Promise<T> 
 function iperf(): Promise<number> {
   return withServer(['iperf3', '-s', '-1', '-B', PODS.server.addr, '-p', String(IPERF_PORT)], () => {
     const out = execFileSync('ip', ['netns', 'exec', PODS.client.ns, 'iperf3', '-c', PODS.server.addr, '-p', String(IPERF_PORT), '-t', String(SECONDS), '-J'], { encoding: 'utf8' });
-    const r = JSON.parse(out) as { error?: string; end?: { sum_received?: { bits_per_second: number } } };
-    if (!r.end?.sum_received) throw new Error(`iperf3: ${r.error ?? 'no result'}`);
-    return r.end.sum_received.bits_per_second / 1e9;
+    return iperfGbps(out);
   });
 }
 
@@ -129,7 +99,7 @@ function pingPong(): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const why = missing();
+  const why = packetBenchMissing(['iperf3', 'sockperf']);
   if (why) {
     console.log(`datapath-traffic: skipped: ${why}`);
     return;

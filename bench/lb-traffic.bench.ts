@@ -11,12 +11,12 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { bpfAvailable, ensureBpffs } from '../src/bpf/index.js';
-import { CtMaps, openIPCacheMap, openLBMaps, openPolicyMap, syncPolicyMap } from '../src/maps/index.js';
-import { loadEndpointProgram, unloadEndpointProgram } from '../src/cells/datapath-bpf/lxc/index.js';
+import { ensureBpffs } from '../src/bpf/index.js';
+import { CtMaps, openIPCacheMap, openLBMaps } from '../src/maps/index.js';
 import { LBOps, LBServiceManager } from '../src/cells/loadbalancer/index.js';
 import type { PolicyEntry } from '../src/datapath/types.js';
-import { ip, podTopology, removeTopology } from './lib/pods.js';
+import { podTopology, removeTopology } from './lib/pods.js';
+import { iperfGbps, loadPodPrograms, packetBenchMissing } from './lib/pod-programs.js';
 import { median, printTable, ratio } from './lib/report.js';
 import { enableBpfStats, nsPerRun, tcProgramIds } from './lib/bpf-stats.js';
 
@@ -31,17 +31,6 @@ const GATEWAY = '10.163.0.1';
 const VIP = '10.163.96.1';
 const ROOT = `/sys/fs/bpf/cellium-bench-lb-${id}`;
 
-function missing(): string | undefined {
-  if (process.getuid?.() !== 0) return 'needs root (network namespaces, BPF)';
-  const a = bpfAvailable();
-  if (!a.ok) return `BPF unavailable: ${a.reason}`;
-  try {
-    execFileSync('which', ['iperf3']);
-  } catch {
-    return 'iperf3 missing (npm run setup installs it: scripts/packages.d/40-bench.txt)';
-  }
-  return undefined;
-}
 
 function topology(): void {
   podTopology(NODE, Object.values(PODS), GATEWAY);
@@ -76,23 +65,12 @@ async function attach(): Promise<() => void> {
     client: [allow(1002, 'egress', IPERF_PORT), allow(1002, 'egress', CONN_PORT)],
     server: [allow(1001, 'ingress', IPERF_PORT), allow(1001, 'ingress', CONN_PORT)],
   };
-  const undo: Array<() => void> = [];
-  for (const [i, name] of (['client', 'server'] as const).entries()) {
-    const p = PODS[name];
-    const policy = openPolicyMap(ROOT, i + 1);
-    syncPolicyMap(policy, policies[name]);
-    const ifIndex = (JSON.parse(ip('-n', NODE, '-j', 'link', 'show', p.lxc)) as { ifindex: number }[])[0]!.ifindex;
-    await loadEndpointProgram(
-      { id: i + 1, identity: 1001 + i, ipv4: p.addr, ifName: p.lxc, ifIndex, mac: '', hostMac: '' },
-      { bpfRoot: ROOT, netns: `/var/run/netns/${NODE}`, mode: 'legacy', reuseMaps: { ...ct.fds(), cellium_ipcache: ipcache.map.fd, cellium_policy: policy.map.fd } },
-    );
-    undo.push(() => {
-      unloadEndpointProgram(i + 1, ifIndex, { bpfRoot: ROOT, netns: `/var/run/netns/${NODE}` });
-      policy.close();
-    });
-  }
+  const unload = await loadPodPrograms({ node: NODE, root: ROOT, ct, ipcache }, [
+    { pod: PODS.client, policy: policies.client },
+    { pod: PODS.server, policy: policies.server },
+  ]);
   return () => {
-    for (const u of undo) u();
+    unload();
     ct.close();
     lb.close();
     ipcache.close();
@@ -118,9 +96,7 @@ async function iperf(dst: string): Promise<number> {
   try {
     await settle();
     const out = execFileSync('ip', ['netns', 'exec', PODS.client.ns, 'iperf3', '-c', dst, '-p', String(IPERF_PORT), '-t', String(SECONDS), '-J', ...affinity(0)], { encoding: 'utf8' });
-    const r = JSON.parse(out) as { error?: string; end?: { sum_received?: { bits_per_second: number } } };
-    if (!r.end?.sum_received) throw new Error(`iperf3: ${r.error ?? 'no result'}`);
-    return r.end.sum_received.bits_per_second / 1e9;
+    return iperfGbps(out);
   } finally {
     s.kill('SIGKILL');
   }
@@ -153,7 +129,7 @@ function spread(v: readonly number[], target: string): string {
 }
 
 async function main(): Promise<void> {
-  const why = missing();
+  const why = packetBenchMissing(['iperf3']);
   if (why) {
     console.log(`lb-traffic: skipped: ${why}`);
     return;

@@ -8,7 +8,8 @@
 import { rmSync } from 'node:fs';
 import { bpfAvailable } from '../src/bpf/index.js';
 import { ensureBpffs } from '../src/bpf/bpffs.js';
-import { memoryLBMaps, type LBMapSet } from '../src/datapath/lb-maps.js';
+import { memoryLBMaps } from '../src/datapath/memory/lb-maps.js';
+import type { LBMapSet } from '../src/datapath/lb-maps.js';
 import { openLBMaps } from '../src/maps/lb/index.js';
 import { LBOps, LBServiceManager, type ServiceUpsert } from '../src/cells/loadbalancer/index.js';
 import { Reconciler } from '../src/lib/reconciler/index.js';

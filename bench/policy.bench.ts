@@ -43,7 +43,9 @@ class BenchAllocator implements IdentityAllocator {
 
 function setup(): { alloc: BenchAllocator; repo: Repository } {
   const alloc = new BenchAllocator();
-  return { alloc, repo: new Repository(new SelectorCache(alloc), alloc) };
+  const cache = new SelectorCache(alloc);
+  alloc.changes$.subscribe((c) => cache.onIdentity(c));
+  return { alloc, repo: new Repository(cache, alloc) };
 }
 
 /**

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README quick start, CI): set up, type-check, lint, check generated files, run tap.
-# Privileged tests run when root (CI is root); otherwise each skips with one line saying why.
+# Privileged tests run when root (CI is root); otherwise each skips with one line saying why
+# (test/needs.ts). tap runs with TMPDIR at a fresh directory that must be empty at the end (scripts/tap.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -16,5 +17,5 @@ done
 # outlasts tap's per-file timeout; where Go or its module proxy is missing, one line says why they skip.
 echo "test: Kubernetes control-plane binaries (scripts/k8s.sh prepare)"
 bash scripts/k8s.sh prepare
-echo "test: tap"
-npx tap "$@"
+echo "test: tap (every tier; npm run test:unit runs the unit tier alone)"
+bash scripts/tap.sh "$@"

@@ -16,7 +16,7 @@ export const ETCD_BIN = process.env.CELLIUM_TEST_ETCD ?? 'etcd';
 /** Why etcd tests cannot run here, or false. */
 export function etcdSkip(): string | false {
   const r = spawnSync(ETCD_BIN, ['--version'], { encoding: 'utf8' });
-  if (r.error || r.status !== 0) return `no etcd binary (${ETCD_BIN}): apt-get install etcd-server (scripts/packages.d/50-kvstore.txt)`;
+  if (r.error || r.status !== 0) return `needs an etcd binary (${ETCD_BIN}): apt-get install etcd-server (scripts/packages.d/50-kvstore.txt)`;
   return false;
 }
 

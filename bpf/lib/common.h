@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Shared definitions of the Cellium datapath: the layouts of every map key and value (mirrored
- * byte for byte by src/maps/layout.ts; docs/datapath.md draws them), reserved identities, drop
+ * byte for byte by the layout.ts of each map under src/maps/; docs/datapath.md draws them), reserved identities, drop
  * reasons and address families. All multi-byte fields are host byte order unless typed __be.
  */
 #ifndef CELLIUM_COMMON_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Connection tracking, Cilium's semantics (src/cells/datapath/conntrack-model.ts computes the same
+ * Connection tracking, Cilium's semantics (src/datapath/model/conntrack.ts computes the same
  * in TypeScript):
  *   - a packet is first looked up as a reply (the key built from the packet, flags naming the other
  *     side as the opener): a hit is CT_REPLY, or CT_RELATED for an ICMP error whose inner header

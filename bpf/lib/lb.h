@@ -14,7 +14,7 @@
  *   - a reply (to_container, CT_REPLY with a rev-NAT index) gets its source rewritten to the
  *     frontend from cellium_lb4_reverse_nat.
  * The lookups of services and backends are lib/lb_lookup.h (bpf_sock shares them). The memory
- * datapath's model is src/datapath/lb-model.ts.
+ * datapath's model is src/datapath/model/lb.ts.
  */
 #ifndef CELLIUM_LB_H
 #define CELLIUM_LB_H

@@ -3,7 +3,7 @@
  * The datapath maps. Shared maps are pinned by name under the object's pin root (the agent's
  * --bpf-root, default /sys/fs/bpf/cellium), so every endpoint's program and the agent use the same
  * ones. cellium_policy is per endpoint: the loader binds it to the pinned cellium_policy_<id> at
- * load (bpf_map__set_pin_path / bpf_map__reuse_fd). Sizes here are mirrored in src/maps/layout.ts.
+ * load (bpf_map__set_pin_path / bpf_map__reuse_fd). Sizes here are mirrored in the layout.ts of each map under src/maps/.
  */
 #ifndef CELLIUM_MAPS_H
 #define CELLIUM_MAPS_H

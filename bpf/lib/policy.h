@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The policy decision (identities: ipcache_identity of lib/ipcache.h, unknown -> world),
- * exactly as src/cells/datapath/verdict-model.ts computes it:
+ * exactly as src/datapath/model/verdict.ts computes it:
  *   1. ARP and IPv6 neighbour discovery (ICMPv6 133-137) pass (before conntrack, in bpf_lxc.c);
  *   2. ingress from the host identity passes (allow-localhost);
  *   3. egress ICMP/ICMPv6 echo request or reply to the host identity passes;

@@ -23,7 +23,7 @@ export const ReservedIdentity = {
  * One entry of an endpoint's policy map state, as the control plane computes it.
  * identity 0 = any identity; protocol 0 = any protocol (then port must be 0); port 0 = any port.
  * `endPort` (inclusive, >= port) turns the entry into a port range. `deny` entries drop.
- * The datapath expands ranges into LPM prefixes (see policy-lpm.ts) and looks up the most specific
+ * The datapath expands ranges into LPM prefixes (see src/maps/policy/key.ts) and looks up the most specific
  * entry for the peer's identity and for identity 0; a deny from either lookup drops, otherwise any
  * match allows, otherwise the packet drops. "Allow all in a direction" is the entry
  * {identity 0, protocol 0, port 0} in that direction.
@@ -183,6 +183,20 @@ export interface DatapathMaps {
   get(name: string): Promise<MapDump | undefined>;
 }
 
+/** Whether a host-side interface exists (endpoint GC and restore). */
+export type LinkChecker = (ifName: string) => Promise<boolean>;
+
+/** Token for the LinkChecker of the selected datapath. */
+export const LinkCheckerToken = token<LinkChecker>('LinkChecker');
+
+/** Where a datapath's monitor events are read: the program's ring buffer and its lost counter. */
+export interface MonitorEventSource {
+  /** The BPF root the ring buffer (`cellium_events`) is pinned under. */
+  readonly bpfRoot: string;
+  /** Events the ring buffer had no room for so far (the program counts them). */
+  eventsLost(): number;
+}
+
 /** The selected datapath. */
 export interface Datapath {
   readonly mode: 'memory' | 'bpf';
@@ -197,6 +211,8 @@ export interface Datapath {
    * may hold it. Absent when the datapath gives no address the host identity (memory).
    */
   isHostAddress?(ip: string): boolean;
+  /** Where its monitor events are read (BPF); absent when the datapath reports none (memory). */
+  readonly monitorEvents?: MonitorEventSource;
   /** The datapath's own load-balancing maps (the memory datapath's); absent: the loadbalancer cell opens the kernel's. */
   readonly lbMaps?: LBMapSet;
   /**

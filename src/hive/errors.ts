@@ -2,6 +2,7 @@
  * Every error the hive raises, in one place. Messages name the module, the cell and the fix,
  * the way NestJS's errors/messages.ts and cilium/hive's errors do.
  */
+import { errorMessage } from '../lib/errors.js';
 
 /** Base class of all hive errors. */
 export class HiveError extends Error {
@@ -138,12 +139,5 @@ export class HiveStateError extends HiveError {
   override readonly name = 'HiveStateError';
 }
 
-/** The message of any thrown value. */
-export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** Any thrown value as an Error. */
-export function toError(err: unknown): Error {
-  return err instanceof Error ? err : new Error(String(err));
-}
+// The message of any thrown value, any thrown value as an Error: src/lib's, re-exported for the hive's users.
+export { errorMessage, toError } from '../lib/errors.js';

@@ -1,15 +1,16 @@
 /**
- * Cellium's BPF maps (Cilium's pkg/maps): the C layouts of bpf/lib/common.h as codecs, the map
- * specs of bpf/lib/maps.h, and the maps opened, sized and synced: cellium_lxc, cellium_ipcache,
- * the per-endpoint policy maps, cellium_metrics, the global conntrack maps (ct/) and the
- * load-balancing maps (lb/).
+ * Cellium's BPF maps (Cilium's pkg/maps), one folder per map with its C layout (bpf/lib/common.h)
+ * as codecs, its spec (bpf/lib/maps.h) and how it is opened: the per-endpoint policy maps
+ * (policy/), cellium_ipcache (ipcache/), cellium_lxc (lxc/), cellium_metrics (metrics/), the
+ * monitor's ring buffer (events/), the global conntrack maps (ct/) and the load-balancing maps (lb/).
  */
-export * from './layout.js';
-export {
-  openIPCacheMap, openLxcMap, openPolicyMap, removePolicyMap, policyMapPath, syncPolicyMap, readDropCounters, readTraffic,
-  type TrafficCounter, type TrafficCounters,
-  type IPCacheMap, type LxcMap, type PolicyMap, type PolicySyncResult,
-} from './cellium-maps.js';
+export { hostOrder } from '../bpf/host-order.js';
+export { Family, formatMac, macBytes, writeAddr } from './addr-codec.js';
+export * from './policy/index.js';
+export * from './ipcache/index.js';
+export * from './lxc/index.js';
+export * from './metrics/index.js';
+export * from './events/index.js';
 export * from './ct/layout.js';
 export {
   CtMaps, flushCtMaps, layoutText, openExact, sweepAddresses, sweepExpired, sweepMap,

@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import { formatAddr } from '../lib/addr.js';
 import { BpfMap } from '../bpf/bpf-map.js';
 import { sys } from '../bpf/errors.js';
-import { DROP_REASONS, EVENTS_MAP, hostOrder } from '../maps/layout.js';
+import { DROP_REASONS } from '../maps/metrics/layout.js';
+import { EVENTS_MAP } from '../maps/events/layout.js';
+import { hostOrder } from '../bpf/host-order.js';
 import { loadAddon, type RawRingReader } from '../bpf/native.js';
 
 /** Size of struct monitor_event. */

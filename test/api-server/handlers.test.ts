@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { testHive } from '../../src/hive/index.js';
-import { Transport, type RequestOptions } from '../../src/api/transport.js';
+import { Transport } from '../../src/api/transport.js';
 import { createSpecValidator } from '../../src/api/spec.js';
 import { apiServerCell } from '../../src/cells/api-server/index.js';
 import { apiHandlerCells, DaemonOptionsToken } from '../../src/cells/api-handlers/index.js';
@@ -16,6 +16,7 @@ import { PolicyRepositoryToken } from '../../src/cells/policy/types.js';
 import { DatapathToken } from '../../src/datapath/types.js';
 import { LBServiceManager, ServiceManagerToken } from '../../src/cells/loadbalancer/index.js';
 import { MockEndpoints, MockPolicy, mockDatapath, mockIdentities } from './mocks.js';
+import { specCaller } from './spec-call.js';
 
 const validator = createSpecValidator();
 
@@ -33,12 +34,7 @@ async function setup(t: Test) {
   });
   const tr = new Transport({ socketPath });
   t.teardown(() => tr.close());
-  /** Sends a request and checks the answer against the spec (status declared, body and headers valid). */
-  const call = async (operationId: string, method: string, path: string, opts: RequestOptions = {}): Promise<Res> => {
-    const res = await tr.request(method, path, opts);
-    t.same(validator.response(operationId, res.status, res.body, res.headers as Record<string, string>), [], `${method} ${path} -> ${res.status} matches the spec`);
-    return res as Res;
-  };
+  const call = specCaller(t, tr, validator);
   return { h, eps, policy, call };
 }
 

@@ -48,3 +48,33 @@ t.test("a cell imports another cell through its index.ts or types.ts only", asyn
     t.same(await messages(file!, spec!), [], `${file} -> ${spec} is allowed`);
   }
 });
+
+t.test('src/lib is below the hive, and the CLI imports no cell', async (t) => {
+  t.match(await messages('src/lib/reconciler/x.ts', '../../hive/errors.js'), [/src\/lib is below the hive/]);
+  t.match(await messages('src/lib/x.ts', '../cells/kvstore/index.js'), [/a library imports no cell/]);
+  t.same(await messages('src/lib/reconciler/x.ts', '../errors.js'), []);
+  t.match(await messages('src/cli/commands/x.ts', '../../cells/kvstore/index.js'), [/the CLI talks to the agent through its API/]);
+  t.same(await messages('src/cli/commands/x.ts', '../../lib/etcd-config.js'), []);
+  t.same(await messages('src/cli/commands/x.ts', '../../maps/index.js'), []);
+});
+
+t.test('the datapath contract imports no implementation and no map', async (t) => {
+  t.match(await messages('src/datapath/types.ts', './model/verdict.js'), [/the datapath contract/]);
+  t.match(await messages('src/datapath/types.ts', './memory/lb-maps.js'), [/the datapath contract/]);
+  t.match(await messages('src/datapath/types.ts', '../maps/policy/key.js'), [/the datapath contract/]);
+  t.match(await messages('src/datapath/types.ts', '../cells/datapath/index.js'), [/a library imports no cell/]);
+  t.same(await messages('src/datapath/types.ts', './lb-maps.js'), []);
+  t.same(await messages('src/datapath/types.ts', './map-names.js'), []);
+  t.same(await messages('src/datapath/model/verdict.ts', '../../maps/policy/key.js'), [], 'the model may use a map key');
+});
+
+t.test('cells use the datapath contract, not a datapath implementation cell', async (t) => {
+  t.match(await messages('src/cells/monitor/x.ts', '../datapath-bpf/index.js'), [/a cell uses the datapath contract/]);
+  t.match(await messages('src/cells/loadbalancer/x.ts', '../datapath-memory/index.js'), [/a cell uses the datapath contract/]);
+  t.match(await messages('src/cells/endpoint/sub/x.ts', '../../datapath-bpf/types.js'), [/a cell uses the datapath contract/]);
+  t.same(await messages('src/cells/monitor/x.ts', '../../datapath/types.js'), []);
+  t.same(await messages('src/cells/loadbalancer/x.ts', '../../datapath/bpf-config.js'), []);
+  t.same(await messages('src/cells/monitor/x.ts', '../datapath/index.js'), [], 'the selection cell through its index');
+  t.same(await messages('src/cells/datapath-bpf/x.ts', '../datapath/index.js'), [], "the datapath's own cells");
+  t.match(await messages('src/cells/datapath-bpf/x.ts', '../datapath-memory/datapath.js'), [/through its index.ts or types.ts/]);
+});

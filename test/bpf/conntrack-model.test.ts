@@ -4,7 +4,9 @@
 // garbage collection, and a read-only verdict agreeing with a packet going through.
 import t from 'tap';
 import { MemoryDatapath } from '../../src/cells/datapath-memory/index.js';
-import { Conntrack, CtFlags, MemoryCtStore, ctPorts, forwardKey, TcpFlags, type CtTimeouts } from '../../src/datapath/conntrack.js';
+import { Conntrack, ctPorts, forwardKey } from '../../src/datapath/model/conntrack.js';
+import { CtFlags, TcpFlags, type CtTimeouts } from '../../src/datapath/conntrack.js';
+import { MemoryCtStore } from '../../src/datapath/memory/ct-store.js';
 import { statefulCases, type StatefulCase } from '../fixtures/verdict-cases.js';
 
 const EP_IDENTITY = 4242;

@@ -1,9 +1,7 @@
 // Policy LPM expansion, key/value codecs and the in-memory trie (unprivileged).
 import t from 'tap';
-import {
-  POLICY_KEY_SIZE, PolicyLpm, decodePolicyKey, decodePolicyValue, encodePolicyKey, encodePolicyValue, expandPolicy,
-  policyKeyId, portRangeBlocks, type PolicyKey,
-} from '../../src/datapath/policy-lpm.js';
+import { POLICY_KEY_SIZE, decodePolicyKey, decodePolicyValue, encodePolicyKey, encodePolicyValue, expandPolicy, policyKeyId, portRangeBlocks, type PolicyKey } from '../../src/maps/policy/key.js';
+import { PolicyLpm } from '../../src/datapath/model/policy-lpm.js';
 import type { PolicyEntry } from '../../src/datapath/types.js';
 
 const entry = (over: Partial<PolicyEntry>): PolicyEntry => ({ identity: 0, direction: 'egress', protocol: 0, port: 0, deny: false, ...over });

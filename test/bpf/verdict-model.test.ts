@@ -1,7 +1,7 @@
 // The shared verdict case table against the pure model (unprivileged), plus the model's own edges.
 import t from 'tap';
-import { IPCacheLpm, decideVerdict, modelVerdict, peerAddress } from '../../src/datapath/verdict-model.js';
-import { PolicyLpm } from '../../src/datapath/policy-lpm.js';
+import { IPCacheLpm, decideVerdict, modelVerdict, peerAddress } from '../../src/datapath/model/verdict.js';
+import { PolicyLpm } from '../../src/datapath/model/policy-lpm.js';
 import { verdictCases } from '../fixtures/verdict-cases.js';
 
 t.test('verdict cases', async (t) => {

@@ -16,6 +16,7 @@ import { UsageError } from '../../src/cli/errors.js';
 import { defaultSocketPath, privateSocketDir } from '../../src/api/socket-path.js';
 import { prepareSocket } from '../../src/cells/api-server/socket.js';
 import { DEMO_POLICY } from '../../src/cmd/demo/policy.js';
+import { needs } from '../needs.js';
 
 const root = join(import.meta.dirname, '../..');
 const built = existsSync(join(root, 'dist/src/cli/main.js'));
@@ -51,7 +52,7 @@ t.test('the CLI honours CELLIUM_SOCKET_PATH like the agent does', async (t) => {
   t.same(JSON.parse(out), fx.statusResponse);
 });
 
-t.test('the agent refuses a socket directory another user owns', { skip: process.getuid?.() === 0 ? false : 'needs root to give a directory to another user' }, async (t) => {
+t.test('the agent refuses a socket directory another user owns', { skip: needs('root', 'gives a directory to another user') }, async (t) => {
   const other = join(dir, 'owned-by-someone');
   mkdirSync(other);
   chownSync(other, 4242, 4242);

@@ -3,18 +3,11 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isolatedFlags, stopOnceStarted } from './agent-process.js';
 
 const bin = join(import.meta.dirname, '../../bin/cellium-agent.js');
 const built = existsSync(join(import.meta.dirname, '../../dist/src/cmd/agent.js'));
 
-/** Flags that keep a test agent's files in a temp dir and its datapath in memory. */
-export function isolatedFlags(dir: string): string[] {
-  return [`--state-dir=${dir}/state`, `--socket-path=${dir}/cellium.sock`, '--datapath-mode=memory', `--bpf-root=${dir}/bpf`, `--cni-delete-queue-dir=${dir}/delete-queue`]
-    .filter((f) => knownFlags.has(f.slice(2, f.indexOf('='))));
-}
-const knownFlags = new Set(
-  built ? [...spawnSync(process.execPath, [bin, '--help'], { encoding: 'utf8' }).stdout.matchAll(/^ {2}--([a-z0-9-]+)=/gm)].map((m) => m[1]!) : [],
-);
 
 t.test('cellium-agent', { skip: built ? false : 'dist/ not built: run npm run build (npm test builds it)' }, async (t) => {
   t.test('--help lists every flag with its env var', async (t) => {
@@ -51,16 +44,7 @@ t.test('cellium-agent', { skip: built ? false : 'dist/ not built: run npm run bu
       const dir = mkdtempSync(join(tmpdir(), 'cellium-agent-'));
       t.teardown(() => rmSync(dir, { recursive: true, force: true }));
       const p = spawn(process.execPath, [bin, ...isolatedFlags(dir)], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let err = '';
-      let sent = false;
-      p.stderr.on('data', (d: Buffer) => {
-        err += d.toString();
-        if (!sent && err.includes('"hive started"')) {
-          sent = true;
-          p.kill(sig);
-        }
-      });
-      const code = await new Promise<number | null>((resolve) => p.on('exit', (c) => resolve(c)));
+      const { code, err } = await stopOnceStarted(p, sig);
       t.equal(code, 0, `${sig}: exit 0\n${err}`);
       const lines = err.trim().split('\n').map((l) => JSON.parse(l) as { msg: string; level: number });
       t.ok(lines.some((l) => l.msg === 'hive started'), 'structured start line');

@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Narrator } from '../../src/cmd/demo/runner.js';
+import { needs } from '../needs.js';
 
 const built = existsSync(join(import.meta.dirname, '../../dist/src/cmd/agent.js'));
 
@@ -37,7 +38,7 @@ t.test('stopping the agent leaves no timer behind (the demo exits as soon as it 
 });
 
 t.test('the privileged demo: real pods through the CNI shim, the BPF program drops and counts, cleanup', {
-  skip: !built ? 'dist/ not built: run npm run build' : process.getuid?.() !== 0 ? 'needs root: the real demo plumbs network namespaces and loads BPF programs' : false,
+  skip: needs(['built', 'root'], 'the real demo plumbs network namespaces and loads BPF programs'),
 }, async (t) => {
   const { demo } = await import('../../src/cmd/demo/main.js');
   const n = capture();

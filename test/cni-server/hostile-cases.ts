@@ -1,7 +1,7 @@
 // The table of hostile CNI calls (variables and stdin) with the code and message each must get.
 // The same table drives the CNI server over a FakeNet (unprivileged, test/cni-server/validate.test.ts)
 // and the real shim against a real agent running in a network namespace of its own
-// (test/e2e/hostile-cni.test.ts), so the agent's checks and the shim's are held to the same answers.
+// (test/root-e2e/hostile-cni.test.ts), so the agent's checks and the shim's are held to the same answers.
 import type { CniRequest } from '../../src/cni/protocol.js';
 
 /** Where a table runs: the paths it needs. */

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { cniEmptySuccess, cniError, cniSuccess, writeCniResponse } from '../../src/cni/protocol.js';
 import { buildShim, runShim, startFakeAgent, tempDir } from './run-shim.js';
+import { needs } from '../needs.js';
 
 buildShim();
 
@@ -115,7 +116,7 @@ t.test('a log that cannot be written never fails the call', async (t) => {
   t.ok(lstatSync(fifo).isFIFO(), 'the FIFO is left alone (and did not block the call)');
 });
 
-t.test('a log directory that cannot be written (read-only file system, a device) never fails the call', { skip: process.getuid?.() === 0 ? false : 'needs root to mount a read-only file system' }, async (t) => {
+t.test('a log directory that cannot be written (read-only file system, a device) never fails the call', { skip: needs('root', 'mounts a read-only file system') }, async (t) => {
   const socketPath = join(tmp.dir, 'agent-readonly.sock');
   const agent = await startFakeAgent(socketPath, (_req, res) => writeCniResponse(res, cniSuccess(result)));
   t.teardown(agent.close);

@@ -5,7 +5,7 @@ import {
   type Datapath, type DatapathProvider, type EndpointDatapathConfig,
 } from '../../src/cells/datapath/index.js';
 import { MemoryDatapath, MemoryLoader, MemoryMaps, memoryDatapathCell } from '../../src/cells/datapath-memory/index.js';
-import { modelVerdict } from '../../src/datapath/verdict-model.js';
+import { modelVerdict } from '../../src/datapath/model/verdict.js';
 import { verdictCases } from '../fixtures/verdict-cases.js';
 
 t.test('every shared verdict case: the memory datapath agrees with the table and the model', async (t) => {

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, rmSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { isolatedFlags } from '../cmd/agent.test.js';
+import { isolatedFlags, stopOnceStarted } from '../cmd/agent-process.js';
 
 const root = join(import.meta.dirname, '../..');
 const agentBin = join(root, 'bin/cellium-agent.js');
@@ -38,16 +38,7 @@ t.test('systemd unit', async (t) => {
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const exec = /^ExecStart=(\S+) \$CELLIUM_AGENT_ARGS$/m.exec(localUnit())![1]!;
     const p = spawn(exec, isolatedFlags(dir), { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, CELLIUM_LOG_LEVEL: 'info' } });
-    let err = '';
-    let sent = false;
-    p.stderr.on('data', (d: Buffer) => {
-      err += d.toString();
-      if (!sent && err.includes('"hive started"')) {
-        sent = true;
-        p.kill('SIGTERM');
-      }
-    });
-    const code = await new Promise<number | null>((r) => p.on('exit', (c) => r(c)));
+    const { code, err } = await stopOnceStarted(p, 'SIGTERM');
     t.equal(code, 0, err);
   });
 });

@@ -5,7 +5,7 @@
 // deleted after it came back are enforced. Throughout, app=bad's pings and client connects to a
 // never-allowed port get nothing through, and the agent is never restarted.
 import t from 'tap';
-import { agentProcessSkip } from '../datapath-bpf/fixtures.js';
+import { agentProcessSkip } from '../root-datapath-agent/fixtures.js';
 import { k8sSkip } from './cluster.js';
 import { allowPort, setUp, untilPorts, watchDenied } from './enforcement.js';
 import { kubectlOk, until } from './util.js';

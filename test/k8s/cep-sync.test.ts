@@ -15,11 +15,11 @@ import { CniServerToken, hostIfName } from '../../src/cells/cni-server/index.js'
 import { detectNodeIP } from '../../src/cells/cluster/index.js';
 import { EndpointManagerToken } from '../../src/cells/endpoint/index.js';
 import { startAgent, type TestAgent } from '../api-integration/agent.js';
-import { buildShim, cni, netns, skipUnlessRoot } from '../e2e/agent.js';
+import { buildShim, cni, netns } from '../root-e2e/agent.js';
 import { k8sSkip, startCluster, type Cluster } from './cluster.js';
 import { agentKubeconfig, kubectlOk, until } from './util.js';
 
-const skip = skipUnlessRoot || k8sSkip({ root: true });
+const skip = k8sSkip({ root: true });
 const NODE = 'node-a';
 const POOL = '10.212.0.0/24';
 

@@ -11,7 +11,7 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { etcdSkip } from '../../bench/lib/etcd.js';
+import { needs } from '../needs.js';
 
 /** scripts/k8s.sh of this checkout. */
 export const K8S_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'scripts', 'k8s.sh');
@@ -71,13 +71,7 @@ export function k8sScript(args: readonly string[], env: NodeJS.ProcessEnv = proc
  * need for root (tests that start a kubelet or touch the host's network).
  */
 export function k8sSkip(opts: { root?: boolean } = {}): string | false {
-  if (opts.root && process.getuid?.() !== 0) return 'needs root: runs a kubelet and changes the host network';
-  const etcd = etcdSkip();
-  if (etcd) return etcd;
-  const check = k8sScript(['check']);
-  if (check.code === 3) return check.stdout.trim().replace(/^k8s: /, '');
-  if (check.code !== 0 && check.code !== 4) return `scripts/k8s.sh check failed (${check.code}): ${check.stderr.trim()}`;
-  return false;
+  return opts.root ? needs(['root', 'k8s'], 'runs a kubelet and changes the host network') : needs('k8s');
 }
 
 /** Runs a command to completion with the given environment and stdin. */

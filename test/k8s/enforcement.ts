@@ -8,7 +8,7 @@
 import type { Test } from 'tap';
 import {
   Cleanup, agentProcess, allocatePod, connects, endpointRequest, startPing, tempDir, until, type AgentProcess, type Ping, type Pod,
-} from '../datapath-bpf/fixtures.js';
+} from '../root-datapath-agent/fixtures.js';
 import { startCluster, type Cluster } from './cluster.js';
 import { agentKubeconfig, kubectlOk } from './util.js';
 

@@ -7,7 +7,7 @@
 // and catches up once the apiserver is back. Throughout, packets denied in every state never pass:
 // app=bad's pings (every 50 ms) and client connects to TCP 83.
 import t from 'tap';
-import { agentProcessSkip, connects } from '../datapath-bpf/fixtures.js';
+import { agentProcessSkip, connects } from '../root-datapath-agent/fixtures.js';
 import { k8sSkip } from './cluster.js';
 import { allowPort, setUp, untilPorts, watchDenied } from './enforcement.js';
 import { kubectlOk, until } from './util.js';

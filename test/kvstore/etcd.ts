@@ -1,8 +1,13 @@
 // The kvstore tests' etcd: bench/lib/etcd.ts's launcher (Debian's etcd on loopback, free ports,
 // temporary data, stopped by PID), stopped and removed at the test's teardown.
 import { launchEtcd, type EtcdTls, type TestEtcd } from '../../bench/lib/etcd.js';
+import { needs } from '../needs.js';
+export { freePort, makeTls, ETCD_BIN, type EtcdTls, type TestEtcd } from '../../bench/lib/etcd.js';
 
-export { etcdSkip, freePort, makeTls, ETCD_BIN, type EtcdTls, type TestEtcd } from '../../bench/lib/etcd.js';
+/** Why the etcd tests cannot run here (one line), or false: needs('etcd'), see test/needs.ts. */
+export function etcdSkip(): string | false {
+  return needs('etcd');
+}
 
 interface Teardown {
   teardown(fn: () => unknown): void;

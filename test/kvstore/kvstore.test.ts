@@ -9,6 +9,7 @@ import { invoke, testHive, type TestLike } from '../../src/hive/index.js';
 import { HealthTreeToken, type HealthNode } from '../../src/hive/health.js';
 import { kvstoreCell, KVStoreToken, readEtcdConfig, type KVStore } from '../../src/cells/kvstore/index.js';
 import { etcdSkip, makeTls, startEtcd } from './etcd.js';
+import { until as pollUntil, type Poll } from '../until.js';
 
 const use = invoke('use-kvstore', (_k: KVStore) => undefined, KVStoreToken);
 
@@ -22,13 +23,7 @@ function kvHealth(root: HealthNode): HealthNode | undefined {
   return root.children.find((c) => c.name === 'kvstore');
 }
 
-async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await fn())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const until = <T>(what: string, fn: Poll<T>, ms = 15_000): Promise<T> => pollUntil(what, fn, ms, 100);
 
 t.test('without --kvstore the store is disabled and says so', async (t) => {
   const h = await testHive(t, [kvstoreCell, use]);

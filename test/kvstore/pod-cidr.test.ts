@@ -79,6 +79,7 @@ t.test('after a new session lease the node claims the same CIDR again, or says c
   const logged: string[] = [];
   const log = pino({ level: 'info' }, { write: (line: string) => void logged.push(line) });
   const claimer = new PodCIDRClaimer(kv as never, '10.166.128.0/20', 24, join(dir, 'pod-cidr.json'), log);
+  renewed.subscribe(() => claimer.onSessionRenewed()); // the cluster cell's observer job
   try {
     const cidr = await claimer.claim();
     const key = `${PODCIDR_PREFIX}default/${cidr.replace('/', '_')}`;

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { Transport, type RequestOptions } from '../../src/api/transport.js';
+import { Transport } from '../../src/api/transport.js';
 import { createSpecValidator } from '../../src/api/spec.js';
 import { apiServerCell } from '../../src/cells/api-server/index.js';
 import { agentStatusCell } from '../../src/cells/agent-status/index.js';
@@ -17,11 +17,10 @@ import { config } from '../../src/hive/cell.js';
 import { BpfDatapathConfigToken, bpfDatapathConfigSchema } from '../../src/cells/datapath-bpf/index.js';
 import { mockDatapath } from '../api-server/mocks.js';
 import { cli } from '../cli/fake-agent.js';
+import { specCaller } from '../api-server/spec-call.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const validator = createSpecValidator();
-
-interface Res { status: number; body: unknown }
 
 async function agent(t: Test, dir: string) {
   const socketPath = join(dir, `cellium-${Math.random().toString(36).slice(2)}.sock`);
@@ -31,11 +30,7 @@ async function agent(t: Test, dir: string) {
   });
   const tr = new Transport({ socketPath });
   t.teardown(() => tr.close());
-  const call = async (operationId: string, method: string, path: string, opts: RequestOptions = {}): Promise<Res> => {
-    const res = await tr.request(method, path, opts);
-    t.same(validator.response(operationId, res.status, res.body, res.headers as Record<string, string>), [], `${method} ${path} -> ${res.status} matches the spec`);
-    return res as Res;
-  };
+  const call = specCaller(t, tr, validator);
   return Object.assign(call, { health: () => h.get(HealthTreeToken).snapshot(), socketPath, lbMaps: () => h.get(LBMapsToken) });
 }
 

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { Reconciler } from '../../src/lib/reconciler/index.js';
-import { LB_MAP_NAMES, MemoryLBMap, memoryLBMaps, serviceKeyText, type LBMap, type LBMapSet } from '../../src/datapath/lb-maps.js';
+import { LB_MAP_NAMES, serviceKeyText, type LBMap, type LBMapSet } from '../../src/datapath/lb-maps.js';
+import { MemoryLBMap, memoryLBMaps } from '../../src/datapath/memory/lb-maps.js';
 import { LBServiceManager, lazyLBMaps } from '../../src/cells/loadbalancer/index.js';
 import { LBOps } from '../../src/cells/loadbalancer/lb-ops.js';
 import { be, upsert } from './helpers.js';

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { maglevTable } from '../../src/datapath/maglev.js';
+import { maglevTable } from '../../src/lib/maglev.js';
 
 const backends = (n: number, w = 1) => Array.from({ length: n }, (_, i) => ({ id: i + 1, name: `10.0.1.${i + 1}:8080/TCP`, weight: w }));
 

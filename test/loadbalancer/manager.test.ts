@@ -6,10 +6,17 @@ import type { TestLike } from '../../src/hive/index.js';
 import { LBError, LBServiceManager, ServiceStore, apiServiceKey, formatL3n4, lbConfigSchema } from '../../src/cells/loadbalancer/index.js';
 import { be, fe, svc, upsert } from './helpers.js';
 
-function tempStore(t: TestLike): string {
+/** A store file in a temporary directory; `open()` makes a store on it. */
+function tempStore(t: TestLike): { file: string; open: () => ServiceStore } {
   const dir = mkdtempSync(join(tmpdir(), 'cellium-lb-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return join(dir, 'services.json');
+  const opened: ServiceStore[] = [];
+  t.teardown(async () => {
+    // a store's coalesced write may still be pending: let it land before the directory goes
+    for (const s of opened) await s.flush().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const file = join(dir, 'services.json');
+  return { file, open: () => { const s = new ServiceStore(file); opened.push(s); return s; } };
 }
 
 t.test('an upsert gives each frontend an ID and desired state with its backends, sorted', async (t) => {
@@ -78,15 +85,15 @@ t.test('backends set before their service wait for it', async (t) => {
 });
 
 t.test('services persist with the same IDs across restarts', async (t) => {
-  const file = tempStore(t);
-  const a = new LBServiceManager(65535, new ServiceStore(file));
+  const { open } = tempStore(t);
+  const a = new LBServiceManager(65535, open());
   await a.restore();
   a.upsert(upsert('default/one', '10.96.0.1', 80, [be('10.0.1.1', 80)]));
   a.upsert(upsert('default/two', '10.96.0.2', 80, [be('10.0.1.2', 80)]));
   a.upsertById(42, upsert(apiServiceKey(42), '10.96.0.42', 53, []));
   a.deleteService('default/one');
   await a.flushStore();
-  const b = new LBServiceManager(65535, new ServiceStore(file));
+  const b = new LBServiceManager(65535, open());
   t.equal(await b.restore(), 2);
   t.same(b.list().map((s) => [s.frontend.id, s.frontend.serviceKey, s.frontend.backends.length]), [[2, 'default/two', 1], [42, 'api:42', 0]]);
   const [f] = b.upsert(upsert('default/three', '10.96.0.3', 80, []));
@@ -95,8 +102,8 @@ t.test('services persist with the same IDs across restarts', async (t) => {
 });
 
 t.test('NodePort surrogates: only for type NodePort, kept across restarts with their IDs', async (t) => {
-  const file = tempStore(t);
-  const a = new LBServiceManager(65535, new ServiceStore(file));
+  const { open } = tempStore(t);
+  const a = new LBServiceManager(65535, open());
   await a.restore();
   const np = (ip: string) => ({ ...fe(ip, 30080), type: 'NodePort' as const });
   t.throws(() => a.upsert({ service: svc('default/np'), frontends: [fe('10.96.0.5', 80), fe('0.0.0.0', 30080)], backends: [] }), { code: 'invalid-frontend', field: '/frontends/1/address/ip', message: /0\.0\.0\.0 cannot be a service frontend of type ClusterIP: it is an unspecified .*or give it type NodePort/ }, 'a ClusterIP on the surrogate: refused');
@@ -104,7 +111,7 @@ t.test('NodePort surrogates: only for type NodePort, kept across restarts with t
   t.throws(() => a.upsert({ service: svc('default/np'), frontends: [np('127.0.0.1')], backends: [] }), { field: '/frontends/0/address/ip', message: /loopback/ }, 'NodePort on loopback: refused');
   const ids = a.upsert({ service: svc('default/np'), frontends: [fe('10.96.0.5', 80), np('0.0.0.0'), np('::')], backends: [be('10.0.1.5', 8080)] }).map((f) => f.id);
   await a.flushStore();
-  const b = new LBServiceManager(65535, new ServiceStore(file));
+  const b = new LBServiceManager(65535, open());
   t.equal(await b.restore(), 1);
   t.same(b.list().map((s) => [s.frontend.id, s.frontend.type, formatL3n4(s.frontend.address), s.frontend.backends.length]), [
     [ids[0], 'ClusterIP', '10.96.0.5:80/TCP', 1], [ids[1], 'NodePort', '0.0.0.0:30080/TCP', 1], [ids[2], 'NodePort', '[::]:30080/TCP', 0],
@@ -132,11 +139,11 @@ t.test('node ports: only from --node-port-range (they take the port on every nod
 });
 
 t.test('a store that cannot be used stops the restore with the fix', async (t) => {
-  const file = tempStore(t);
+  const { file, open } = tempStore(t);
   writeFileSync(file, '{"version":1,"services":[{"service":{"key":"a"},"frontends":[{"id":1,"address":{}},{"id":1,"address":{}}],"backends":[]}]}');
-  await t.rejects(new LBServiceManager(65535, new ServiceStore(file)).restore(), /repeats service ID 1.*fix: restore/);
+  await t.rejects(new LBServiceManager(65535, open()).restore(), /repeats service ID 1.*fix: restore/);
   writeFileSync(file, 'not json');
-  await t.rejects(new LBServiceManager(65535, new ServiceStore(file)).restore(), { code: 'store' });
+  await t.rejects(new LBServiceManager(65535, open()).restore(), { code: 'store' });
   t.match(readFileSync(file, 'utf8'), 'not json', 'the store is left for the operator');
 });
 

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { memoryLBMaps, MemoryNumberLBMap, MemoryServiceLBMap, type LBServiceKey, type LBServiceValue } from '../../src/datapath/lb-maps.js';
+import { memoryLBMaps, MemoryNumberLBMap, MemoryServiceLBMap } from '../../src/datapath/memory/lb-maps.js';
+import type { LBServiceKey, LBServiceValue } from '../../src/datapath/lb-maps.js';
 
 const key = (address: string, port: number, slot: number, proto = 6, scope = 0): LBServiceKey => ({ address, port, slot, proto, scope });
 const val = (backendId: number): LBServiceValue => ({ backendId, count: 0, qcount: 0, revNat: 1, flags: 0, flags2: 0 });

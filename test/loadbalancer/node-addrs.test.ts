@@ -111,6 +111,7 @@ t.test('a frontend that collides later is disabled (out of the desired table, st
   await a.refresh();
   const told: [string, string | undefined][] = [];
   const m = new LBServiceManager(65535, undefined, undefined, { addrs: a, onDisabled: (f: Frontend, why) => told.push([`${f.address.ip}:${f.address.port}`, why]) });
+  a.changes$.subscribe(() => m.recheck());
   m.upsert(upsert('default/web', '10.96.0.10', 80, [be('10.0.1.1', 8080)]));
   m.upsert(upsert('default/db', '10.96.0.11', 5432, [be('10.0.1.2', 5432)]));
   t.ok(m.frontends.get('10.96.0.10:80/TCP'), 'desired');
@@ -156,6 +157,7 @@ t.test('restore: a stored service that collides now comes back disabled, neither
   const a = addrs(ifaces);
   await a.refresh();
   const after = new LBServiceManager(65535, new ServiceStore(file), undefined, { addrs: a });
+  a.changes$.subscribe(() => after.recheck());
   t.equal(await after.restore(), 3, 'every service comes back');
   t.match(after.get(9), { state: 'disabled', message: /type HostPort is derived from pods only/ }, 'the stored HostPort one disabled');
   t.match(after.get(1), { state: 'disabled', message: /it is an address of the node \(interface eth1\)/ }, 'the colliding one disabled');

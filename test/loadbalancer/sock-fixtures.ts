@@ -8,7 +8,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { cgroupV2Mount } from '../../src/bpf/index.js';
 import type { Test } from 'tap';
-import { until, type Cleanup, type Pod } from '../datapath-bpf/fixtures.js';
+import { until, type Cleanup, type Pod } from '../root-datapath-agent/fixtures.js';
 
 /** TCP and UDP echo servers on ::1 in this process (host network namespace, outside the test cgroup): IPv6 backends. */
 export async function loopbackEchoes(c: Cleanup): Promise<{ tcpPort: number; udpPort: number; hits: () => number }> {

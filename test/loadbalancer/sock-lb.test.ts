@@ -23,7 +23,7 @@ import { ConfigError } from '../../src/hive/errors.js';
 import { ip, uniq } from '../bpf/fixtures/topology.js';
 import {
   Cleanup, agentProcess, agentProcessSkip, allocatePod, cli, endpointRequest, spawnAgent, tempDir, until, type Pod,
-} from '../datapath-bpf/fixtures.js';
+} from '../root-datapath-agent/fixtures.js';
 import { cgroupClients, listen, loopbackEchoes, tcpEchoes } from './sock-fixtures.js';
 
 const POOL = '10.183.0.0/24';

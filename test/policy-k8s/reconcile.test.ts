@@ -11,7 +11,9 @@ import { MockAllocator } from '../policy/helpers.js';
 
 function setup(kind: PolicyKind = 'CiliumNetworkPolicy') {
   const alloc = new MockAllocator();
-  const repo = new Repository(new SelectorCache(alloc), alloc);
+  const cache = new SelectorCache(alloc);
+  alloc.changes$.subscribe((c) => cache.onIdentity(c));
+  const repo = new Repository(cache, alloc);
   const reported: { kind: PolicyKind; name?: string; pointer: string }[] = [];
   const rec = new PolicyReconciler(kind, repo, silentLogger(), async (k, obj, err: PolicyError) => {
     reported.push({ kind: k, name: obj.metadata?.name, pointer: err.pointer });

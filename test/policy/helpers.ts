@@ -7,7 +7,7 @@ import { testHive, type TestLike } from '../../src/hive/index.js';
 import { policyCell, PolicyRepositoryToken, type Repository } from '../../src/cells/policy/index.js';
 import { IdentityAllocatorToken } from '../../src/cells/identity/index.js';
 import type { Direction, PolicyEntry } from '../../src/datapath/types.js';
-import { PolicyLpm } from '../../src/datapath/policy-lpm.js';
+import { PolicyLpm } from '../../src/datapath/model/policy-lpm.js';
 
 /** The identity cell's fake standing in for it (src/cells/identity/fake.ts). */
 export { FakeIdentityAllocator as MockAllocator } from '../../src/cells/identity/index.js';
@@ -63,7 +63,7 @@ function lookup(entries: readonly PolicyEntry[], dir: Direction, identity: numbe
   return best;
 }
 
-/** The datapath's verdict through the datapath's own LPM table (src/cells/datapath/policy-lpm.ts). */
+/** The datapath's verdict through the datapath's own LPM table (src/datapath/model/policy-lpm.ts). */
 export function lpmVerdict(entries: readonly PolicyEntry[], dir: Direction, peer: number, proto: number, port: number): 'allowed' | 'denied' {
   const lpm = PolicyLpm.fromPolicy(entries);
   const a = lpm.lookup(dir === 'egress', peer, proto, port);

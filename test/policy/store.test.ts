@@ -116,7 +116,8 @@ t.test('a write interrupted by a crash: the leftover temporary file is ignored a
 t.test('a write that fails changes nothing: the previous store stays readable, memory and subscribers see nothing', async (t) => {
   let fail: 'write' | 'rename' | undefined;
   const atomic = await import('../../src/lib/atomic-file.js');
-  const { PolicyStore: FailingStore } = await t.mockImport<typeof import('../../src/cells/policy/store.js')>('../../src/cells/policy/store.js', {
+  // the store writes through src/lib/coalesced-file.ts, which writes through atomic-file.ts
+  const coalesced = await t.mockImport<typeof import('../../src/lib/coalesced-file.js')>('../../src/lib/coalesced-file.js', {
     '../../src/lib/atomic-file.js': {
       ...atomic,
       writeFileAtomicSync: (file: string, data: string) => {
@@ -130,12 +131,17 @@ t.test('a write that fails changes nothing: the previous store stays readable, m
       },
     },
   });
+  const { PolicyStore: FailingStore } = await t.mockImport<typeof import('../../src/cells/policy/store.js')>('../../src/cells/policy/store.js', {
+    '../../src/lib/coalesced-file.js': coalesced,
+  });
   const dir = tempStateDir(t);
   const { MockAllocator } = await import('./helpers.js');
   const alloc = new MockAllocator();
   const { Repository: Repo, SelectorCache } = await import('../../src/cells/policy/index.js');
   const store = new FailingStore(policyStoreFile(dir));
-  const repo = new Repo(new SelectorCache(alloc), alloc, undefined, store);
+  const cache = new SelectorCache(alloc);
+  alloc.changes$.subscribe((c) => cache.onIdentity(c));
+  const repo = new Repo(cache, alloc, undefined, store);
   const web = alloc.id('k8s:app=web');
   repo.import(rules({ endpointSelector: { matchLabels: { app: 'web' } }, ingressDeny: [{ fromEntities: ['world'] }], labels: ['k8s:rule=deny'] }));
   const seen: PolicyChange[] = [];

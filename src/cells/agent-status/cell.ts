@@ -1,5 +1,5 @@
 /** The agent-status cell's wiring: its module, providers and what they are built from (index.ts is its public face). */
-import { module, provide } from '../../hive/cell.js';
+import { module, provide, type DepsValues } from '../../hive/cell.js';
 import { ControllerManagerToken, type ControllerManager } from '../../hive/controller/manager.js';
 import { HealthTreeToken, type HealthNode, type HealthTree } from '../../hive/health.js';
 import { JobsToken, type Jobs } from '../../hive/jobs.js';
@@ -147,9 +147,20 @@ export class StatusCollector implements AgentStatus {
   }
 }
 
+/** What the status collector is built from. */
+const collectorDeps = {
+  health: HealthTreeToken, controllers: ControllerManagerToken, ipam: IPAMToken, identities: IdentityAllocatorToken,
+  datapath: DatapathToken, jobs: JobsToken, sections: StatusSectionsToken,
+} as const;
+
+/** Builds the status collector (its BPF maps probe a timer job of this module). */
+function newStatusCollector(d: DepsValues<typeof collectorDeps>): StatusCollector {
+  return new StatusCollector(d.health, d.controllers, d.ipam, d.identities, d.datapath, d.jobs, d.sections);
+}
+
 /** The status collector cell. */
 export const agentStatusCell = module(
   'agent-status',
   'Agent status collector',
-  provide(AgentStatusToken, StatusCollector, HealthTreeToken, ControllerManagerToken, IPAMToken, IdentityAllocatorToken, DatapathToken, JobsToken, StatusSectionsToken),
+  provide(AgentStatusToken, newStatusCollector, collectorDeps),
 );

@@ -3,9 +3,9 @@
  * enforcement, realized state) and PATCH /config. Provides the DaemonOptions store they change.
  */
 import type { Router } from 'express';
-import { module, provide, provideInto } from '../../hive/cell.js';
+import { module, provide, provideInto, type DepsValues } from '../../hive/cell.js';
 import { LoggerToken } from '../../hive/logger.js';
-import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
+import { ApiOperationsToken, ApiRoutersToken, type ApiOperations, type ApiRouterGroup } from '../api-server/types.js';
 import { EndpointManagerToken } from '../endpoint/types.js';
 import { DaemonOptionsStore, DaemonOptionsToken, type DaemonOptions, type PolicyEnforcement } from './daemon-config.js';
 import { domainErrors } from './errors.js';
@@ -27,10 +27,26 @@ export function configRouter(ops: ApiOperations, opts: DaemonOptions): Router {
   return r;
 }
 
+/** What the agent's mutable options work with: a change regenerates every endpoint. */
+const daemonOptionsDeps = { endpoints: EndpointManagerToken, log: LoggerToken } as const;
+
+/** Builds the agent's mutable options. */
+function newDaemonOptions(d: DepsValues<typeof daemonOptionsDeps>): DaemonOptions {
+  return new DaemonOptionsStore(d.endpoints, d.log);
+}
+
+/** What the config router works with. */
+const configRouterDeps = { ops: ApiOperationsToken, opts: DaemonOptionsToken } as const;
+
+/** The config router, contributed to the API. */
+function newConfigRouter(d: DepsValues<typeof configRouterDeps>): ApiRouterGroup {
+  return { name: 'config', router: configRouter(d.ops, d.opts) };
+}
+
 /** The config API handler cell (with the agent's mutable options). */
 export const configHandlersCell = module(
   'api-config',
   'Agent configuration API handlers',
-  provide(DaemonOptionsToken, DaemonOptionsStore, EndpointManagerToken, LoggerToken),
-  provideInto(ApiRoutersToken, (ops: ApiOperations, opts: DaemonOptions) => ({ name: 'config', router: configRouter(ops, opts) }), ApiOperationsToken, DaemonOptionsToken),
+  provide(DaemonOptionsToken, newDaemonOptions, daemonOptionsDeps),
+  provideInto(ApiRoutersToken, newConfigRouter, configRouterDeps),
 );

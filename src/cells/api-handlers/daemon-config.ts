@@ -8,7 +8,7 @@ import type { Logger } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
 import { DEFAULT_OPTIONS, ENDPOINT_OPTIONS } from '../endpoint/types.js';
 import type { EndpointManager } from '../endpoint/types.js';
-import { badField } from './errors.js';
+import { badField } from '../api-server/index.js';
 
 /** Cilium's policy enforcement modes. */
 export type PolicyEnforcement = 'default' | 'always' | 'never';

@@ -5,12 +5,13 @@
  * -get, -list).
  */
 import type { Router } from 'express';
-import { module, provideInto } from '../../hive/cell.js';
+import { module, provideInto, type DepsValues } from '../../hive/cell.js';
 import { ApiLimiterName } from '../api-server/types.js';
-import { ApiOperationsToken, ApiRoutersToken, type ApiOperations, type ApiResponse } from '../api-server/types.js';
+import { ApiOperationsToken, ApiRoutersToken, type ApiOperations, type ApiResponse, type ApiRouterGroup } from '../api-server/types.js';
 import type { EndpointChangeRequest } from '../endpoint/types.js';
 import { EndpointAPIManagerToken, EndpointManagerToken, type EndpointAPIManager, type EndpointManager, type EndpointView } from '../endpoint/types.js';
-import { badField, domainErrors, notFound } from './errors.js';
+import { badField, notFound } from '../api-server/index.js';
+import { domainErrors } from './errors.js';
 import { matchesAll, parseFilter } from './labels.js';
 
 /** The numeric endpoint id a path id names directly (`12`, `cilium-local:12`), if any. */
@@ -109,13 +110,17 @@ export function endpointRouter(ops: ApiOperations, api: EndpointAPIManager, eps:
   return r;
 }
 
+/** What the endpoint router works with. */
+const endpointRouterDeps = { ops: ApiOperationsToken, api: EndpointAPIManagerToken, eps: EndpointManagerToken } as const;
+
+/** The endpoint router, contributed to the API. */
+function newEndpointRouter(d: DepsValues<typeof endpointRouterDeps>): ApiRouterGroup {
+  return { name: 'endpoint', router: endpointRouter(d.ops, d.api, d.eps) };
+}
+
 /** The endpoint API handler cell. */
 export const endpointHandlersCell = module(
   'api-endpoint',
   'Endpoint API handlers',
-  provideInto(
-    ApiRoutersToken,
-    (ops: ApiOperations, api: EndpointAPIManager, eps: EndpointManager) => ({ name: 'endpoint', router: endpointRouter(ops, api, eps) }),
-    ApiOperationsToken, EndpointAPIManagerToken, EndpointManagerToken,
-  ),
+  provideInto(ApiRoutersToken, newEndpointRouter, endpointRouterDeps),
 );

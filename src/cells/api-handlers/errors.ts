@@ -6,7 +6,8 @@
  * `domainErrors`, which passes the mapped error on to the API's error handler.
  */
 import type { ErrorRequestHandler } from 'express';
-import { HttpError, InvalidRequestError } from '../api-server/types.js';
+import { HttpError } from '../api-server/types.js';
+import { badField } from '../api-server/index.js';
 import type { ApiLocals } from '../api-server/types.js';
 import { EndpointError, type EndpointErrorCode } from '../endpoint/types.js';
 import { IPAMError, type IPAMErrorCode } from '../ipam/types.js';
@@ -30,16 +31,6 @@ export const IPAM_STATUS: Readonly<Record<IPAMErrorCode, number>> = {
   'no-pool': 501,
   exhausted: 502,
 };
-
-/** A 400 in the ValidationError model, naming the field as a JSON pointer. */
-export function badField(field: string, message: string, expected?: string): HttpError {
-  return new InvalidRequestError({ field, message, ...(expected ? { expected } : {}) });
-}
-
-/** A 404 in Cilium's Error model. */
-export function notFound(message: string): HttpError {
-  return new HttpError(404, message);
-}
 
 /**
  * Maps a manager error to an HttpError. `allowed` lists the statuses the operation declares; a

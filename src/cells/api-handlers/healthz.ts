@@ -1,8 +1,8 @@
 /** The health API handler (module `api-healthz`): GET /healthz from the agent status collector. */
 import type { Router } from 'express';
-import { module, provideInto } from '../../hive/cell.js';
-import { sendJsonText } from '../api-server/types.js';
-import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
+import { module, provideInto, type DepsValues } from '../../hive/cell.js';
+import { sendJsonText } from '../api-server/index.js';
+import { ApiOperationsToken, ApiRoutersToken, type ApiOperations, type ApiRouterGroup } from '../api-server/types.js';
 import { AgentStatusToken, type AgentStatus } from '../agent-status/index.js';
 
 /** The healthz router: the collector's answer is JSON text already, sent as it is. */
@@ -12,9 +12,17 @@ export function healthzRouter(ops: ApiOperations, status: AgentStatus): Router {
   return r;
 }
 
+/** What the healthz router works with. */
+const healthzRouterDeps = { ops: ApiOperationsToken, status: AgentStatusToken } as const;
+
+/** The healthz router, contributed to the API. */
+function newHealthzRouter(d: DepsValues<typeof healthzRouterDeps>): ApiRouterGroup {
+  return { name: 'healthz', router: healthzRouter(d.ops, d.status) };
+}
+
 /** The healthz API handler cell. */
 export const healthzHandlersCell = module(
   'api-healthz',
   'Health API handler',
-  provideInto(ApiRoutersToken, (ops: ApiOperations, status: AgentStatus) => ({ name: 'healthz', router: healthzRouter(ops, status) }), ApiOperationsToken, AgentStatusToken),
+  provideInto(ApiRoutersToken, newHealthzRouter, healthzRouterDeps),
 );

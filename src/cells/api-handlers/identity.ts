@@ -4,11 +4,12 @@
  */
 import { createHash } from 'node:crypto';
 import type { Router } from 'express';
-import { module, provideInto } from '../../hive/cell.js';
-import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
+import { module, provideInto, type DepsValues } from '../../hive/cell.js';
+import { ApiOperationsToken, ApiRoutersToken, type ApiOperations, type ApiRouterGroup } from '../api-server/types.js';
 import { EndpointManagerToken, type EndpointManager } from '../endpoint/types.js';
 import { IdentityAllocatorToken, type Identity, type IdentityAllocator } from '../identity/types.js';
-import { domainErrors, notFound } from './errors.js';
+import { notFound } from '../api-server/index.js';
+import { domainErrors } from './errors.js';
 import { matchesAll, parseFilter } from './labels.js';
 
 /** Cilium's Identity model of an identity. */
@@ -45,13 +46,17 @@ export function identityRouter(ops: ApiOperations, ids: IdentityAllocator, eps: 
   return r;
 }
 
+/** What the identity router works with. */
+const identityRouterDeps = { ops: ApiOperationsToken, ids: IdentityAllocatorToken, eps: EndpointManagerToken } as const;
+
+/** The identity router, contributed to the API. */
+function newIdentityRouter(d: DepsValues<typeof identityRouterDeps>): ApiRouterGroup {
+  return { name: 'identity', router: identityRouter(d.ops, d.ids, d.eps) };
+}
+
 /** The identity API handler cell. */
 export const identityHandlersCell = module(
   'api-identity',
   'Identity API handlers',
-  provideInto(
-    ApiRoutersToken,
-    (ops: ApiOperations, ids: IdentityAllocator, eps: EndpointManager) => ({ name: 'identity', router: identityRouter(ops, ids, eps) }),
-    ApiOperationsToken, IdentityAllocatorToken, EndpointManagerToken,
-  ),
+  provideInto(ApiRoutersToken, newIdentityRouter, identityRouterDeps),
 );

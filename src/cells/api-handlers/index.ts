@@ -22,7 +22,8 @@ export { mapHandlersCell, mapRouter, mapModel } from './map.js';
 export { policyHandlersCell, policyRouter, policyModel } from './policy.js';
 export { serviceHandlersCell, serviceRouter, lbHttpError } from './service.js';
 export { DaemonOptionsToken, DaemonOptionsStore, normalizeOption, type DaemonOptions, type DaemonOptionsState, type PolicyEnforcement } from './daemon-config.js';
-export { toHttpError, domainErrors, badField, notFound, bodyPointer, ENDPOINT_STATUS, IPAM_STATUS } from './errors.js';
+export { badField, notFound } from '../api-server/index.js';
+export { toHttpError, domainErrors, bodyPointer, ENDPOINT_STATUS, IPAM_STATUS } from './errors.js';
 
 /** Every API handler cell. */
 export const apiHandlerCells: readonly Cell[] = [

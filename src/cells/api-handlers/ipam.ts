@@ -6,12 +6,13 @@
  */
 import { isIP } from 'node:net';
 import type { Router } from 'express';
-import { module, provideInto } from '../../hive/cell.js';
+import { module, provideInto, type DepsValues } from '../../hive/cell.js';
 import { HttpError } from '../api-server/types.js';
-import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
+import { ApiOperationsToken, ApiRoutersToken, type ApiOperations, type ApiRouterGroup } from '../api-server/types.js';
 import type { CelliumIPAM } from '../../api/models.js';
 import { ipamSummary, IPAMToken, type Family, type IPAllocation, type IPAM, type PoolStatus } from '../ipam/index.js';
-import { badField, domainErrors, notFound } from './errors.js';
+import { badField, notFound } from '../api-server/index.js';
+import { domainErrors } from './errors.js';
 
 /** How long an expiring allocation (header `expiration: true`) waits for an endpoint to confirm it. */
 export const IPAM_EXPIRATION_MS = 10 * 60_000;
@@ -110,9 +111,17 @@ export function ipamRouter(ops: ApiOperations, ipam: IPAM): Router {
   return r;
 }
 
+/** What the ipam router works with. */
+const ipamRouterDeps = { ops: ApiOperationsToken, ipam: IPAMToken } as const;
+
+/** The ipam router, contributed to the API. */
+function newIpamRouter(d: DepsValues<typeof ipamRouterDeps>): ApiRouterGroup {
+  return { name: 'ipam', router: ipamRouter(d.ops, d.ipam) };
+}
+
 /** The IPAM API handler cell. */
 export const ipamHandlersCell = module(
   'api-ipam',
   'IPAM API handlers',
-  provideInto(ApiRoutersToken, (ops: ApiOperations, ipam: IPAM) => ({ name: 'ipam', router: ipamRouter(ops, ipam) }), ApiOperationsToken, IPAMToken),
+  provideInto(ApiRoutersToken, newIpamRouter, ipamRouterDeps),
 );

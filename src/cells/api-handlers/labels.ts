@@ -1,6 +1,6 @@
 /** Label filters of the list operations (GET /endpoint, /identity, /policy take a Labels body, as in Cilium). */
 import { parseLabel, type Label } from '../../lib/labels.js';
-import { badField } from './errors.js';
+import { badField } from '../api-server/index.js';
 
 /** Parses a Labels body; a label that does not parse is a 400 naming `/body/<index>`. */
 export function parseFilter(body: unknown): Label[] {

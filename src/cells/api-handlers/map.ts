@@ -3,10 +3,11 @@
  * maps (the in-memory tables or the kernel's maps), in Cilium's BPFMap shape.
  */
 import type { Router } from 'express';
-import { module, provideInto } from '../../hive/cell.js';
-import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
+import { module, provideInto, type DepsValues } from '../../hive/cell.js';
+import { ApiOperationsToken, ApiRoutersToken, type ApiOperations, type ApiRouterGroup } from '../api-server/types.js';
 import { DatapathToken, type Datapath, type MapDump } from '../../datapath/types.js';
-import { domainErrors, notFound } from './errors.js';
+import { notFound } from '../api-server/index.js';
+import { domainErrors } from './errors.js';
 
 /** Cilium's BPFMap model of a map dump: entries with their desired action and last error. */
 export function mapModel(m: MapDump): { path: string; cache: Record<string, string>[] } {
@@ -38,9 +39,17 @@ export function mapRouter(ops: ApiOperations, dp: Datapath): Router {
   return r;
 }
 
+/** What the map router works with. */
+const mapRouterDeps = { ops: ApiOperationsToken, dp: DatapathToken } as const;
+
+/** The map router, contributed to the API. */
+function newMapRouter(d: DepsValues<typeof mapRouterDeps>): ApiRouterGroup {
+  return { name: 'map', router: mapRouter(d.ops, d.dp) };
+}
+
 /** The map API handler cell. */
 export const mapHandlersCell = module(
   'api-map',
   'BPF map API handlers',
-  provideInto(ApiRoutersToken, (ops: ApiOperations, dp: Datapath) => ({ name: 'map', router: mapRouter(ops, dp) }), ApiOperationsToken, DatapathToken),
+  provideInto(ApiRoutersToken, newMapRouter, mapRouterDeps),
 );

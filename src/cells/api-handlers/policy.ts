@@ -4,11 +4,12 @@
  * naming the field inside the policy text (`/body/0/spec/ingress/0/toPorts`).
  */
 import type { Router } from 'express';
-import { module, provideInto } from '../../hive/cell.js';
-import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
+import { module, provideInto, type DepsValues } from '../../hive/cell.js';
+import { ApiOperationsToken, ApiRoutersToken, type ApiOperations, type ApiRouterGroup } from '../api-server/types.js';
 import { PolicyError } from '../policy/types.js';
 import { PolicyRepositoryToken, type PolicyRepository, type TraceSubject } from '../policy/types.js';
-import { badField, domainErrors, notFound } from './errors.js';
+import { badField, notFound } from '../api-server/index.js';
+import { domainErrors } from './errors.js';
 import { parseFilter } from './labels.js';
 
 /** Cilium's Policy model: the revision and the rules as JSON text. */
@@ -74,9 +75,17 @@ export function policyRouter(ops: ApiOperations, repo: PolicyRepository): Router
   return r;
 }
 
+/** What the policy router works with. */
+const policyRouterDeps = { ops: ApiOperationsToken, repo: PolicyRepositoryToken } as const;
+
+/** The policy router, contributed to the API. */
+function newPolicyRouter(d: DepsValues<typeof policyRouterDeps>): ApiRouterGroup {
+  return { name: 'policy', router: policyRouter(d.ops, d.repo) };
+}
+
 /** The policy API handler cell. */
 export const policyHandlersCell = module(
   'api-policy',
   'Policy API handlers',
-  provideInto(ApiRoutersToken, (ops: ApiOperations, repo: PolicyRepository) => ({ name: 'policy', router: policyRouter(ops, repo) }), ApiOperationsToken, PolicyRepositoryToken),
+  provideInto(ApiRoutersToken, newPolicyRouter, policyRouterDeps),
 );

@@ -7,10 +7,10 @@
  */
 import type { ErrorRequestHandler, Router } from 'express';
 import type { ServiceSpec } from '../../api/models.js';
-import { module, provideInto } from '../../hive/cell.js';
-import { ApiOperationsToken, ApiRoutersToken, HttpError, type ApiOperations } from '../api-server/types.js';
+import { module, provideInto, type DepsValues } from '../../hive/cell.js';
+import { ApiOperationsToken, ApiRoutersToken, HttpError, type ApiOperations, type ApiRouterGroup } from '../api-server/types.js';
 import { LBError, ServiceManagerToken, applyManifests, formatL3n4, frontendToModel, parseManifests, specToUpsert, type ServiceManager } from '../loadbalancer/index.js';
-import { badField, notFound } from './errors.js';
+import { badField, notFound } from '../api-server/index.js';
 
 /** An LBError as an HTTP answer: 460/461 (Cilium's codes), 400 naming the field, 404, 500. */
 export function lbHttpError(err: LBError, where: 'body' | 'manifest'): HttpError {
@@ -92,9 +92,17 @@ export function serviceRouter(ops: ApiOperations, mgr: ServiceManager): Router {
   return r;
 }
 
+/** What the service router works with. */
+const serviceRouterDeps = { ops: ApiOperationsToken, mgr: ServiceManagerToken } as const;
+
+/** The service router, contributed to the API. */
+function newServiceRouter(d: DepsValues<typeof serviceRouterDeps>): ApiRouterGroup {
+  return { name: 'service', router: serviceRouter(d.ops, d.mgr) };
+}
+
 /** The service API handler cell. */
 export const serviceHandlersCell = module(
   'api-service',
   'Service API handlers',
-  provideInto(ApiRoutersToken, (ops: ApiOperations, mgr: ServiceManager) => ({ name: 'service', router: serviceRouter(ops, mgr) }), ApiOperationsToken, ServiceManagerToken),
+  provideInto(ApiRoutersToken, newServiceRouter, serviceRouterDeps),
 );

@@ -2,10 +2,12 @@
  * The agent's metrics, named like Cilium's with the `cellium_` prefix. Gauges of current state
  * (endpoints by state, identities by type, policy rules and revision) are read from the managers
  * at scrape time; counters and histograms are fed by the managers' Observables (regenerations,
- * policy changes), the API rate limiter's reports and the API server's answered requests.
+ * policy changes), the API rate limiter's reports and the API server's answered requests, each
+ * followed by an observer job of the metrics module.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { merge, Subscription, type Observable } from 'rxjs';
+import { merge, type Observable } from 'rxjs';
+import type { Jobs } from '../../hive/jobs.js';
 import type { LimiterReport } from '../api-server/types.js';
 import type { RequestRecord } from '../api-server/types.js';
 import type { EndpointManager } from '../endpoint/types.js';
@@ -29,8 +31,12 @@ export function identityType(id: number, reserved: boolean, localScope: number):
   return id >= localScope ? 'node_local' : 'cluster_local';
 }
 
-/** Registers every metric on `registry` and subscribes to the sources; returns the subscriptions to end at stop. */
-export function registerAgentMetrics(registry: Registry, src: MetricSources): Subscription {
+/**
+ * Registers every metric on `registry` and follows the sources as observer jobs of `jobs`: from
+ * now on (values during the start hooks count) and handled inside each source's `next`, so a
+ * counter has moved once the event was emitted; ended when the hive stops.
+ */
+export function registerAgentMetrics(registry: Registry, src: MetricSources, jobs: Jobs): void {
   const registers = [registry];
   new Gauge({
     name: 'cellium_endpoint',
@@ -108,32 +114,29 @@ export function registerAgentMetrics(registry: Registry, src: MetricSources): Su
     registers,
   });
 
-  // a Subscription of its own: merge() of no streams completes at once, and adding to a closed one unsubscribes
-  const subs = new Subscription();
-  subs.add(
-    merge(...src.regenerations).subscribe((e) => {
+  const now = { immediate: true, sync: true } as const;
+  // merge() of no streams completes at once: no job then (its health would read "source completed")
+  if (src.regenerations.length) {
+    jobs.observer('endpoint-regenerations', merge(...src.regenerations), (e) => {
       regenerations.inc({ outcome: e.outcome });
       regenerationTime.observe({ scope: 'total', status: e.outcome }, e.seconds);
-    }),
-  );
-  subs.add(src.policy.changes$.subscribe((_c: PolicyChange) => policyChanges.inc({ outcome: 'success' })));
-  subs.add(src.requests.subscribe((r) => apiTime.observe({ path: r.path, method: r.method, return_code: String(r.status) }, r.seconds)));
-  subs.add(
-    src.limiterReports.subscribe((r) => {
-      const api_call = r.name;
-      limiterProcessing.set({ api_call, value: 'mean' }, r.meanProcessingSeconds);
-      limiterProcessing.set({ api_call, value: 'estimated' }, r.estimatedProcessingSeconds);
-      limiterWait.set({ api_call, value: 'mean' }, r.meanWaitSeconds);
-      limiterWait.set({ api_call, value: 'max' }, r.maxWaitSeconds);
-      limiterWait.set({ api_call, value: 'min' }, r.minWaitSeconds);
-      limiterInFlight.set({ api_call, value: 'in-flight' }, r.inFlight);
-      limiterInFlight.set({ api_call, value: 'limit' }, r.parallelRequests);
-      limiterRate.set({ api_call, value: 'limit' }, r.limit);
-      limiterRate.set({ api_call, value: 'burst' }, r.burst);
-      limiterAdjustment.set({ api_call }, r.adjustmentFactor);
-      if (r.outcome !== 'rate-limited') limiterWaitHistory.observe({ api_call }, r.waitSeconds);
-      limiterProcessed.inc({ api_call, outcome: r.outcome, return_code: String(r.returnCode) });
-    }),
-  );
-  return subs;
+    }, now);
+  }
+  jobs.observer('policy-changes', src.policy.changes$, (_c: PolicyChange) => policyChanges.inc({ outcome: 'success' }), now);
+  jobs.observer('api-requests', src.requests, (r) => apiTime.observe({ path: r.path, method: r.method, return_code: String(r.status) }, r.seconds), now);
+  jobs.observer('api-limiter-reports', src.limiterReports, (r) => {
+    const api_call = r.name;
+    limiterProcessing.set({ api_call, value: 'mean' }, r.meanProcessingSeconds);
+    limiterProcessing.set({ api_call, value: 'estimated' }, r.estimatedProcessingSeconds);
+    limiterWait.set({ api_call, value: 'mean' }, r.meanWaitSeconds);
+    limiterWait.set({ api_call, value: 'max' }, r.maxWaitSeconds);
+    limiterWait.set({ api_call, value: 'min' }, r.minWaitSeconds);
+    limiterInFlight.set({ api_call, value: 'in-flight' }, r.inFlight);
+    limiterInFlight.set({ api_call, value: 'limit' }, r.parallelRequests);
+    limiterRate.set({ api_call, value: 'limit' }, r.limit);
+    limiterRate.set({ api_call, value: 'burst' }, r.burst);
+    limiterAdjustment.set({ api_call }, r.adjustmentFactor);
+    if (r.outcome !== 'rate-limited') limiterWaitHistory.observe({ api_call }, r.waitSeconds);
+    limiterProcessed.inc({ api_call, outcome: r.outcome, return_code: String(r.returnCode) });
+  }, now);
 }

@@ -3,8 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../hive/logger.js';
-import { parseListenAddress } from '../api-server/types.js';
-import { listen } from '../api-server/types.js';
+import { listen, parseListenAddress } from '../api-server/index.js';
 import type { MetricsServer } from './types.js';
 
 /** The metrics HTTP server. */

@@ -1,16 +1,16 @@
 /** The api-server cell's wiring: its module, providers and what they are built from (index.ts is its public face). */
 import type { Router } from 'express';
-import { config, invoke, module, provide } from '../../hive/cell.js';
+import { config, invoke, module, provide, type DepsValues } from '../../hive/cell.js';
 import { LifecycleToken } from '../../hive/lifecycle.js';
-import { LoggerToken, type Logger } from '../../hive/logger.js';
+import { LoggerToken } from '../../hive/logger.js';
 import type { Token } from '../../hive/token.js';
 import { ApiRouterConfigToken, apiRouterConfigSchema, ApiServerConfigToken, apiServerConfigSchema, type ApiRouterConfig } from './config.js';
 import { sharedSpecValidator, SpecOperations } from './operations.js';
-import { ApiLimiters, ApiLimiterSetToken, type ApiLimiterSet } from './ratelimit/set.js';
+import { ApiLimiters, ApiLimiterSetToken } from './ratelimit/set.js';
 import { resolveLimits } from './ratelimit/params.js';
 import { createApiRouter } from './router.js';
 import { ApiServerImpl } from './server.js';
-import { ApiOperationsToken, ApiRouterToken, ApiRoutersToken, ApiServerToken, type ApiOperations, type ApiRouterGroup, type ApiServer } from './types.js';
+import { ApiOperationsToken, ApiRouterToken, ApiRoutersToken, ApiServerToken, type ApiOperations, type ApiServer } from './types.js';
 
 /** The rate limiter cell: provides ApiLimiterSetToken from --api-rate-limit and --enable-api-rate-limit. */
 export const apiRateLimiterCell = module(
@@ -19,22 +19,33 @@ export const apiRateLimiterCell = module(
   provide(ApiLimiterSetToken, (cfg: ApiRouterConfig) => new ApiLimiters(resolveLimits(cfg.apiRateLimit), cfg.enableApiRateLimit), ApiRouterConfigToken),
 );
 
+/** What the spec operations work with. */
+const operationsDeps = { cfg: ApiRouterConfigToken, limiters: ApiLimiterSetToken } as const;
+
+/** Builds the spec operations: validation against the shared spec, rate limits, the body size limit. */
+function newOperations(d: DepsValues<typeof operationsDeps>): ApiOperations {
+  return new SpecOperations({ validator: sharedSpecValidator(), limiters: d.limiters, maxBodyBytes: d.cfg.apiMaxBodyBytes });
+}
+
+/** What the API router is made of: the operations and every handler cell's router. */
+const routerDeps = { ops: ApiOperationsToken, groups: ApiRoutersToken, log: LoggerToken } as const;
+
+/** What the API server works with. */
+const serverDeps = { cfg: ApiServerConfigToken, api: ApiRouterToken, log: LoggerToken, lc: LifecycleToken } as const;
+
+/** Builds the API server (it appends its own start and stop hook). */
+function newApiServer(d: DepsValues<typeof serverDeps>): ApiServer {
+  return new ApiServerImpl(d.cfg, d.api, d.log, d.lc);
+}
+
 /** The API router cell (includes the rate limiter): the API as one express Router, listening nowhere. */
 export const apiRouterCell = module(
   'api-router',
   'Agent API router (express: spec validation, rate limits, one error handler)',
   config(ApiRouterConfigToken, apiRouterConfigSchema),
   apiRateLimiterCell,
-  provide(
-    ApiOperationsToken,
-    (cfg: ApiRouterConfig, limiters: ApiLimiterSet) => new SpecOperations({ validator: sharedSpecValidator(), limiters, maxBodyBytes: cfg.apiMaxBodyBytes }),
-    ApiRouterConfigToken, ApiLimiterSetToken,
-  ),
-  provide(
-    ApiRouterToken,
-    (ops: ApiOperations, groups: readonly ApiRouterGroup[], log: Logger) => createApiRouter({ ops, groups, log }),
-    ApiOperationsToken, ApiRoutersToken, LoggerToken,
-  ),
+  provide(ApiOperationsToken, newOperations, operationsDeps),
+  provide(ApiRouterToken, createApiRouter, routerDeps),
 );
 
 /** The API server cell (includes the router): serves the API on the socket. */
@@ -43,7 +54,7 @@ export const apiServerCell = module(
   'Agent API server (express on the unix socket, optional TCP)',
   config(ApiServerConfigToken, apiServerConfigSchema),
   apiRouterCell,
-  provide(ApiServerToken, ApiServerImpl, ApiServerConfigToken, ApiRouterToken, LoggerToken, LifecycleToken),
+  provide(ApiServerToken, newApiServer, serverDeps),
   invoke('serve-api', (_s: ApiServer) => undefined, ApiServerToken),
 );
 

@@ -94,6 +94,16 @@ export class InvalidRequestError extends HttpError {
   }
 }
 
+/** A 400 in the ValidationError model, naming the field as a JSON pointer (for any handler cell). */
+export function badField(field: string, message: string, expected?: string): HttpError {
+  return new InvalidRequestError({ field, message, ...(expected ? { expected } : {}) });
+}
+
+/** A 404 in Cilium's Error model (for any handler cell). */
+export function notFound(message: string): HttpError {
+  return new HttpError(404, message);
+}
+
 /** A body over --api-max-body-bytes: 413, and the connection is closed (the rest is not read). */
 export class BodyTooLargeError extends HttpError {
   constructor(maxBytes: number) {

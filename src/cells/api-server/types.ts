@@ -116,12 +116,10 @@ export interface RequestRecord {
 /** Token for the API server. */
 export const ApiServerToken = token<ApiServer>('ApiServer');
 
-// Re-exported for other cells (import a cell through its index.ts or types.ts only).
-export { parseListenAddress } from './config.js';
+// Re-exported for other cells (import a cell through its index.ts or types.ts only; its functions,
+// e.g. parseListenAddress, listen and sendJsonText, through index.ts: types.ts holds no runtime code).
 export { HttpError, InvalidRequestError } from './errors.js';
 export type { LimiterReport } from './ratelimit/limiter.js';
 export { ApiLimiterName } from './ratelimit/params.js';
 export { ApiLimiterSetToken } from './ratelimit/set.js';
 export type { ApiLimiterSet } from './ratelimit/set.js';
-export { sendJsonText } from './reply.js';
-export { listen } from './server.js';

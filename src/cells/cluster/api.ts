@@ -4,8 +4,7 @@
  */
 import type { Router } from 'express';
 import { parseCidr, cidrContains, type Cidr } from '../../lib/addr.js';
-import type { ApiOperations } from '../api-server/index.js';
-import { badField, domainErrors, notFound } from '../api-handlers/index.js';
+import { badField, notFound, type ApiOperations } from '../api-server/index.js';
 import type { ClusterIPCache, ClusterNode, NodeRegistry } from './types.js';
 
 /** Cilium's NodeElement of a node. */
@@ -44,6 +43,6 @@ export function clusterRouter(ops: ApiOperations, nodes: NodeRegistry, ipcache: 
   ops.serve(r, 'GetNodeIds', (_req, res) => {
     res.json(nodes.nodeIds());
   });
-  r.use(domainErrors);
+  // its handlers throw only HttpErrors (no manager's domain errors to map): the API's error handler answers them
   return r;
 }

@@ -5,7 +5,10 @@
  * other node's records go into the datapath's ipcache (BPF map or memory model) as `<ip>/32 ->
  * identity`, and every other node's own address as `remote-node` (6), so policy by identity works
  * for peers on other nodes; they are removed when deleted in etcd or when their lease expires.
+ * What it follows (nodes, records, endpoints, lease renewals) are observer jobs added at start.
  */
+import { merge } from 'rxjs';
+import type { Jobs } from '../../hive/jobs.js';
 import type { Logger } from '../../hive/logger.js';
 import { hostCidr } from '../../lib/addr.js';
 import type { Datapath } from '../../datapath/types.js';
@@ -31,30 +34,33 @@ export class KVIPCache implements ClusterIPCache {
   private again = false;
   private retry?: NodeJS.Timeout;
   private stopped = false;
-  private readonly subs: { unsubscribe(): void }[] = [];
 
   constructor(
     private readonly kv: KVStore,
     private readonly nodes: NodeRegistry,
     private readonly endpoints: EndpointManager,
     private readonly dp: Datapath,
+    private readonly jobs: Jobs,
     private readonly log: Logger,
   ) {}
 
   /** Publishes what exists, mirrors the others, and follows endpoints and nodes from now on. */
   async start(): Promise<void> {
     if (!this.kv.enabled) return;
+    // each followed from here on, inside its source's `next`, as the subscriptions made here before
+    const now = { immediate: true, sync: true } as const;
     for (const n of this.nodes.list()) if (!n.local) this.onNode({ kind: 'upsert', node: n });
-    this.subs.push(this.nodes.events$.subscribe((ev) => this.onNode(ev)));
+    this.jobs.observer('ipcache-nodes', this.nodes.events$, (ev) => this.onNode(ev), now);
     this.mirror = new PrefixMirror(this.kv, KEYS.ip, this.log);
-    this.subs.push(this.mirror.events$.subscribe((ev) => this.onRecord(ev)));
+    this.jobs.observer('ipcache-records', this.mirror.events$, (ev) => this.onRecord(ev), now);
     await this.mirror.start();
-    for (const o of [this.endpoints.created$, this.endpoints.deleted$, this.endpoints.restored$]) this.subs.push(o.subscribe(() => this.trigger()));
+    const { created$, deleted$, restored$ } = this.endpoints;
+    this.jobs.observer('ipcache-endpoints', merge(created$, deleted$, restored$), () => this.trigger(), now);
     // a lost lease took every key with it: put them all again
-    this.subs.push(this.kv.sessionRenewed$.subscribe(() => {
+    this.jobs.observer('ipcache-republish', this.kv.sessionRenewed$, () => {
       this.published.clear();
       this.trigger();
-    }));
+    }, now);
     await this.sync();
   }
 
@@ -194,7 +200,6 @@ export class KVIPCache implements ClusterIPCache {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retry);
-    for (const s of this.subs) s.unsubscribe();
     await this.syncing;
     await this.mirror?.stop();
   }

@@ -1,9 +1,11 @@
 /**
  * The node registry: this agent registers its node under `cilium/state/nodes/v1/<cluster>/<name>`
  * (leased with the session, put again when the lease is renewed) and mirrors every other node of
- * its cluster (list-then-watch). Without a kvstore it knows only itself.
+ * its cluster (list-then-watch); both followed by observer jobs added at start (`node-reregister`,
+ * `node-records`). Without a kvstore it knows only itself.
  */
 import { Subject } from 'rxjs';
+import type { Jobs } from '../../hive/jobs.js';
 import type { Logger } from '../../hive/logger.js';
 import { KEYS, PrefixMirror, type KVStore, type MirrorEvent } from '../kvstore/index.js';
 import { nodeJson, parseNodeJson } from './node-json.js';
@@ -18,13 +20,13 @@ export class KVNodeRegistry implements NodeRegistry {
   /** See NodeRegistry. */
   readonly events$ = this.subject.asObservable();
   private mirror?: PrefixMirror;
-  private renewals?: { unsubscribe(): void };
   private me: ClusterNode;
 
   constructor(
     private readonly kv: KVStore,
     self: Omit<ClusterNode, 'local' | 'ipv4AllocCidr'>,
     private readonly podCidr: () => string | undefined,
+    private readonly jobs: Jobs,
     private readonly log: Logger,
   ) {
     this.me = { ...self, local: true };
@@ -44,11 +46,10 @@ export class KVNodeRegistry implements NodeRegistry {
     this.nodes.set(this.me.name, this.me);
     if (!this.kv.enabled) return;
     await this.register();
-    this.renewals = this.kv.sessionRenewed$.subscribe(() => {
-      this.register().catch((err: Error) => this.log.warn({ err: err.message }, 'could not register the node again'));
-    });
+    const now = { immediate: true, sync: true } as const;
+    this.jobs.observer('node-reregister', this.kv.sessionRenewed$, () => this.register().catch((err: Error) => this.log.warn({ err: err.message }, 'could not register the node again')), now);
     this.mirror = new PrefixMirror(this.kv, `${KEYS.nodes}${this.kv.config.clusterName}/`, this.log);
-    this.mirror.events$.subscribe((ev) => this.onMirror(ev));
+    this.jobs.observer('node-records', this.mirror.events$, (ev) => this.onMirror(ev), now);
     await this.mirror.start();
   }
 
@@ -109,7 +110,6 @@ export class KVNodeRegistry implements NodeRegistry {
 
   /** Stops watching; this node's key goes with the session lease. */
   async stop(): Promise<void> {
-    this.renewals?.unsubscribe();
     await this.mirror?.stop();
     this.subject.complete();
   }

@@ -4,6 +4,8 @@
  * node name, create-only and leased with the session (so a node that is gone releases it one TTL
  * later). At start the node takes back a claim of its own, else the CIDR it had before (recorded in
  * `<state-dir>/pod-cidr.json`, so a restart keeps its pods' addresses), else the first free subnet.
+ * After a new session lease the claim is put again (`onSessionRenewed`, called by the cluster cell's
+ * observer job `pod-cidr-reclaim`).
  */
 import { readFile } from 'node:fs/promises';
 import type { Logger } from '../../hive/logger.js';
@@ -38,7 +40,7 @@ function subnetOf(pool: string, mask: number, cidr: string): boolean {
 /** Claims this node's pod CIDR; see the module comment. */
 export class PodCIDRClaimer {
   private cidr?: string;
-  private renewals?: { unsubscribe(): void };
+  private stopped = false;
 
   constructor(
     private readonly kv: KVStore,
@@ -61,7 +63,7 @@ export class PodCIDRClaimer {
     return this.cidr;
   }
 
-  /** Claims a CIDR (see the module comment) and keeps the claim across lease renewals. */
+  /** Claims a CIDR (see the module comment); kept across lease renewals by `onSessionRenewed`. */
   async claim(): Promise<string> {
     const me = this.kv.config.nodeName;
     const taken = await this.kv.etcd.getAll().prefix(this.prefix()).strings();
@@ -86,12 +88,15 @@ export class PodCIDRClaimer {
       this.cidr = cidr;
       await writeFileAtomic(this.stateFile, `${JSON.stringify({ cidr })}\n`);
       this.log.info({ cidr, pool: this.pool }, 'pod CIDR claimed from the cluster pool');
-      this.renewals ??= this.kv.sessionRenewed$.subscribe(() => {
-        void this.reclaim().catch((err: Error) => this.log.warn({ err: err.message }, 'could not claim the pod CIDR again'));
-      });
       return cidr;
     }
     throw poolExhausted(this.pool, this.mask);
+  }
+
+  /** The session lease was renewed: once a CIDR was claimed and until stop, it is claimed again (see reclaim). */
+  onSessionRenewed(): void {
+    if (this.stopped || !this.cidr) return;
+    void this.reclaim().catch((err: Error) => this.log.warn({ err: err.message }, 'could not claim the pod CIDR again'));
   }
 
   /**
@@ -126,6 +131,6 @@ export class PodCIDRClaimer {
 
   /** Stops re-claiming on lease renewals. */
   stop(): void {
-    this.renewals?.unsubscribe();
+    this.stopped = true;
   }
 }

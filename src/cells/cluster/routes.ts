@@ -1,8 +1,9 @@
 /**
  * Native routing between nodes (Cilium's `--auto-direct-node-routes`): for every other node with a
  * pod CIDR, a route `<pod CIDR> via <node IP>` in the main table, replaced when the node's CIDR or
- * address changes, deleted when the node goes. A failed route change is retried by `resync` (a
- * timer), which also puts back routes someone deleted.
+ * address changes, deleted when the node goes (`onNodeEvent`, called by the cluster cell's observer
+ * job `node-routes`). A failed route change is retried by `resync` (a timer), which also puts back
+ * routes someone deleted.
  */
 import type { Health } from '../../hive/health.js';
 import type { Logger } from '../../hive/logger.js';
@@ -19,7 +20,8 @@ export interface RouteWriter {
 export class NodeRoutes {
   /** Installed: node name -> route. */
   private readonly installed = new Map<string, { dst: string; gateway: string }>();
-  private sub?: { unsubscribe(): void };
+  /** Node events are followed from start to stop. */
+  private following = false;
   private chain: Promise<void> = Promise.resolve();
 
   constructor(
@@ -29,10 +31,15 @@ export class NodeRoutes {
     private readonly log: Logger,
   ) {}
 
-  /** Installs routes for the nodes known now and follows changes. */
+  /** Installs routes for the nodes known now and follows changes from now on. */
   async start(): Promise<void> {
-    this.sub = this.nodes.events$.subscribe((ev) => void this.enqueue(ev));
+    this.following = true;
     await this.resync();
+  }
+
+  /** A node came, changed or went: its route follows (in order; ignored before start and after stop). */
+  onNodeEvent(ev: NodeEvent): void {
+    if (this.following) void this.enqueue(ev);
   }
 
   private enqueue(ev: NodeEvent): Promise<void> {
@@ -83,7 +90,7 @@ export class NodeRoutes {
 
   /** Stops following; the routes stay (traffic to other nodes goes on while the agent restarts). */
   async stop(): Promise<void> {
-    this.sub?.unsubscribe();
+    this.following = false;
     await this.chain;
   }
 }

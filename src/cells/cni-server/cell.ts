@@ -1,16 +1,16 @@
 /** The cni-server cell's wiring: its module, providers and what they are built from (index.ts is its public face). */
 import { join } from 'node:path';
-import { config, invoke, module, provide, provideInto } from '../../hive/cell.js';
-import { JobsToken, type Jobs } from '../../hive/jobs.js';
-import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
-import { LoggerToken, type Logger } from '../../hive/logger.js';
+import { config, invoke, module, provide, provideInto, type DepsValues } from '../../hive/cell.js';
+import { JobsToken } from '../../hive/jobs.js';
+import { LifecycleToken } from '../../hive/lifecycle.js';
+import { LoggerToken } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
-import { ApiOperationsToken, ApiRoutersToken, type ApiOperations } from '../api-server/types.js';
-import { EndpointRestorerToken, type EndpointRestorer } from '../endpoint/index.js';
-import { EndpointAPIManagerToken, EndpointManagerToken, type EndpointAPIManager, type EndpointManager } from '../endpoint/types.js';
-import { IPAMConfigToken, IPAMToken, type IPAM, type IPAMConfig } from '../ipam/index.js';
-import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
-import { CniServerConfigToken, cniServerConfigSchema, type CniServerConfig } from './config.js';
+import { ApiOperationsToken, ApiRoutersToken } from '../api-server/types.js';
+import { EndpointRestorerToken } from '../endpoint/index.js';
+import { EndpointAPIManagerToken, EndpointManagerToken } from '../endpoint/types.js';
+import { IPAMConfigToken, IPAMToken } from '../ipam/index.js';
+import { StateDirConfigToken } from '../statedir/index.js';
+import { CniServerConfigToken, cniServerConfigSchema } from './config.js';
 import { AttachmentJournal, JOURNAL_DIR } from './journal.js';
 import { IPAM_RECORDS_DIR, IpamRecords } from './ipam-records.js';
 import { AttachmentLedger } from './ledger.js';
@@ -23,30 +23,30 @@ export const CniServerToken = token<CniServer>('CniServer');
 /** Token for the netlink operations the CNI server uses (replace it in tests). */
 export const CniNetOpsToken = token<NetOps>('CniNetOps');
 
-interface ServerParams {
-  readonly ipam: IPAM;
-  readonly endpoints: EndpointAPIManager;
-  readonly manager: EndpointManager;
-  readonly net: NetOps;
-  readonly cfg: CniServerConfig;
-  readonly stateDir: string;
-  /** Settles once the endpoint cell's restore is done (restored endpoints regenerated, stale datapath state gone). */
-  readonly restored: Promise<unknown>;
-  readonly ipamCfg: IPAMConfig;
-  readonly lc: Lifecycle;
-  readonly jobs: Jobs;
-  readonly log: Logger;
-}
+/** What the server is built from (the endpoint restorer: the server serves once its restore is done). */
+const serverDeps = {
+  ipam: IPAMToken,
+  endpoints: EndpointAPIManagerToken,
+  manager: EndpointManagerToken,
+  net: CniNetOpsToken,
+  cfg: CniServerConfigToken,
+  ipamCfg: IPAMConfigToken,
+  stateDir: StateDirConfigToken,
+  restorer: EndpointRestorerToken,
+  lc: LifecycleToken,
+  jobs: JobsToken,
+  log: LoggerToken,
+} as const;
 
 /**
  * Builds the server. Once the agent has started and its endpoints are restored: removes the host
  * interfaces of ADDs the previous agent did not finish, replays the DEL queue, then serves.
  */
-function newServer(p: ServerParams): CniServer {
+function newServer(p: DepsValues<typeof serverDeps>): CniServer {
   const cfg = { ...p.cfg, ipamMode: p.ipamCfg.ipam };
   if (cfg.ipamMode === 'delegated-plugin') p.log.info('IPAM delegated: pod addresses come from the IPAM plugin of each network configuration');
-  const journal = new AttachmentJournal(join(p.stateDir, JOURNAL_DIR));
-  const ipamRecords = new IpamRecords(join(p.stateDir, IPAM_RECORDS_DIR));
+  const journal = new AttachmentJournal(join(p.stateDir.stateDir, JOURNAL_DIR));
+  const ipamRecords = new IpamRecords(join(p.stateDir.stateDir, IPAM_RECORDS_DIR));
   const server = new CniServer({ ipam: p.ipam, endpoints: p.endpoints, manager: p.manager, net: p.net, cfg, ledger: new AttachmentLedger(), journal, ipamRecords, log: p.log });
   p.lc.append({
     name: 'cni-server',
@@ -56,7 +56,8 @@ function newServer(p: ServerParams): CniServer {
     },
   });
   p.jobs.oneShot('cni-delete-queue', async () => {
-    await p.restored;
+    // the endpoint cell's restore is done: restored endpoints regenerated, stale datapath state gone
+    await p.restorer.done;
     // nothing is in flight before the server is ready: an interface no endpoint holds is an interrupted ADD's
     await server.removeOrphans('at start: left by an ADD the previous agent did not finish').catch((err: Error) => {
       p.log.error({ err: err.message }, 'CNI: cannot read the journal of host interfaces; none removed at start (CNI GC retries)');
@@ -75,12 +76,7 @@ export const cniServerCell = module(
   'CNI server: runs the commands the cellium-cni shim forwards',
   config(CniServerConfigToken, cniServerConfigSchema),
   provide(CniNetOpsToken, () => new NetlinkOps()),
-  provide(
-    CniServerToken,
-    (ipam: IPAM, endpoints: EndpointAPIManager, manager: EndpointManager, net: NetOps, cfg: CniServerConfig, ipamCfg: IPAMConfig, sd: StateDirConfig, restorer: EndpointRestorer, lc: Lifecycle, jobs: Jobs, log: Logger) =>
-      newServer({ ipam, endpoints, manager, net, cfg, ipamCfg, stateDir: sd.stateDir, restored: restorer.done, lc, jobs, log }),
-    IPAMToken, EndpointAPIManagerToken, EndpointManagerToken, CniNetOpsToken, CniServerConfigToken, IPAMConfigToken, StateDirConfigToken, EndpointRestorerToken, LifecycleToken, JobsToken, LoggerToken,
-  ),
-  provideInto(ApiRoutersToken, (ops: ApiOperations, server: CniServer) => ({ name: 'cni', router: cniRouter(ops, server) }), ApiOperationsToken, CniServerToken),
+  provide(CniServerToken, newServer, serverDeps),
+  provideInto(ApiRoutersToken, ({ ops, server }) => ({ name: 'cni', router: cniRouter(ops, server) }), { ops: ApiOperationsToken, server: CniServerToken }),
   invoke('cni-server', (_s: CniServer) => undefined, CniServerToken),
 );

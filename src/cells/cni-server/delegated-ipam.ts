@@ -1,17 +1,15 @@
 /**
- * Delegated IPAM (`--ipam=delegated-plugin`, as cilium-cni's allocateIPsWithDelegatedPlugin): the
- * addresses come from the IPAM plugin the netconf's `ipam` section names (host-local, whereabouts,
- * a cloud's), run the CNI way: the executable `ipam.type` found in CNI_PATH, the call's own CNI_*
- * variables with the command, the netconf on stdin, a bounded time, stdout parsed as a CNI result
- * (or a CNI error, whose code and message are carried through). Without delegated-plugin, an
- * `ipam` section is ignored with one warning per network name.
+ * Running a delegated IPAM plugin (`--ipam=delegated-plugin`, as cilium-cni's
+ * allocateIPsWithDelegatedPlugin; the address source that uses it is delegated-source.ts, GC's use
+ * delegated-gc.ts): the addresses come from the IPAM plugin the netconf's `ipam` section names
+ * (host-local, whereabouts, a cloud's), run the CNI way: the executable `ipam.type` found in
+ * CNI_PATH, the call's own CNI_* variables with the command, the netconf on stdin, a bounded time,
+ * stdout parsed as a CNI result (or a CNI error, whose code and message are carried through).
  */
 import { execFile } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { CniErrorCode } from '../../cni/protocol.js';
-import type { CniDeps } from './deps.js';
-import { attachmentKey } from './ledger.js';
 import { CniFailure, invalidConfig, quoteValue } from './errors.js';
 import type { ParsedCall } from './netconf.js';
 import { parseResult, type CniResultModel } from './result.js';
@@ -117,22 +115,6 @@ export async function delegatedCheck(type: string, call: ParsedCall): Promise<vo
   await runIpamPlugin(type, 'CHECK', call, call.req.stdin);
 }
 
-/**
- * The plugin a DEL runs: the netconf's `ipam.type` when the agent delegates, or the attachment's
- * endpoint or IPAM record says its addresses came from a plugin (an agent switched back to
- * cluster-pool still releases them); a DEL without an `ipam` section removes the attachment and
- * logs why nothing was released, so a pod can always be deleted (the record stays for a GC).
- */
-export function delegatedDelType(d: CniDeps, call: ParsedCall): string | undefined {
-  const ep = d.manager.lookup(`cni-attachment-id:${attachmentKey(call.req.containerId, call.req.ifName)}`);
-  const source = ep?.ipamSource;
-  const fromPlugin = source?.startsWith('delegated-plugin:') === true || d.ipamRecords.has(call.req.containerId, call.req.ifName);
-  if (d.cfg.ipamMode !== 'delegated-plugin' && !fromPlugin) return undefined;
-  const type = ipamPluginType(call.req.stdin);
-  if (!type) d.log.warn({ containerID: call.req.containerId, ifName: call.req.ifName, source }, 'CNI DEL without an ipam section: no IPAM plugin to release the addresses with');
-  return type;
-}
-
 /** The CNI versions the plugin says it supports (its VERSION answer), oldest first; [] when it answers nothing usable. */
 export async function pluginVersions(type: string, call: ParsedCall): Promise<string[]> {
   const out = await runIpamPlugin(type, 'VERSION', call, JSON.stringify({ cniVersion: call.conf.cniVersion }));
@@ -150,27 +132,4 @@ export function versionOrder(a: string, b: string): number {
   const pb = b.split('.').map(Number);
   for (let i = 0; i < 3; i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0);
   return 0;
-}
-
-const warned = new WeakMap<object, Set<string>>();
-
-/**
- * The plugin type when the agent delegates IPAM, else undefined; with cluster-pool an `ipam`
- * section is logged once per network name, as it is ignored.
- */
-export function delegatedType(d: CniDeps, call: ParsedCall): string | undefined {
-  if (d.cfg.ipamMode === 'delegated-plugin') {
-    const type = ipamPluginType(call.req.stdin);
-    if (!type) throw invalidConfig('ipam', 'is required: the agent runs with --ipam=delegated-plugin, so the network configuration must name its IPAM plugin ("ipam": {"type": "host-local", ...})');
-    return type;
-  }
-  if ((JSON.parse(call.req.stdin) as Record<string, unknown>).ipam !== undefined) {
-    const seen = warned.get(d.log) ?? new Set<string>();
-    warned.set(d.log, seen);
-    if (!seen.has(call.conf.name)) {
-      seen.add(call.conf.name);
-      d.log.warn({ network: call.conf.name }, `network ${quoteValue(call.conf.name)} has an "ipam" section, which is ignored: addresses come from the agent's pool (--ipam=cluster-pool); start the agent with --ipam=delegated-plugin to use the plugin`);
-    }
-  }
-  return undefined;
 }

@@ -9,6 +9,7 @@
  */
 import type { CniDeps } from './deps.js';
 import { delegatedGc } from './delegated-gc.js';
+import { pluginOf } from './delegated-source.js';
 import { invalidConfig } from './errors.js';
 import { attachmentKey } from './ledger.js';
 import type { ParsedCall } from './netconf.js';
@@ -39,7 +40,7 @@ export async function runGc(d: CniDeps, call: ParsedCall): Promise<GcOutcome> {
     // the runtime lists only this network's attachments: another network's endpoints are not stale
     if (ep.cniNetwork !== undefined && ep.cniNetwork !== call.conf.name) continue;
     const { containerId, containerIfName } = ep;
-    const plugin = ep.ipamSource?.startsWith('delegated-plugin:') ? ep.ipamSource.slice('delegated-plugin:'.length) : undefined;
+    const plugin = pluginOf(ep.ipamSource);
     await d.ledger.withLock(key, async () => {
       // an endpoint made before IPAM records existed gets one now: its addresses are released below
       if (plugin && !d.ipamRecords.has(containerId, containerIfName)) await d.ipamRecords.write({ containerId, ifName: containerIfName, network: call.conf.name, plugin });

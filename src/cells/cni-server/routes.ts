@@ -7,7 +7,7 @@
 import type { Router } from 'express';
 import { CNI_EXIT_CODE_HEADER, type CniRequest } from '../../cni/protocol.js';
 import { HttpError } from '../api-server/types.js';
-import { sendJsonText } from '../api-server/types.js';
+import { sendJsonText } from '../api-server/index.js';
 import type { ApiOperations } from '../api-server/types.js';
 import type { CniServer } from './server.js';
 

@@ -7,9 +7,8 @@
 import { CniErrorCode, cniEmptySuccess, cniError, cniSuccess, replyCniVersion, type CniRequest, type CniResponse } from '../../cni/protocol.js';
 import { runAdd } from './add.js';
 import { runCheck } from './check.js';
-import { delegatedCheck, delegatedDel, delegatedDelType, delegatedType } from './delegated-ipam.js';
+import { attachmentSource, configuredSource } from './choose-source.js';
 import type { CniDeps } from './deps.js';
-import { removeAttachment } from './del.js';
 import { replayDeleteQueue, type ReplayOutcome } from './delete-queue.js';
 import { CniFailure, asCniFailure, quoteValue } from './errors.js';
 import { runGc } from './gc.js';
@@ -78,20 +77,15 @@ export class CniServer {
         return cniSuccess(formatResult(result, call.conf.cniVersion));
       }
       case 'DEL':
-        // the delegated IPAM plugin releases after the interface is gone (cilium-cni's order)
-        await d.ledger.withLock(key, async () => {
-          const type = delegatedDelType(d, call);
-          await removeAttachment(d, req.containerId, req.ifName, 'CNI DEL');
-          if (!type) return;
-          await delegatedDel(type, call);
-          await d.ipamRecords.remove(req.containerId, req.ifName);
-        });
+        // through the source that gave the addresses (a delegated plugin releases after the interface is gone)
+        await d.ledger.withLock(key, () => attachmentSource(d, call).remove('CNI DEL'));
         return cniEmptySuccess();
       case 'CHECK': {
-        const type = delegatedType(d, call);
+        const source = configuredSource(d, call);
+        source.prepare();
         await d.ledger.withLock(key, async () => {
           await runCheck(d, call);
-          if (type) await delegatedCheck(type, call);
+          await source.check();
         });
         return cniEmptySuccess();
       }

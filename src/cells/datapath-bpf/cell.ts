@@ -1,14 +1,13 @@
 /** The datapath-bpf cell's wiring: its module, providers and what they are built from (index.ts is its public face). */
-import { config, invoke, module, provideInto } from '../../hive/cell.js';
-import { HealthToken, type Health } from '../../hive/health.js';
-import { JobsToken, type Jobs } from '../../hive/jobs.js';
-import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
-import { LoggerToken, type Logger } from '../../hive/logger.js';
+import { config, invoke, module, provideInto, type DepsValues } from '../../hive/cell.js';
+import { HealthToken } from '../../hive/health.js';
+import { JobsToken } from '../../hive/jobs.js';
+import { LifecycleToken } from '../../hive/lifecycle.js';
+import { LoggerToken } from '../../hive/logger.js';
 import { bpfAvailable } from '../../bpf/index.js';
 import { MetricsCollectorsToken, type MetricsCollector } from '../api-metrics/types.js';
-import { ctTimeoutsOf } from '../datapath/types.js';
-import { DatapathConfigToken, DatapathProvidersToken, SelectedDatapathToken, sysfsLinkChecker, type DatapathConfig, type DatapathProvider, type SelectedDatapath } from '../datapath/types.js';
-import { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from './config.js';
+import { ctTimeoutsOf, DatapathConfigToken, DatapathProvidersToken, SelectedDatapathToken, sysfsLinkChecker, type DatapathProvider } from '../datapath/index.js';
+import { BpfDatapathConfigToken, bpfDatapathConfigSchema } from '../../datapath/bpf-config.js';
 import { registerCtGcMetrics } from './ct-metrics.js';
 import { registerTrafficMetrics } from './traffic-metrics.js';
 import { BpfDatapath } from './datapath.js';
@@ -24,17 +23,12 @@ export function describeTables(reports: readonly BpfTableReport[]): { ok: boolea
   return { ok, message };
 }
 
-interface ProviderDeps {
-  readonly cfg: BpfDatapathConfig;
-  readonly dpCfg: DatapathConfig;
-  readonly lc: Lifecycle;
-  readonly jobs: Jobs;
-  readonly health: Health;
-  readonly log: Logger;
-}
+const providerDeps = {
+  cfg: BpfDatapathConfigToken, dpCfg: DatapathConfigToken, lc: LifecycleToken, jobs: JobsToken, health: HealthToken, log: LoggerToken,
+} as const;
 
 /** The BPF datapath's provider: available when the addon loads, bpf_lxc is built and bpf() works. */
-export function bpfDatapathProvider(d: ProviderDeps): DatapathProvider {
+export function bpfDatapathProvider(d: DepsValues<typeof providerDeps>): DatapathProvider {
   return {
     mode: 'bpf',
     preferInAuto: true,
@@ -79,20 +73,30 @@ export function bpfDatapathProvider(d: ProviderDeps): DatapathProvider {
   };
 }
 
+const notInUseDeps = { selected: SelectedDatapathToken, health: HealthToken } as const;
+
 /** With another datapath selected, the module's health says so (instead of staying `unknown`). */
-function reportNotInUse(selected: SelectedDatapath, health: Health): void {
+function reportNotInUse({ selected, health }: DepsValues<typeof notInUseDeps>): void {
   if (selected.datapath.mode === 'bpf') return;
   const why = selected.requested === 'auto' ? bpfAvailable().reason : undefined;
   health.ok(`not in use: --datapath-mode=${selected.requested} runs the ${selected.datapath.mode} datapath${why ? ` (${why})` : ''}`);
 }
 
-/** The conntrack garbage collector's and the traffic counters' metrics, for the metrics cell (BPF datapath only). */
-function datapathMetrics(selected: SelectedDatapath): MetricsCollector {
+const metricsDeps = { selected: SelectedDatapathToken, jobs: JobsToken } as const;
+
+/**
+ * The conntrack garbage collector's and the traffic counters' metrics, for the metrics cell (BPF
+ * datapath only). The collector's reports reach the metrics through the observer job
+ * `conntrack-gc-metrics`: subscribed when the metrics cell registers them (immediate) and counted
+ * before the report's next() returns (sync), as the subscription it replaces; stopped with the hive.
+ */
+function datapathMetrics({ selected, jobs }: DepsValues<typeof metricsDeps>): MetricsCollector {
   return (registry) => {
     const dp = selected.datapath;
     if (!(dp instanceof BpfDatapath)) return { unsubscribe: () => undefined };
-    const subs = [registerCtGcMetrics(registry, dp.gc), registerTrafficMetrics(registry, () => dp.kernel.traffic())];
-    return { unsubscribe: () => subs.forEach((s) => s.unsubscribe()) };
+    const gcMetrics = registerCtGcMetrics(registry, dp.gc);
+    jobs.observer('conntrack-gc-metrics', dp.gc.reports$, (r) => gcMetrics.record(r), { immediate: true, sync: true });
+    return registerTrafficMetrics(registry, () => dp.kernel.traffic());
   };
 }
 
@@ -101,11 +105,7 @@ export const bpfDatapathCell = module(
   'datapath-bpf',
   'BPF datapath: pinned maps written by reconcilers, the bpf_lxc loader',
   config(BpfDatapathConfigToken, bpfDatapathConfigSchema),
-  provideInto(
-    DatapathProvidersToken,
-    (cfg: BpfDatapathConfig, dpCfg: DatapathConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger) => bpfDatapathProvider({ cfg, dpCfg, lc, jobs, health, log }),
-    BpfDatapathConfigToken, DatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
-  ),
-  invoke('bpf-datapath-health', reportNotInUse, SelectedDatapathToken, HealthToken),
-  provideInto(MetricsCollectorsToken, datapathMetrics, SelectedDatapathToken),
+  provideInto(DatapathProvidersToken, bpfDatapathProvider, providerDeps),
+  invoke('bpf-datapath-health', reportNotInUse, notInUseDeps),
+  provideInto(MetricsCollectorsToken, datapathMetrics, metricsDeps),
 );

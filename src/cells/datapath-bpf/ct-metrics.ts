@@ -6,11 +6,19 @@
  * (Cilium's bpf_map_pressure).
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { Subscription } from 'rxjs';
-import type { CtGarbageCollector } from './ct-gc.js';
+import type { CtGarbageCollector, GcReport } from './ct-gc.js';
 
-/** Registers the metrics on `registry` and feeds them from the collector's reports. */
-export function registerCtGcMetrics(registry: Registry, gc: CtGarbageCollector): Subscription {
+/** The metrics on one registry; `record` feeds them one of the collector's reports. */
+export interface CtGcMetrics {
+  record(r: GcReport): void;
+}
+
+/**
+ * Registers the metrics on `registry` (the interval is read from `gc` at each scrape); the
+ * collector's reports reach them through `record` (in the agent, the cell's observer job
+ * `conntrack-gc-metrics` over `gc.reports$`).
+ */
+export function registerCtGcMetrics(registry: Registry, gc: CtGarbageCollector): CtGcMetrics {
   const registers = [registry];
   const labelNames = ['family', 'protocol', 'status'] as const;
   const runs = new Counter({ name: 'cellium_datapath_conntrack_gc_runs_total', help: 'Conntrack garbage collection runs per map, by outcome (completed, uncompleted)', labelNames, registers });
@@ -34,7 +42,7 @@ export function registerCtGcMetrics(registry: Registry, gc: CtGarbageCollector):
       this.set({ global: 'global' }, gc.intervalMs / 1000);
     },
   });
-  return gc.reports$.subscribe((r) => {
+  const record = (r: GcReport): void => {
     const family = r.family;
     const protocol = r.protocol;
     if (r.kind === 'scrub') {
@@ -50,5 +58,6 @@ export function registerCtGcMetrics(registry: Registry, gc: CtGarbageCollector):
       evictions.inc({ family, protocol }, r.evicted ?? 0);
       pressure.set({ map_name: r.map }, (r.scanned - r.deleted) / r.maxEntries);
     }
-  });
+  };
+  return { record };
 }

@@ -11,15 +11,15 @@
 import { hostCidr } from '../../lib/addr.js';
 import { networkInterfaces } from 'node:os';
 import { Subject, type Observable } from 'rxjs';
-import { type LxcValue } from '../../maps/index.js';
+import type { LxcValue } from '../../maps/index.js';
 import { endpointPrograms, kernelVerdict, pinnedEndpoints, unloadEndpointProgram } from './lxc/index.js';
 import { withNetlink } from '../../netlink/index.js';
 import type { Logger } from '../../hive/logger.js';
 import { IPCACHE_MAP, LXC_MAP } from '../../datapath/map-names.js';
-import { ReservedIdentity, type Datapath, type Direction, type LiveEndpoint, type LostProgram, type PacketSpec, type Verdict } from '../../datapath/types.js';
+import { ReservedIdentity, type Datapath, type Direction, type LiveEndpoint, type LostProgram, type MonitorEventSource, type PacketSpec, type Verdict } from '../../datapath/types.js';
 import type { CtTimeouts } from '../../datapath/conntrack.js';
-import type { VerdictPacket } from '../../datapath/verdict-model.js';
-import type { BpfDatapathConfig } from './config.js';
+import type { VerdictPacket } from '../../datapath/model/verdict.js';
+import type { BpfDatapathConfig } from '../../datapath/bpf-config.js';
 import { CtGarbageCollector } from './ct-gc.js';
 import { staleInterfaceNotDeleted, wrapBpf } from './errors.js';
 import { KernelMaps } from './kernel-maps.js';
@@ -52,6 +52,8 @@ export class BpfDatapath implements Datapath {
   private readonly lost = new Subject<LostProgram>();
   /** See Datapath: endpoints whose programs a prune found gone from their interface. */
   readonly programsLost$: Observable<LostProgram> = this.lost.asObservable();
+  /** See Datapath: the ring buffer pinned under the BPF root, and cellium_metrics' lost-events slot. */
+  readonly monitorEvents: MonitorEventSource;
 
   constructor(
     readonly cfg: BpfDatapathConfig,
@@ -67,6 +69,8 @@ export class BpfDatapath implements Datapath {
     });
     this.loader = new BpfLoader(this.kernel, { mode: cfg.bpfAttachMode, ctTimeouts: opts.ctTimeouts });
     this.loader.setGate((c) => this.gc.settled([c.ipv4, c.ipv6]));
+    const kernel = this.kernel;
+    this.monitorEvents = { get bpfRoot() { return kernel.root; }, eventsLost: () => kernel.traffic().eventsLost };
   }
 
   /** Opens the maps, starts the reconcilers and publishes the host's addresses. */

@@ -4,7 +4,7 @@
  * for a policy map, of that endpoint's objects) that writes them.
  */
 import type { DesiredObject, DesiredTable, TableStatus } from '../../lib/reconciler/index.js';
-import { policyKeyId } from '../../datapath/policy-lpm.js';
+import { policyKeyId } from '../../maps/policy/key.js';
 import type { MapDump, ReconcileStatus } from '../../datapath/types.js';
 import type { KernelMaps } from './kernel-maps.js';
 import type { PolicyObject } from './tables.js';

@@ -16,6 +16,6 @@ export { CtGarbageCollector, nextGcInterval, GC_MAX_LRU_MS, GC_MIN_MS, GC_PROBE_
 export { CtPressure, CT_GROWTH_FLOOR, CT_PRESSURE_DEGRADED, type CtMapPressure } from './ct-pressure.js';
 export { registerCtGcMetrics } from './ct-metrics.js';
 export { registerTrafficMetrics } from './traffic-metrics.js';
-export { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from './config.js';
+export { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from '../../datapath/bpf-config.js';
 export { policyObjectKey, parsePolicyObjectKey, type PolicyObject } from './tables.js';
 export * from './cell.js';

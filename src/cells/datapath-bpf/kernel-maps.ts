@@ -14,7 +14,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { BpfMap, ensureBpffs } from '../../bpf/index.js';
 import { CtMaps, EVENTS_MAP, EVENTS_MAP_SPEC, METRICS_MAP, METRICS_MAP_SPEC, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readTraffic, removePolicyMap, type IPCacheMap, type LxcMap, type MapReplacement, type PolicyMap, type TrafficCounters } from '../../maps/index.js';
 import { endpointOfPolicyMap } from '../../datapath/map-names.js';
-import type { BpfDatapathConfig } from './config.js';
+import type { BpfDatapathConfig } from '../../datapath/bpf-config.js';
 import { BpfDatapathError, wrapBpf } from './errors.js';
 
 /** The open kernel maps. */

@@ -9,7 +9,7 @@
 import { DesiredTable, Reconciler, type ReconcilerStats, type TableStatus } from '../../lib/reconciler/index.js';
 import { DROP_REASONS, type IPCacheValue, type LxcValue } from '../../maps/index.js';
 import { IPCACHE_MAP, LXC_MAP, endpointOfPolicyMap, policyMapName } from '../../datapath/map-names.js';
-import { expandPolicyCached, type PolicyLpmEntry } from '../../datapath/policy-lpm.js';
+import { expandPolicyCached, type PolicyLpmEntry } from '../../maps/policy/key.js';
 import { dumpIPCache, dumpLxc, dumpMetrics, dumpPolicy, policyStatus, tableStatus } from './dumps.js';
 import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, MapSummary, PolicyEntry } from '../../datapath/types.js';
 import type { Jobs } from '../../hive/jobs.js';

@@ -6,9 +6,9 @@
  * kernel returns and the reconcilers' prune can tell drift from agreement.
  */
 import { hostCidr } from '../../lib/addr.js';
-import { type Codec } from '../../bpf/index.js';
+import type { Codec } from '../../bpf/index.js';
 import { ipcacheKeyCodec, lxcKeyCodec, lxcValueCodec, type IPCacheValue, type LxcValue } from '../../maps/index.js';
-import { policyKeyId, type PolicyKey, type PolicyLpmEntry } from '../../datapath/policy-lpm.js';
+import { policyKeyId, type PolicyKey, type PolicyLpmEntry } from '../../maps/policy/key.js';
 import type { ReconcileOps } from '../../lib/reconciler/index.js';
 import type { KernelMaps } from './kernel-maps.js';
 

@@ -1,19 +1,21 @@
 /**
  * The in-memory Datapath: the maps and loader of this folder, a conntrack table, and the verdict
- * of a packet, evaluated by the shared verdict model (verdict-model.ts, conntrack.ts) exactly as
+ * of a packet, evaluated by the shared verdict model (src/datapath/model: verdict.ts, conntrack.ts) exactly as
  * bpf_lxc does: conntrack first (replies and related ICMP errors of tracked connections pass), then
  * the peer's identity from the ipcache (longest prefix, world when none) and the endpoint's policy
  * LPM table. `verdict()` asks without changing anything; `process()` is a packet going through
  * (conntrack entries refreshed and created). Drops are counted by reason. Host interfaces are
  * simulated: every interface exists until removeLink() says it is gone (so endpoint GC can be
- * exercised unprivileged). A packet from a pod to a service is translated first (lb-model.ts: the
+ * exercised unprivileged). A packet from a pod to a service is translated first (model/lb.ts: the
  * LB maps the loadbalancer cell writes into `lbMaps`), and judged against its backend.
  */
-import { Conntrack, DEFAULT_CT_TIMEOUTS, MemoryCtStore, forwardKey, type CtTimeouts } from '../../datapath/conntrack.js';
-import { memoryLBMaps } from '../../datapath/lb-maps.js';
-import { lbTranslate, revNat, type AffinityEntry } from '../../datapath/lb-model.js';
+import { Conntrack, forwardKey } from '../../datapath/model/conntrack.js';
+import { DEFAULT_CT_TIMEOUTS, type CtTimeouts } from '../../datapath/conntrack.js';
+import { MemoryCtStore } from '../../datapath/memory/ct-store.js';
+import { memoryLBMaps } from '../../datapath/memory/lb-maps.js';
+import { lbTranslate, revNat, type AffinityEntry } from '../../datapath/model/lb.js';
 import { ReservedIdentity, type Datapath, type Direction, type PacketSpec, type Verdict } from '../../datapath/types.js';
-import { decidePacket, peerAddress, sourceVerdict, type PacketOutcome, type VerdictPacket } from '../../datapath/verdict-model.js';
+import { decidePacket, peerAddress, sourceVerdict, type PacketOutcome, type VerdictPacket } from '../../datapath/model/verdict.js';
 import { MemoryLoader } from './loader.js';
 import { MemoryMaps } from './maps.js';
 

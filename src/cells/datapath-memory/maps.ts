@@ -1,13 +1,14 @@
 /**
  * The in-memory datapath maps: the endpoints map (`cellium_lxc`, IP -> local endpoint), the
  * ipcache (`cellium_ipcache`, CIDR -> identity, longest-prefix match) and one policy map per
- * endpoint (`cellium_policy_NNNNN`), an LPM table with the kernel map's keys (policy-lpm.ts).
+ * endpoint (`cellium_policy_NNNNN`), an LPM table with the kernel map's keys (src/datapath/model/policy-lpm.ts).
  * Writes apply at once; a policy the map cannot hold (policy-lpm refuses it) keeps the old one and
  * is reported by flush while it stands, as the BPF datapath reports a failed write.
  */
 import { canonicalAddr, formatCidr, parseAddr, parseCidr, prefixMask, type Addr, type Cidr } from '../../lib/addr.js';
 import { IPCACHE_MAP, LXC_MAP, endpointOfPolicyMap, policyMapName } from '../../datapath/map-names.js';
-import { PolicyLpm, expandPolicyCached, policyKeyId, type PolicyLpmEntry } from '../../datapath/policy-lpm.js';
+import { PolicyLpm } from '../../datapath/model/policy-lpm.js';
+import { expandPolicyCached, policyKeyId, type PolicyLpmEntry } from '../../maps/policy/key.js';
 import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, MapSummary, PolicyEntry, ReconcileStatus } from '../../datapath/types.js';
 
 /** IPCache contents of one family, by prefix length then network. */

@@ -7,10 +7,11 @@
  */
 import { existsSync } from 'node:fs';
 import { oneOf, type ValuesOf } from '../../hive/config/fields.js';
-import type { Logger } from '../../hive/logger.js';
+import type { DepsValues } from '../../hive/cell.js';
+import { LoggerToken } from '../../hive/logger.js';
 import { groupToken, token } from '../../hive/token.js';
 import { conntrackConfigSchema } from './ct-config.js';
-import type { Datapath } from '../../datapath/types.js';
+import type { Datapath, LinkChecker } from '../../datapath/types.js';
 
 /** Datapath modes. */
 export const DATAPATH_MODES = ['auto', 'bpf', 'memory'] as const;
@@ -29,12 +30,6 @@ export type DatapathConfig = ValuesOf<typeof datapathConfigSchema>;
 
 /** Token for the datapath configuration. */
 export const DatapathConfigToken = token<DatapathConfig>('DatapathConfig');
-
-/** Whether a host-side interface exists (endpoint GC and restore). */
-export type LinkChecker = (ifName: string) => Promise<boolean>;
-
-/** Token for the LinkChecker of the selected datapath. */
-export const LinkCheckerToken = token<LinkChecker>('LinkChecker');
 
 /** The real check: `/sys/class/net/<ifname>` exists. */
 export const sysfsLinkChecker: LinkChecker = async (ifName) => /^[^/\0]{1,15}$/.test(ifName) && ifName !== '.' && ifName !== '..' && existsSync(`/sys/class/net/${ifName}`);
@@ -81,8 +76,11 @@ export function pickProvider(mode: DatapathMode, providers: readonly DatapathPro
   return p;
 }
 
+/** What the selection is built from. */
+export const selectionDeps = { cfg: DatapathConfigToken, providers: DatapathProvidersToken, log: LoggerToken } as const;
+
 /** Selects and builds the datapath; in auto mode, says in one warning line why a preferred datapath was passed over. */
-export function selectDatapath(cfg: DatapathConfig, providers: readonly DatapathProvider[], log: Logger): SelectedDatapath {
+export function selectDatapath({ cfg, providers, log }: DepsValues<typeof selectionDeps>): SelectedDatapath {
   const provider = pickProvider(cfg.datapathMode, providers);
   if (cfg.datapathMode === 'auto') {
     for (const p of providers) {

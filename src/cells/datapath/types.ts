@@ -1,6 +1,6 @@
-/** What the datapath cell offers other cells (types, tokens and helpers they may import). */
+/** What the datapath cell offers other cells: types and tokens (its functions through index.ts). */
 
 // Re-exported for other cells (import a cell through its index.ts or types.ts only).
-export { ctTimeoutsOf } from './ct-config.js';
-export { DatapathConfigToken, DatapathProvidersToken, LinkCheckerToken, SelectedDatapathToken, sysfsLinkChecker } from './select.js';
-export type { DatapathConfig, DatapathProvider, LinkChecker, SelectedDatapath } from './select.js';
+export { DatapathConfigToken, DatapathProvidersToken, SelectedDatapathToken } from './select.js';
+export type { DatapathConfig, DatapathProvider, SelectedDatapath } from './select.js';
+export { LinkCheckerToken, type LinkChecker } from '../../datapath/types.js';

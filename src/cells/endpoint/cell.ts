@@ -1,28 +1,28 @@
 /** The endpoint cell's wiring: its module, providers and what they are built from (index.ts is its public face). */
-import { config, invoke, module, provide, providePrivate } from '../../hive/cell.js';
-import { ControllerManagerToken, type ControllerManager } from '../../hive/controller/manager.js';
+import { merge, map } from 'rxjs';
+import { config, invoke, module, provide, providePrivate, type DepsValues } from '../../hive/cell.js';
+import { ControllerManagerToken } from '../../hive/controller/manager.js';
 import { HealthToken, type Health } from '../../hive/health.js';
 import { JobsToken, type Jobs } from '../../hive/jobs.js';
-import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
-import { LoggerToken, type Logger } from '../../hive/logger.js';
+import { LifecycleToken } from '../../hive/lifecycle.js';
+import { LoggerToken } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
-import { LinkCheckerToken, type LinkChecker } from '../datapath/types.js';
-import { DatapathToken, type Datapath } from '../../datapath/types.js';
-import { IdentityAllocatorToken, type IdentityAllocator } from '../identity/types.js';
-import { IPAMToken, type IPAM } from '../ipam/types.js';
-import { PolicyRepositoryToken, PolicyRestoreToken, type PolicyRepository, type PolicyRestore } from '../policy/types.js';
+import { DatapathToken, LinkCheckerToken } from '../../datapath/types.js';
+import { IdentityAllocatorToken } from '../identity/types.js';
+import { IPAMToken } from '../ipam/types.js';
+import { PolicyRepositoryToken, PolicyRestoreToken } from '../policy/types.js';
 import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
 import { EndpointAPIManagerImpl } from './api-manager.js';
-import { EndpointConfigToken, endpointConfigSchema, type EndpointConfig } from './config.js';
-import { DefaultEndpointCreator, EndpointCreatorToken, type EndpointCreator } from './creator.js';
+import { EndpointConfigToken, endpointConfigSchema } from './config.js';
+import { DefaultEndpointCreator, EndpointCreatorToken } from './creator.js';
 import { gcRound } from './gc.js';
 import type { Endpoint } from './endpoint.js';
 import { EndpointManagerImpl } from './manager.js';
-import { Regenerator } from './regeneration.js';
+import { Regenerator, type RegenerationOutcome } from './regeneration.js';
 import { EndpointRestorer } from './restore.js';
 import { isTerminating } from './state.js';
 import { EndpointStateStore } from './state-store.js';
-import { EndpointAPIManagerToken, EndpointCreationHooksToken, EndpointManagerToken, PodLabelSourcesToken, type EndpointCreationHook, type PodLabelSource } from './types.js';
+import { EndpointAPIManagerToken, EndpointCreationHooksToken, EndpointManagerToken, PodLabelSourcesToken } from './types.js';
 
 /** Token for the EndpointManager implementation (lookups by container, restore, conflict checks). */
 export const EndpointManagerImplToken = token<EndpointManagerImpl>('EndpointManagerImpl');
@@ -32,44 +32,70 @@ export const EndpointStateStoreToken = token<EndpointStateStore>('EndpointStateS
 export const EndpointRestorerToken = token<EndpointRestorer>('EndpointRestorer');
 const RegeneratorToken = token<Regenerator>('EndpointRegenerator');
 
-/** Everything the manager's lifecycle and jobs need. */
-interface ManagerDeps {
-  readonly regenerator: Regenerator;
-  readonly datapath: Datapath;
-  readonly cfg: EndpointConfig;
-  readonly policy: PolicyRepository;
-  readonly linkExists: LinkChecker;
-  readonly lc: Lifecycle;
-  readonly jobs: Jobs;
-  readonly health: Health;
-  readonly log: Logger;
+/** What the regenerator works with. */
+const regeneratorDeps = {
+  identities: IdentityAllocatorToken,
+  policy: PolicyRepositoryToken,
+  datapath: DatapathToken,
+  ipam: IPAMToken,
+  store: EndpointStateStoreToken,
+  controllers: ControllerManagerToken,
+  log: LoggerToken,
+} as const;
+
+/** Builds the regenerator (identities, policy, datapath, IPAM and the state directory). */
+function newRegenerator(d: DepsValues<typeof regeneratorDeps>): Regenerator {
+  return new Regenerator(d);
 }
 
-/** Reports the module's health: degraded while any endpoint's last regeneration failed. */
-function reportHealth(m: EndpointManagerImpl, regenerator: Regenerator, health: Health): void {
+/** Everything the manager's lifecycle and jobs need. */
+const managerDeps = {
+  regenerator: RegeneratorToken,
+  datapath: DatapathToken,
+  cfg: EndpointConfigToken,
+  policy: PolicyRepositoryToken,
+  linkExists: LinkCheckerToken,
+  lc: LifecycleToken,
+  jobs: JobsToken,
+  health: HealthToken,
+  log: LoggerToken,
+} as const;
+
+/** What changes the module's health: a regeneration's outcome, an endpoint added or deleted. */
+type HealthEvent = { readonly kind: 'outcome'; readonly outcome: RegenerationOutcome } | { readonly kind: 'added' } | { readonly kind: 'deleted'; readonly endpointId: number };
+
+/**
+ * Reports the module's health: degraded while any endpoint's last regeneration failed. An observer
+ * job subscribed at construction and handling inside `next`, so the endpoints restored by the start
+ * hook count and the health is current as soon as an endpoint was added or deleted.
+ */
+function reportHealth(m: EndpointManagerImpl, regenerator: Regenerator, jobs: Jobs, health: Health): void {
   const failing = new Map<number, string>();
   const update = (): void => {
     if (failing.size === 0) health.ok(`${m.size} endpoints`);
     else health.degraded(`${failing.size} of ${m.size} endpoints failed to regenerate: ${[...failing.entries()].slice(0, 5).map(([id, e]) => `${id}: ${e}`).join('; ')}`);
   };
-  regenerator.outcomes$.subscribe((o) => {
-    if (o.ok) failing.delete(o.endpointId);
-    else failing.set(o.endpointId, o.error ?? 'failed');
+  const events$ = merge(
+    regenerator.outcomes$.pipe(map((outcome): HealthEvent => ({ kind: 'outcome', outcome }))),
+    merge(m.created$, m.restored$).pipe(map((): HealthEvent => ({ kind: 'added' }))),
+    m.deleted$.pipe(map((ep): HealthEvent => ({ kind: 'deleted', endpointId: ep.id }))),
+  );
+  jobs.observer('endpoint-health', events$, (e) => {
+    if (e.kind === 'outcome') {
+      if (e.outcome.ok) failing.delete(e.outcome.endpointId);
+      else failing.set(e.outcome.endpointId, e.outcome.error ?? 'failed');
+    } else if (e.kind === 'deleted') {
+      failing.delete(e.endpointId);
+    }
     update();
-  });
-  m.created$.subscribe(update);
-  m.restored$.subscribe(update);
-  m.deleted$.subscribe((ep) => {
-    failing.delete(ep.id);
-    update();
-  });
+  }, { immediate: true, sync: true });
   update();
 }
 
 /** Builds the manager with its stop hook, its health and its GC, periodic and policy-change jobs. */
-function newManager(d: ManagerDeps): EndpointManagerImpl {
+function newManager(d: DepsValues<typeof managerDeps>): EndpointManagerImpl {
   const m = new EndpointManagerImpl(d.regenerator, d.log);
-  reportHealth(m, d.regenerator, d.health);
+  reportHealth(m, d.regenerator, d.jobs, d.health);
   d.lc.append({
     name: 'endpoint-manager',
     onStop: async () => {
@@ -112,16 +138,26 @@ function newManager(d: ManagerDeps): EndpointManagerImpl {
   return m;
 }
 
+/** What the restorer works with. */
+const restorerDeps = {
+  store: EndpointStateStoreToken,
+  m: EndpointManagerImplToken,
+  linkExists: LinkCheckerToken,
+  identities: IdentityAllocatorToken,
+  policy: PolicyRestoreToken,
+  datapath: DatapathToken,
+  lc: LifecycleToken,
+  log: LoggerToken,
+} as const;
+
 /**
  * Builds the restorer and restores endpoints at start: after identities, IPAM and the datapath started (the regenerator needs IPAM; restore hands the datapath the restored endpoints), and after
  * the stored policy is back (it depends on PolicyRestoreToken, so the policy-restore hook comes
  * first, and it waits for `done` before restoring anything).
  */
-function newRestorer(
-  store: EndpointStateStore, m: EndpointManagerImpl, linkExists: LinkChecker, identities: IdentityAllocator, policy: PolicyRestore, datapath: Datapath, lc: Lifecycle, log: Logger,
-): EndpointRestorer {
-  const r = new EndpointRestorer(store, m, linkExists, identities, policy.done, datapath, log);
-  lc.append({
+function newRestorer(d: DepsValues<typeof restorerDeps>): EndpointRestorer {
+  const r = new EndpointRestorer(d.store, d.m, d.linkExists, d.identities, d.policy.done, d.datapath, d.log);
+  d.lc.append({
     name: 'endpoint-restore',
     onStart: async () => {
       await r.restore();
@@ -130,35 +166,32 @@ function newRestorer(
   return r;
 }
 
+/** What the endpoint API manager works with. */
+const apiManagerDeps = {
+  creator: EndpointCreatorToken,
+  m: EndpointManagerImplToken,
+  log: LoggerToken,
+  restorer: EndpointRestorerToken,
+  podLabels: PodLabelSourcesToken,
+  hooks: EndpointCreationHooksToken,
+} as const;
+
+/** Builds the endpoint API manager (creates, patches and deletes endpoints for the API and CNI). */
+function newApiManager(d: DepsValues<typeof apiManagerDeps>): EndpointAPIManagerImpl {
+  return new EndpointAPIManagerImpl(d.creator, d.m, d.log, d.restorer.exposed, d.podLabels, d.hooks);
+}
+
 /** The endpoint cell. */
 export const endpointCell = module(
   'endpoint',
   'Endpoints: creation, management, regeneration, restore',
   config(EndpointConfigToken, endpointConfigSchema),
   provide(EndpointStateStoreToken, (sd: StateDirConfig) => new EndpointStateStore(sd.stateDir), StateDirConfigToken),
-  providePrivate(
-    RegeneratorToken,
-    (identities: IdentityAllocator, policy: PolicyRepository, datapath: Datapath, ipam: IPAM, store: EndpointStateStore, controllers: ControllerManager, log: Logger) =>
-      new Regenerator({ identities, policy, datapath, ipam, store, controllers, log }),
-    IdentityAllocatorToken, PolicyRepositoryToken, DatapathToken, IPAMToken, EndpointStateStoreToken, ControllerManagerToken, LoggerToken,
-  ),
-  provide(
-    EndpointManagerImplToken,
-    (regenerator: Regenerator, datapath: Datapath, cfg: EndpointConfig, policy: PolicyRepository, linkExists: LinkChecker, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger) =>
-      newManager({ regenerator, datapath, cfg, policy, linkExists, lc, jobs, health, log }),
-    RegeneratorToken, DatapathToken, EndpointConfigToken, PolicyRepositoryToken, LinkCheckerToken, LifecycleToken, JobsToken, HealthToken, LoggerToken,
-  ),
-  provide(
-    EndpointRestorerToken, newRestorer,
-    EndpointStateStoreToken, EndpointManagerImplToken, LinkCheckerToken, IdentityAllocatorToken, PolicyRestoreToken, DatapathToken, LifecycleToken, LoggerToken,
-  ),
+  providePrivate(RegeneratorToken, newRegenerator, regeneratorDeps),
+  provide(EndpointManagerImplToken, newManager, managerDeps),
+  provide(EndpointRestorerToken, newRestorer, restorerDeps),
   provide(EndpointManagerToken, (m: EndpointManagerImpl) => m, EndpointManagerImplToken),
   provide(EndpointCreatorToken, DefaultEndpointCreator),
-  provide(
-    EndpointAPIManagerToken,
-    (creator: EndpointCreator, m: EndpointManagerImpl, log: Logger, r: EndpointRestorer, pl: readonly PodLabelSource[], hooks: readonly EndpointCreationHook[]) =>
-      new EndpointAPIManagerImpl(creator, m, log, r.exposed, pl, hooks),
-    EndpointCreatorToken, EndpointManagerImplToken, LoggerToken, EndpointRestorerToken, PodLabelSourcesToken, EndpointCreationHooksToken,
-  ),
+  provide(EndpointAPIManagerToken, newApiManager, apiManagerDeps),
   invoke('endpoint-restore', (_r: EndpointRestorer) => undefined, EndpointRestorerToken),
 );

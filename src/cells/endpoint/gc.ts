@@ -4,7 +4,7 @@
  * the next round if it is still gone. An interface that came back clears the mark.
  */
 import type { Logger } from '../../hive/index.js';
-import type { LinkChecker } from '../datapath/types.js';
+import type { LinkChecker } from '../../datapath/types.js';
 import type { EndpointManagerImpl } from './manager.js';
 import { isTerminating } from './state.js';
 

@@ -16,8 +16,7 @@
  */
 import type { Logger } from '../../hive/index.js';
 import { parseLabels } from '../../lib/labels.js';
-import type { LinkChecker } from '../datapath/types.js';
-import type { Datapath, LiveEndpoint } from '../../datapath/types.js';
+import type { Datapath, LinkChecker, LiveEndpoint } from '../../datapath/types.js';
 import type { Identity, IdentityAllocator } from '../identity/types.js';
 import { Endpoint } from './endpoint.js';
 import { policyStoreMissing, unreadableEndpointState } from './errors.js';

@@ -5,7 +5,7 @@
  * the reserved identities is reference counted: the last release frees an identity, and `gc`
  * frees those nobody references (restored from the backend but not re-allocated).
  */
-import { Subject, type Subscription } from 'rxjs';
+import { Subject } from 'rxjs';
 import type { Logger } from '../../hive/logger.js';
 import { formatLabels, labelsKey, parseLabel, sortLabels, type Label } from '../../lib/labels.js';
 import { formatCidr, parseCidr } from '../../lib/addr.js';
@@ -55,7 +55,8 @@ export class LocalIdentityAllocator implements IdentityAllocator {
   private nextGlobal = IDENTITY_RANGE.minGlobal;
   private nextLocal = IDENTITY_RANGE.localScope + 1;
   private loaded?: Promise<void>;
-  private events?: Subscription;
+  /** Whether the backend's events are followed (from the end of load on: the load's list covers what came before). */
+  private following = false;
 
   constructor(
     private readonly backend: IdentityBackend,
@@ -71,7 +72,7 @@ export class LocalIdentityAllocator implements IdentityAllocator {
       this.log?.info({ backend: this.backend.name, restored: stored.length }, 'identities restored');
       // numbers start at a random point when agents share the range, so that they rarely race for one
       if (shared) this.jumpGlobal();
-      this.events = this.backend.events$?.subscribe((ev) => this.onBackendEvent(ev));
+      this.following = true;
     });
     return this.loaded;
   }
@@ -168,9 +169,9 @@ export class LocalIdentityAllocator implements IdentityAllocator {
     return unused.length;
   }
 
-  /** Waits for pending backend writes. */
+  /** Waits for pending backend writes; the backend's events are not followed any more. */
   async close(): Promise<void> {
-    this.events?.unsubscribe();
+    this.following = false;
     await this.backend.close();
   }
 
@@ -187,8 +188,13 @@ export class LocalIdentityAllocator implements IdentityAllocator {
     this.insert({ identity: makeIdentity(s.id, ls, false), key, scope: 'global', refs: 0, held });
   }
 
-  /** A cluster-wide backend's change: mirror identities of other nodes; forget unreferenced ones deleted there. */
-  private onBackendEvent(ev: IdentityBackendEvent): void {
+  /**
+   * A cluster-wide backend's change (its `events$`, followed by the identity cell's observer job):
+   * mirror identities of other nodes; forget unreferenced ones deleted there. Ignored before the
+   * backend was loaded (the load's list has them) and after close.
+   */
+  onBackendEvent(ev: IdentityBackendEvent): void {
+    if (!this.following) return;
     if (ev.kind === 'upsert') return this.mirror(ev.identity, false);
     const e = this.byId.get(ev.identity.id);
     if (!e || e.scope !== 'global') return;

@@ -1,14 +1,14 @@
 /** The identity cell's wiring: its module, providers and what they are built from (index.ts is its public face). */
 import { join } from 'node:path';
-import { config, module, provide } from '../../hive/cell.js';
-import { JobsToken, type Jobs } from '../../hive/jobs.js';
-import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
-import { LoggerToken, type Logger } from '../../hive/logger.js';
-import { ShutdownerToken, type Shutdowner } from '../../hive/shutdowner.js';
-import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
+import { config, module, provide, type DepsValues } from '../../hive/cell.js';
+import { JobsToken } from '../../hive/jobs.js';
+import { LifecycleToken } from '../../hive/lifecycle.js';
+import { LoggerToken } from '../../hive/logger.js';
+import { ShutdownerToken } from '../../hive/shutdowner.js';
+import { StateDirConfigToken } from '../statedir/index.js';
 import { LocalIdentityAllocator } from './allocator.js';
-import { IdentityBackendChoicesToken, IdentityBackendToken, type IdentityBackend, type IdentityBackendChoice } from './backend.js';
-import { IdentityConfigToken, identityConfigSchema, type IdentityConfig } from './config.js';
+import { IdentityBackendChoicesToken, IdentityBackendToken, type IdentityBackend } from './backend.js';
+import { IdentityConfigToken, identityConfigSchema } from './config.js';
 import { EmbeddedBackend } from './embedded-backend.js';
 import { IdentityAllocatorToken } from './types.js';
 
@@ -19,9 +19,27 @@ export function identityStateFile(stateDir: string): string {
   return join(stateDir, 'identities.json');
 }
 
-/** Builds the allocator: loads the backend at start, runs GC on a timer, waits for writes at stop. */
-function newAllocator(backend: IdentityBackend, cfg: IdentityConfig, lc: Lifecycle, jobs: Jobs, log: Logger, shutdown: Shutdowner): LocalIdentityAllocator {
+/** What the backend is chosen from. */
+const backendDeps = { sd: StateDirConfigToken, choices: IdentityBackendChoicesToken } as const;
+
+/** The backend: a cluster-wide one another cell contributed (the kvstore's), else the embedded file. */
+function newBackend(d: DepsValues<typeof backendDeps>): IdentityBackend {
+  return d.choices.find((c) => c.backend)?.backend ?? new EmbeddedBackend(identityStateFile(d.sd.stateDir));
+}
+
+/** What the allocator is built from. */
+const allocatorDeps = {
+  backend: IdentityBackendToken, cfg: IdentityConfigToken, lc: LifecycleToken, jobs: JobsToken, log: LoggerToken, shutdown: ShutdownerToken,
+} as const;
+
+/**
+ * Builds the allocator: loads the backend at start, runs GC on a timer, waits for writes at stop.
+ * A cluster-wide backend's changes are followed by the observer job `backend-identities` from
+ * construction on, handled inside the backend's `next` (the allocator takes them once loaded).
+ */
+function newAllocator({ backend, cfg, lc, jobs, log, shutdown }: DepsValues<typeof allocatorDeps>): LocalIdentityAllocator {
   const alloc = new LocalIdentityAllocator(backend, log, { timeoutMs: cfg.identityAllocationTimeout, stopping: shutdown.stopping });
+  if (backend.events$) jobs.observer('backend-identities', backend.events$, (ev) => alloc.onBackendEvent(ev), { immediate: true, sync: true });
   lc.append({
     name: 'identity-restore',
     onStart: () => alloc.load(),
@@ -38,10 +56,6 @@ export const identityCell = module(
   'identity',
   'Security identities',
   config(IdentityConfigToken, identityConfigSchema),
-  provide(
-    IdentityBackendToken,
-    (sd: StateDirConfig, choices: readonly IdentityBackendChoice[]) => choices.find((c) => c.backend)?.backend ?? new EmbeddedBackend(identityStateFile(sd.stateDir)),
-    StateDirConfigToken, IdentityBackendChoicesToken,
-  ),
-  provide(IdentityAllocatorToken, newAllocator, IdentityBackendToken, IdentityConfigToken, LifecycleToken, JobsToken, LoggerToken, ShutdownerToken),
+  provide(IdentityBackendToken, newBackend, backendDeps),
+  provide(IdentityAllocatorToken, newAllocator, allocatorDeps),
 );

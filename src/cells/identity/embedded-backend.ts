@@ -5,7 +5,8 @@
  * includes it is on disk.
  */
 import { readFile } from 'node:fs/promises';
-import { removeTemps, writeFileAtomic } from '../../lib/atomic-file.js';
+import { removeTemps } from '../../lib/atomic-file.js';
+import { CoalescedFile } from '../../lib/coalesced-file.js';
 import type { IdentityBackend, StoredIdentity } from './backend.js';
 import { badStateFile } from './errors.js';
 
@@ -17,10 +18,11 @@ export class EmbeddedBackend implements IdentityBackend {
   readonly name = 'embedded';
   private readonly byKey = new Map<string, StoredIdentity>();
   private readonly byId = new Map<number, string>();
-  private dirty = false;
-  private writing?: Promise<void>;
+  private readonly writer: CoalescedFile;
 
-  constructor(readonly file: string) {}
+  constructor(readonly file: string) {
+    this.writer = new CoalescedFile(file);
+  }
 
   /** See IdentityBackend. */
   async load(): Promise<readonly StoredIdentity[]> {
@@ -63,25 +65,17 @@ export class EmbeddedBackend implements IdentityBackend {
 
   /** See IdentityBackend. */
   async close(): Promise<void> {
-    await this.writing;
+    await this.writer.idle();
   }
 
-  private flush(): Promise<void> {
-    this.dirty = true;
-    this.writing ??= this.writeLoop();
-    return this.writing;
-  }
-
-  private async writeLoop(): Promise<void> {
-    try {
-      while (this.dirty) {
-        this.dirty = false;
-        const identities = [...this.byKey.values()].sort((a, b) => a.id - b.id);
-        await writeFileAtomic(this.file, `${JSON.stringify({ version: VERSION, identities }, null, 1)}\n`);
-      }
-    } finally {
-      this.writing = undefined;
-    }
+  /** Writes the table (coalesced with other changes); throws when the write that holds this change failed. */
+  private async flush(): Promise<void> {
+    this.writer.schedule(() => {
+      const identities = [...this.byKey.values()].sort((a, b) => a.id - b.id);
+      return `${JSON.stringify({ version: VERSION, identities }, null, 1)}\n`;
+    });
+    await this.writer.idle();
+    if (this.writer.lastError) throw this.writer.lastError;
   }
 }
 

@@ -61,7 +61,3 @@ export interface IdentityAllocator {
 
 /** Token for the IdentityAllocator. */
 export const IdentityAllocatorToken = token<IdentityAllocator>('IdentityAllocator');
-
-// Re-exported for other cells (import a cell through its index.ts or types.ts only).
-export { cidrOfLabel } from './cidr.js';
-export { makeIdentity } from './reserved.js';

@@ -1,4 +1,5 @@
 /** Errors of the kvstore cell, each naming the field or the condition and the fix. */
+import { etcdConfigProblem } from '../../lib/etcd-config.js';
 
 /** What went wrong. */
 export type KVStoreErrorCode = 'config' | 'unavailable' | 'disabled' | 'conflict';
@@ -22,7 +23,7 @@ export function badFlag(flag: string, value: string, why: string): KVStoreError 
 
 /** The etcd config file (--kvstore-opt=etcd.config=FILE) cannot be used. */
 export function badEtcdConfig(file: string, field: string, why: string): KVStoreError {
-  return new KVStoreError('config', `etcd config ${file}: ${field}: ${why} (the file is Cilium's etcd YAML: endpoints: [https://host:2379], trusted-ca-file, cert-file, key-file)`);
+  return new KVStoreError('config', etcdConfigProblem(file, field, why));
 }
 
 /** etcd did not answer. */

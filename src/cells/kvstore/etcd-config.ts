@@ -1,79 +1,10 @@
-/**
- * Cilium's etcd configuration file (`--kvstore-opt=etcd.config=FILE`): YAML with `endpoints` and,
- * for TLS, `trusted-ca-file`, `cert-file` and `key-file`. Read once at start; every error names
- * the field.
- */
-import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
+/** Cilium's etcd configuration file, read with the kvstore cell's errors (the reader is src/lib/etcd-config.ts). */
+import { readEtcdConfig as readEtcdConfigFile, type EtcdConfig } from '../../lib/etcd-config.js';
 import { badEtcdConfig } from './errors.js';
 
-/** The parsed file, with the TLS files' contents. */
-export interface EtcdConfig {
-  readonly file: string;
-  readonly endpoints: readonly string[];
-  readonly tls?: {
-    readonly ca: Buffer;
-    readonly cert?: Buffer;
-    readonly key?: Buffer;
-  };
-}
+export type { EtcdConfig };
 
-const KNOWN = new Set(['endpoints', 'trusted-ca-file', 'cert-file', 'key-file', 'ca-file']);
-
-function readPem(file: string, field: string, path: unknown): Buffer {
-  if (typeof path !== 'string' || path === '') throw badEtcdConfig(file, field, 'expected a file path');
-  try {
-    return readFileSync(path);
-  } catch (err) {
-    throw badEtcdConfig(file, field, `cannot read ${path}: ${(err as Error).message}`);
-  }
-}
-
-/** Reads and checks an etcd config file. */
+/** Reads and checks an etcd config file; a bad one throws a KVStoreError ('config') naming the field and the fix. */
 export function readEtcdConfig(file: string): EtcdConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw badEtcdConfig(file, 'file', `cannot read it: ${(err as Error).message}`);
-  }
-  let doc: unknown;
-  try {
-    doc = parse(text);
-  } catch (err) {
-    throw badEtcdConfig(file, 'file', `not YAML: ${(err as Error).message}`);
-  }
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw badEtcdConfig(file, 'file', 'expected a YAML mapping');
-  const d = doc as Record<string, unknown>;
-  for (const k of Object.keys(d)) if (!KNOWN.has(k)) throw badEtcdConfig(file, k, `unknown field: known are ${[...KNOWN].join(', ')}`);
-  const eps = typeof d.endpoints === 'string' ? [d.endpoints] : d.endpoints;
-  if (!Array.isArray(eps) || eps.length === 0 || !eps.every((e) => typeof e === 'string')) throw badEtcdConfig(file, 'endpoints', 'expected a list of URLs, e.g. [https://127.0.0.1:2379]');
-  const endpoints = eps.map((e: string) => {
-    let u: URL;
-    try {
-      u = new URL(e);
-    } catch {
-      throw badEtcdConfig(file, 'endpoints', `"${e}" is not a URL: write http://host:port or https://host:port`);
-    }
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw badEtcdConfig(file, 'endpoints', `"${e}": expected http:// or https://`);
-    if (!u.port) throw badEtcdConfig(file, 'endpoints', `"${e}": give the port (etcd's is 2379)`);
-    return `${u.protocol}//${u.host}`;
-  });
-  const caField = d['trusted-ca-file'] !== undefined ? 'trusted-ca-file' : d['ca-file'] !== undefined ? 'ca-file' : undefined;
-  const https = endpoints.some((e) => e.startsWith('https:'));
-  if (!caField) {
-    if (d['cert-file'] !== undefined || d['key-file'] !== undefined) throw badEtcdConfig(file, 'trusted-ca-file', 'cert-file and key-file need trusted-ca-file (the CA that signed etcd\'s certificate)');
-    if (https) throw badEtcdConfig(file, 'trusted-ca-file', 'https endpoints need trusted-ca-file (the CA that signed etcd\'s certificate)');
-    return { file, endpoints };
-  }
-  if (endpoints.some((e) => e.startsWith('http:'))) throw badEtcdConfig(file, 'endpoints', 'with TLS files every endpoint must be https://');
-  if ((d['cert-file'] === undefined) !== (d['key-file'] === undefined)) throw badEtcdConfig(file, d['cert-file'] === undefined ? 'cert-file' : 'key-file', 'cert-file and key-file go together: give both or neither');
-  return {
-    file,
-    endpoints,
-    tls: {
-      ca: readPem(file, caField, d[caField]),
-      ...(d['cert-file'] !== undefined ? { cert: readPem(file, 'cert-file', d['cert-file']), key: readPem(file, 'key-file', d['key-file']) } : {}),
-    },
-  };
+  return readEtcdConfigFile(file, badEtcdConfig);
 }

@@ -11,11 +11,13 @@
  * to the leased claims (Cilium's claims alone do not keep this: a claim lost with its lease during
  * an outage let a second ID be created). The loser reads what won and takes that ID, or is told
  * the number is taken. The `id/` prefix is mirrored (list-then-watch), so every agent knows every
- * identity of the cluster; this node's claims are put again when the session lease is renewed.
+ * identity of the cluster; this node's claims are put again when the session lease is renewed
+ * (both followed by observer jobs: `identity-mirror` from construction, `identity-reclaim` from load).
  * At load, label sets with two IDs (left by older agents) are repaired: the lowest is kept.
  */
 import type { Etcd3, Lease } from 'etcd3';
 import { Subject } from 'rxjs';
+import type { Jobs } from '../../hive/jobs.js';
 import type { Logger } from '../../hive/logger.js';
 import type { IdentityBackend, IdentityBackendEvent, StoredIdentity } from '../identity/index.js';
 import { KVStoreError, unavailable } from './errors.js';
@@ -53,17 +55,22 @@ export class EtcdIdentityBackend implements IdentityBackend {
   private readonly subject = new Subject<IdentityBackendEvent>();
   /** See IdentityBackend. */
   readonly events$ = this.subject.asObservable();
-  private renewals?: { unsubscribe(): void };
+  /** Whether lease renewals put the claims again (from the end of load to close). */
+  private reclaiming = false;
   /** Label sets whose claim by this node may exist in etcd unused (a withdrawal failed): deleted when etcd answers. */
   private readonly orphans = new Set<string>();
   private closed = false;
 
+  /** `jobs`: the kvstore module's, which follow the mirror and the session lease renewals. */
   constructor(
     private readonly kv: KVStore,
+    jobs: Jobs,
     private readonly log: Logger,
   ) {
     this.mirror = new PrefixMirror(kv, KEYS.identitiesId, log);
-    this.mirror.events$.subscribe((ev) => this.onMirror(ev));
+    const now = { immediate: true, sync: true } as const;
+    jobs.observer('identity-mirror', this.mirror.events$, (ev) => this.onMirror(ev), now);
+    jobs.observer('identity-reclaim', kv.sessionRenewed$, () => this.reclaiming ? this.reclaimAll() : undefined, now);
   }
 
   private get etcd(): Etcd3 {
@@ -96,7 +103,7 @@ export class EtcdIdentityBackend implements IdentityBackend {
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'could not check the kvstore for label sets with two identities; retried at the next start');
     }
-    this.renewals = this.kv.sessionRenewed$.subscribe(() => void this.reclaimAll());
+    this.reclaiming = true;
     return [...this.byId].map(([id, list]) => ({ id, labels: parseSortedList(list) }));
   }
 
@@ -353,7 +360,7 @@ export class EtcdIdentityBackend implements IdentityBackend {
   /** See IdentityBackend: no claim starts any more; pending ones are waited for a moment (each ends within its call deadline anyway). */
   async close(): Promise<void> {
     this.closed = true;
-    this.renewals?.unsubscribe();
+    this.reclaiming = false;
     await Promise.race([Promise.all([...this.ops.values()]), new Promise((r) => setTimeout(r, CLOSE_WAIT_MS).unref())]);
     await this.mirror.stop();
     this.subject.complete();

@@ -1,25 +1,25 @@
 /** The loadbalancer cell's wiring: its module, providers and what they are built from (index.ts is its public face). */
-import { config, invoke, module, provide } from '../../hive/cell.js';
-import { HealthToken, type Health } from '../../hive/health.js';
-import { JobsToken, type Jobs } from '../../hive/jobs.js';
-import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
-import { LoggerToken, type Logger } from '../../hive/logger.js';
+import { config, invoke, module, provide, type DepsValues } from '../../hive/cell.js';
+import { HealthToken } from '../../hive/health.js';
+import { JobsToken } from '../../hive/jobs.js';
+import { LifecycleToken } from '../../hive/lifecycle.js';
+import { LoggerToken } from '../../hive/logger.js';
 import { Reconciler } from '../../lib/reconciler/index.js';
-import { LBMapsToken, type LBMapSet } from '../../datapath/lb-maps.js';
-import { DatapathToken, type Datapath } from '../datapath/index.js';
-import { BpfDatapathConfigToken, type BpfDatapathConfig } from '../datapath-bpf/index.js';
-import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
-import { IPAMToken, type IPAM } from '../ipam/index.js';
-import { ApiServerConfigToken, parseListenAddress, type ApiServerConfig } from '../api-server/index.js';
+import { LBMapsToken } from '../../datapath/lb-maps.js';
+import { DatapathToken } from '../../datapath/types.js';
+import { BpfDatapathConfigToken } from '../../datapath/bpf-config.js';
+import { StateDirConfigToken } from '../statedir/index.js';
+import { IPAMToken } from '../ipam/index.js';
+import { ApiServerConfigToken, parseListenAddress } from '../api-server/index.js';
 import { formatL3n4 } from './addr.js';
 import { NodeAddresses } from './node-addrs.js';
 import { interfaceLister, NODE_ADDRESS_POLL_MS, type AddressChanges } from './iface-lister.js';
-import { LBConfigToken, lbConfigSchema, type LBConfig } from './config.js';
+import { LBConfigToken, lbConfigSchema } from './config.js';
 import { selectLBMaps } from './lb-maps.js';
 import { LBOps } from './lb-ops.js';
 import { LBServiceManager } from './manager.js';
 import { ServiceStore, serviceStoreFile } from './store.js';
-import { ServiceManagerToken, type FrontendDesired, type ServiceManager } from './types.js';
+import { ServiceManagerToken, type FrontendDesired } from './types.js';
 import { token } from '../../hive/token.js';
 import { nodeAddressesUnknown, sockAttachFailed } from './errors.js';
 import { attachSockLB, detachSockLB, resolveCgroupRoot, sockLBProblems, SOCK_HOOKS, type SockLBAttachment } from './sock-lb.js';
@@ -36,13 +36,16 @@ const NODE_ADDRESS_RESYNC_MS = 30_000;
 /** Token for the node's own addresses (what no frontend but NodePort may take). */
 export const NodeAddressesToken = token<NodeAddresses>('NodeAddresses');
 
+/** What the node's addresses are built from. */
+const nodeAddressesDeps = { api: ApiServerConfigToken, ipam: IPAMToken, lc: LifecycleToken, jobs: JobsToken, log: LoggerToken } as const;
+
 /**
  * The node's own addresses: listed at start (before the services are restored, so a stored
  * service that collides comes back disabled), again on every link or address notification of the
  * agent's namespace (an address added disables the frontends on it at once) and every
  * NODE_ADDRESS_RESYNC_MS; the pod gateways of IPAM's pools and --api-listen-address with them.
  */
-function newNodeAddresses(api: ApiServerConfig, ipam: IPAM, lc: Lifecycle, jobs: Jobs, log: Logger): NodeAddresses {
+function newNodeAddresses({ api, ipam, lc, jobs, log }: DepsValues<typeof nodeAddressesDeps>): NodeAddresses {
   const ifaces = interfaceLister();
   const parsed = api.apiListenAddress ? parseListenAddress('api-listen-address', api.apiListenAddress) : undefined;
   // `:PORT` is served on loopback only (api-server/server.ts), not on every address
@@ -81,8 +84,15 @@ function newNodeAddresses(api: ApiServerConfig, ipam: IPAM, lc: Lifecycle, jobs:
   return addrs;
 }
 
-/** Builds the service manager; its services come back from the store at start. */
-function newServiceManager(cfg: LBConfig, sd: StateDirConfig, addrs: NodeAddresses, lc: Lifecycle, log: Logger): LBServiceManager {
+/** What the service manager is built from. */
+const serviceManagerDeps = { cfg: LBConfigToken, sd: StateDirConfigToken, addrs: NodeAddressesToken, lc: LifecycleToken, jobs: JobsToken, log: LoggerToken } as const;
+
+/**
+ * Builds the service manager; its services come back from the store at start. The node's address
+ * changes reach it by the observer job `node-address-changes` from construction on, inside their
+ * `next` (a frontend on an address just added is disabled before the listing returns).
+ */
+function newServiceManager({ cfg, sd, addrs, lc, jobs, log }: DepsValues<typeof serviceManagerDeps>): LBServiceManager {
   const mgr = new LBServiceManager(Math.min(cfg.bpfLbMapMax, 65535), new ServiceStore(serviceStoreFile(sd.stateDir), log), cfg.nodePortRange, {
     addrs,
     onDisabled: (fe, why) => {
@@ -90,6 +100,7 @@ function newServiceManager(cfg: LBConfig, sd: StateDirConfig, addrs: NodeAddress
       else log.info({ frontend: formatL3n4(fe.address), service: fe.serviceKey, id: fe.id }, 'frontend enabled again: it no longer collides with the node');
     },
   });
+  jobs.observer('node-address-changes', addrs.changes$, () => mgr.recheck(), { immediate: true, sync: true });
   lc.append({
     name: 'lb-services-restore',
     onStart: async () => {
@@ -101,6 +112,19 @@ function newServiceManager(cfg: LBConfig, sd: StateDirConfig, addrs: NodeAddress
   return mgr;
 }
 
+/** What the LB maps are chosen from. */
+const lbMapsDeps = { dp: DatapathToken, bpf: BpfDatapathConfigToken, cfg: LBConfigToken, log: LoggerToken } as const;
+
+/** The LB maps: the datapath's own, in memory, or the pinned BPF maps (see selectLBMaps). */
+function newLBMaps({ dp, bpf, cfg, log }: DepsValues<typeof lbMapsDeps>): ReturnType<typeof selectLBMaps> {
+  return selectLBMaps(dp, bpf, cfg, log);
+}
+
+/** What the reconciler of the frontends is built from. */
+const reconcilerDeps = {
+  mgr: ServiceManagerToken, maps: LBMapsToken, cfg: LBConfigToken, bpf: BpfDatapathConfigToken, lc: LifecycleToken, jobs: JobsToken, health: HealthToken, log: LoggerToken,
+} as const;
+
 /**
  * Builds the reconciler of the frontends table into the LB maps: at start it takes over what the
  * kernel holds (backend IDs, frontends); the reconciler runs as the job `reconcile-lb-frontends`,
@@ -108,7 +132,7 @@ function newServiceManager(cfg: LBConfig, sd: StateDirConfig, addrs: NodeAddress
  * --bpf-map-prune-interval. The frontends' states go to the
  * module's health (degraded with the newest errors while some fail).
  */
-function newReconciler(mgr: ServiceManager, maps: LBMapSet, cfg: LBConfig, bpf: BpfDatapathConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger): Reconciler<FrontendDesired> {
+function newReconciler({ mgr, maps, cfg, bpf, lc, jobs, health, log }: DepsValues<typeof reconcilerDeps>): Reconciler<FrontendDesired> {
   const ops = new LBOps(maps, { algorithm: cfg.bpfLbAlgorithm, maglevTableSize: cfg.bpfLbMaglevTableSize, maxBackends: cfg.bpfLbMapMax, noBackendResponse: cfg.serviceNoBackendResponse });
   const r = new Reconciler(mgr.frontends, ops, {
     pruneIntervalMs: bpf.bpfMapPruneInterval,
@@ -145,6 +169,12 @@ function newReconciler(mgr: ServiceManager, maps: LBMapSet, cfg: LBConfig, bpf: 
 /** Token of socket load balancing's start hook (constructed after the reconciler: the LB maps are pinned by then). */
 export const SockLBToken = token<{ readonly hook: string }>('SockLB');
 
+/** What socket load balancing is built from (`lbReconciler` only orders it after the reconciler). */
+const sockLBDeps = {
+  dp: DatapathToken, maps: LBMapsToken, cfg: LBConfigToken, bpf: BpfDatapathConfigToken, lc: LifecycleToken, jobs: JobsToken, health: HealthToken, log: LoggerToken,
+  lbReconciler: LBReconcilerToken,
+} as const;
+
 /**
  * Socket load balancing's start hook: with the BPF datapath and --bpf-lb-sock, attaches (or
  * atomically replaces) bpf_sock's programs at the cgroup of --cgroup-root; with
@@ -152,7 +182,7 @@ export const SockLBToken = token<{ readonly hook: string }>('SockLB');
  * in one line that nothing is attached. A cgroup or program that cannot be used stops the start.
  * Every --bpf-map-prune-interval, links found gone are attached again (health scope socket-lb).
  */
-function newSockLB(dp: Datapath, maps: LBMapSet, cfg: LBConfig, bpf: BpfDatapathConfig, lc: Lifecycle, jobs: Jobs, health: Health, log: Logger, _r: Reconciler<FrontendDesired>): { hook: string } {
+function newSockLB({ dp, maps, cfg, bpf, lc, jobs, health, log }: DepsValues<typeof sockLBDeps>): { hook: string } {
   const hook = 'lb-sock';
   const h = health.scope('socket-lb');
   let cgroup: string | undefined;
@@ -210,11 +240,11 @@ export const loadBalancerCell = module(
   'loadbalancer',
   'Services: frontends and backends reconciled into the LB maps',
   config(LBConfigToken, lbConfigSchema),
-  provide(NodeAddressesToken, newNodeAddresses, ApiServerConfigToken, IPAMToken, LifecycleToken, JobsToken, LoggerToken),
-  provide(ServiceManagerToken, newServiceManager, LBConfigToken, StateDirConfigToken, NodeAddressesToken, LifecycleToken, LoggerToken),
-  provide(LBMapsToken, selectLBMaps, DatapathToken, BpfDatapathConfigToken, LBConfigToken, LoggerToken),
-  provide(LBReconcilerToken, newReconciler, ServiceManagerToken, LBMapsToken, LBConfigToken, BpfDatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken),
+  provide(NodeAddressesToken, newNodeAddresses, nodeAddressesDeps),
+  provide(ServiceManagerToken, newServiceManager, serviceManagerDeps),
+  provide(LBMapsToken, newLBMaps, lbMapsDeps),
+  provide(LBReconcilerToken, newReconciler, reconcilerDeps),
   invoke('lb-reconciler', (_r: Reconciler<FrontendDesired>) => undefined, LBReconcilerToken),
-  provide(SockLBToken, newSockLB, DatapathToken, LBMapsToken, LBConfigToken, BpfDatapathConfigToken, LifecycleToken, JobsToken, HealthToken, LoggerToken, LBReconcilerToken),
+  provide(SockLBToken, newSockLB, sockLBDeps),
   invoke('lb-sock', (_s: { hook: string }) => undefined, SockLBToken),
 );

@@ -5,11 +5,12 @@
  * datapath's own start has mounted the BPF file system).
  */
 import type { Logger } from '../../hive/logger.js';
-import { memoryLBMaps, type LBMapSet } from '../../datapath/lb-maps.js';
+import { memoryLBMaps } from '../../datapath/memory/lb-maps.js';
+import type { LBMapSet } from '../../datapath/lb-maps.js';
 import { BPF_MAGLEV_TABLE_SIZE, openLBMaps } from '../../maps/lb/index.js';
 import { maglevSizeUnsupported } from './errors.js';
-import type { Datapath } from '../datapath/index.js';
-import type { BpfDatapathConfig } from '../datapath-bpf/index.js';
+import type { Datapath } from '../../datapath/types.js';
+import type { BpfDatapathConfig } from '../../datapath/bpf-config.js';
 import type { LBConfig } from './config.js';
 
 /** An LBMapSet whose maps are made by `open` when first touched; `replaced` is what opening replaced. */

@@ -9,7 +9,7 @@
  */
 import type { ReconcileOps } from '../../lib/reconciler/index.js';
 import { BackendFlag, LBScopeCode, SvcFlag, SvcFlag2, type LBMap, type LBMapSet, type LBRevNatValue, type LBServiceKey, type LBServiceValue, type LBBackendValue, type LBAffinityMatchKey } from '../../datapath/lb-maps.js';
-import { maglevTable, type MaglevBackend } from '../../datapath/maglev.js';
+import { maglevTable, type MaglevBackend } from '../../lib/maglev.js';
 import { formatL3n4, isIPv6 } from './addr.js';
 import { BackendIds } from './backend-ids.js';
 import type { Backend, FrontendDesired, L3n4Addr, L4Proto } from './types.js';

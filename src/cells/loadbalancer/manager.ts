@@ -17,7 +17,7 @@ import type { NodeAddressCheck } from './node-addrs.js';
 
 /** Options of the service manager beyond its IDs, store and node ports. */
 export interface ServiceManagerOptions {
-  /** The node's own addresses: no frontend but NodePort takes one, no backend is the agent's API. */
+  /** The node's own addresses: no frontend but NodePort takes one, no backend is the agent's API (their changes go to `recheck`). */
   readonly addrs?: NodeAddressCheck;
   /** Told when a frontend is disabled (`why`) or enabled again (`why` undefined). */
   readonly onDisabled?: (frontend: Frontend, why: string | undefined) => void;
@@ -51,9 +51,7 @@ export class LBServiceManager implements ServiceManager {
     /** --node-port-range: the ports NodePort surrogates may use. */
     private readonly nodePorts: NodePortRange = DEFAULT_NODE_PORT_RANGE,
     private readonly opts: ServiceManagerOptions = {},
-  ) {
-    opts.addrs?.changes$.subscribe(() => this.recheck());
-  }
+  ) {}
 
   /** See ServiceManager. */
   check(u: ServiceUpsert): void {
@@ -141,7 +139,8 @@ export class LBServiceManager implements ServiceManager {
   }
 
   /**
-   * Checks every frontend against the node's addresses again (they changed): one that collides now
+   * Checks every frontend against the node's addresses again (they changed: the loadbalancer cell's
+   * observer job `node-address-changes` calls it inside `changes$`'s `next`): one that collides now
    * leaves the LB maps (disabled, with why), one that no longer does is written again.
    */
   recheck(): void {

@@ -5,14 +5,17 @@
  * writes. Wired by the agent (src/cells.ts), which has both cells; a hive with the loadbalancer
  * cell alone has no endpoints to rebind.
  */
-import { invoke, type Cell } from '../../hive/cell.js';
-import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
-import { LoggerToken, type Logger } from '../../hive/logger.js';
-import { LBMapsToken, type LBMapSet } from '../../datapath/lb-maps.js';
-import { EndpointManagerToken, type EndpointManager } from '../endpoint/index.js';
+import { invoke, type Cell, type DepsValues } from '../../hive/cell.js';
+import { LifecycleToken } from '../../hive/lifecycle.js';
+import { LoggerToken } from '../../hive/logger.js';
+import { LBMapsToken } from '../../datapath/lb-maps.js';
+import { EndpointManagerToken } from '../endpoint/index.js';
+
+/** What the rebind needs. */
+const rebindDeps = { maps: LBMapsToken, endpoints: EndpointManagerToken, lc: LifecycleToken, log: LoggerToken } as const;
 
 /** Reloads the endpoints' programs at start when the LB maps were replaced (see the module comment). */
-export function rebindOnReplacedLBMaps(maps: LBMapSet, endpoints: EndpointManager, lc: Lifecycle, log: Logger): void {
+export function rebindOnReplacedLBMaps({ maps, endpoints, lc, log }: DepsValues<typeof rebindDeps>): void {
   lc.append({
     name: 'lb-maps-rebind',
     onStart: () => {
@@ -28,4 +31,4 @@ export function rebindOnReplacedLBMaps(maps: LBMapSet, endpoints: EndpointManage
 }
 
 /** The agent's invoke of {@link rebindOnReplacedLBMaps}. */
-export const lbRebindCell: Cell = invoke('lb-maps-rebind', rebindOnReplacedLBMaps, LBMapsToken, EndpointManagerToken, LifecycleToken, LoggerToken);
+export const lbRebindCell: Cell = invoke('lb-maps-rebind', rebindOnReplacedLBMaps, rebindDeps);

@@ -8,7 +8,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../../hive/logger.js';
-import { installTemp, removeTemps, writeTemp } from '../../lib/atomic-file.js';
+import { removeTemps } from '../../lib/atomic-file.js';
+import { CoalescedFile } from '../../lib/coalesced-file.js';
 import { storeUnreadable, storeWriteFailed } from './errors.js';
 import type { Backend, Frontend, Service } from './types.js';
 
@@ -28,15 +29,19 @@ export interface StoredService {
 
 /** Reads and writes the service store. */
 export class ServiceStore {
-  private later?: () => readonly StoredService[];
-  private writing?: Promise<void>;
-  /** The last write's failure, cleared by the next success. */
-  lastError?: string;
+  private readonly writer: CoalescedFile;
 
   constructor(
     readonly file: string,
     private readonly log?: Logger,
-  ) {}
+  ) {
+    this.writer = new CoalescedFile(file, (err) => this.log?.error({ file, err: err.message }, 'writing the service store failed; retried with the next change'));
+  }
+
+  /** The last write's failure, cleared by the next success. */
+  get lastError(): string | undefined {
+    return this.writer.lastError?.message;
+  }
 
   /** The stored services; empty when there is no store. Throws storeUnreadable when it cannot be used. */
   async load(): Promise<StoredService[]> {
@@ -53,33 +58,13 @@ export class ServiceStore {
 
   /** Writes what `get()` returns once the current burst of changes is over (coalesced). */
   saveLater(get: () => readonly StoredService[]): void {
-    this.later = get;
-    this.writing ??= this.writeLoop();
+    this.writer.schedule(() => `${JSON.stringify({ version: VERSION, services: get() })}\n`);
   }
 
   /** Waits for the writes so far; throws storeWriteFailed when the last one failed. */
   async flush(): Promise<void> {
-    while (this.writing) await this.writing;
+    await this.writer.idle();
     if (this.lastError) throw storeWriteFailed(this.file, this.lastError);
-  }
-
-  private async writeLoop(): Promise<void> {
-    try {
-      await new Promise<void>((r) => setImmediate(r));
-      while (this.later) {
-        const get = this.later;
-        this.later = undefined;
-        try {
-          installTemp(await writeTemp(this.file, `${JSON.stringify({ version: VERSION, services: get() })}\n`), this.file);
-          this.lastError = undefined;
-        } catch (err) {
-          this.lastError = (err as Error).message;
-          this.log?.error({ file: this.file, err: this.lastError }, 'writing the service store failed; retried with the next change');
-        }
-      }
-    } finally {
-      this.writing = undefined;
-    }
   }
 }
 

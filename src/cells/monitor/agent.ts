@@ -8,7 +8,6 @@
 import { Observable, Subject } from 'rxjs';
 import type { Logger } from '../../hive/logger.js';
 import { MonitorEventReader, type EnrichedEvent } from '../../monitor/index.js';
-import { BpfDatapath } from '../datapath-bpf/index.js';
 import type { Datapath } from '../../datapath/types.js';
 import type { Enricher } from './enrich.js';
 
@@ -37,11 +36,12 @@ export class MonitorAgent {
 
   /** Why there are no events (the memory datapath has no ring buffer), or undefined when there are. */
   get unavailable(): string | undefined {
-    return this.datapath instanceof BpfDatapath ? undefined : `the ${this.datapath.mode} datapath reports no monitor events (run the agent with --datapath-mode=bpf)`;
+    return this.datapath.monitorEvents ? undefined : `the ${this.datapath.mode} datapath reports no monitor events (run the agent with --datapath-mode=bpf)`;
   }
 
   /** The records; reading starts with the first subscriber and stops after the last one left. */
   readonly records$: Observable<MonitorRecord> = new Observable<MonitorRecord>((subscriber) => {
+    // not a job: the implementation of records$, it hands each subscriber's records through and ends with it
     const sub = this.records.subscribe(subscriber);
     if (this.subscribers++ === 0 && !this.stopped) this.resume();
     return () => {
@@ -77,12 +77,12 @@ export class MonitorAgent {
 
   /** One batch: everything the ring holds now, then the lost counter. */
   private poll(): void {
-    const dp = this.datapath as BpfDatapath;
+    const events = this.datapath.monitorEvents!;
     try {
-      this.reader ??= MonitorEventReader.open(dp.kernel.root);
+      this.reader ??= MonitorEventReader.open(events.bpfRoot);
       const time = new Date().toISOString();
       for (const e of this.reader.read()) this.records.next({ kind: 'event', event: this.enricher.enrich(e, time) });
-      const lost = dp.kernel.traffic().eventsLost;
+      const lost = events.eventsLost();
       if (this.lostSeen !== undefined && lost > this.lostSeen) this.records.next({ kind: 'lost', count: lost - this.lostSeen, why: "the datapath's ring buffer was full" });
       this.lostSeen = lost;
     } catch (err) {

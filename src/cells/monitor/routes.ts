@@ -48,6 +48,7 @@ function stream(res: ApiResponse, agent: MonitorAgent, filter: MonitorFilter): v
     if (rec.kind === 'lost') write({ kind: 'lost', count: rec.count, why: rec.why });
     else write({ kind: 'event', flow: flowJson(rec.event) });
   };
+  // not a job: one request's stream, unsubscribed when its HTTP response closes
   const sub = agent.records$.subscribe({ next: onRecord, complete: () => res.end() });
   res.on('drain', () => {
     if (lost === 0) return;

@@ -1,10 +1,11 @@
 /** The policy cell's wiring: its module, providers and what they are built from (index.ts is its public face). */
-import { invoke, module, provide, providePrivate } from '../../hive/cell.js';
-import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
-import { LoggerToken, type Logger } from '../../hive/logger.js';
+import { invoke, module, provide, providePrivate, type DepsValues } from '../../hive/cell.js';
+import { JobsToken } from '../../hive/jobs.js';
+import { LifecycleToken } from '../../hive/lifecycle.js';
+import { LoggerToken } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
-import { IdentityAllocatorToken, type IdentityAllocator } from '../identity/types.js';
-import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
+import { IdentityAllocatorToken } from '../identity/types.js';
+import { StateDirConfigToken } from '../statedir/index.js';
 import { Repository } from './repository.js';
 import { PolicyRestorer } from './restore.js';
 import { SelectorCache } from './selector-cache.js';
@@ -14,35 +15,55 @@ import { PolicyRepositoryToken, PolicyRestoreToken, type PolicyRestore } from '.
 const RepositoryImplToken = token<Repository>('PolicyRepositoryImpl');
 const PolicyStoreToken = token<PolicyStore>('PolicyStore');
 
-/** Builds the repository over the store; the selector cache stops following identities at stop, pending store writes finish. */
-function newRepository(allocator: IdentityAllocator, store: PolicyStore, lc: Lifecycle, log: Logger): Repository {
+/** What the policy store is built from. */
+const storeDeps = { sd: StateDirConfigToken, log: LoggerToken } as const;
+
+/** The policy store in the state directory. */
+function newStore({ sd, log }: DepsValues<typeof storeDeps>): PolicyStore {
+  return new PolicyStore(policyStoreFile(sd.stateDir), log);
+}
+
+/** What the repository is built from. */
+const repositoryDeps = { allocator: IdentityAllocatorToken, store: PolicyStoreToken, lc: LifecycleToken, jobs: JobsToken, log: LoggerToken } as const;
+
+/**
+ * Builds the repository over the store. Its selector cache follows the identities by the observer
+ * job `selector-cache-identities` from construction on, inside the allocator's `next` (identities
+ * allocated while endpoints are restored, in start hooks, are selected before the allocation
+ * returns); pending store writes finish at stop.
+ */
+function newRepository({ allocator, store, lc, jobs, log }: DepsValues<typeof repositoryDeps>): Repository {
   const cache = new SelectorCache(allocator);
+  jobs.observer('selector-cache-identities', allocator.changes$, (c) => cache.onIdentity(c), { immediate: true, sync: true });
   lc.append({
     name: 'policy-repository',
-    onStop: async () => {
-      cache.close();
-      await store.flush();
-    },
+    onStop: () => store.flush(),
   });
   return new Repository(cache, allocator, log, store);
 }
 
+/** What the restorer is built from. */
+const restorerDeps = { repo: RepositoryImplToken, store: PolicyStoreToken, lc: LifecycleToken, log: LoggerToken } as const;
+
 /** Builds the restorer; its start hook runs after the identities were loaded (the repository depends on the allocator). */
-function newRestorer(repo: Repository, store: PolicyStore, lc: Lifecycle, log: Logger): PolicyRestorer {
+function newRestorer({ repo, store, lc, log }: DepsValues<typeof restorerDeps>): PolicyRestorer {
   const r = new PolicyRestorer(repo, store, log);
   lc.append({ name: 'policy-restore', onStart: () => r.run() });
   return r;
 }
 
+/** The repository once its restore is wired (`_restore` only orders the construction). */
+const publicRepositoryDeps = { repo: RepositoryImplToken, _restore: PolicyRestoreToken } as const;
+
 /** The policy cell. */
 export const policyCell = module(
   'policy',
   'Network policy repository',
-  providePrivate(PolicyStoreToken, (sd: StateDirConfig, log: Logger) => new PolicyStore(policyStoreFile(sd.stateDir), log), StateDirConfigToken, LoggerToken),
-  providePrivate(RepositoryImplToken, newRepository, IdentityAllocatorToken, PolicyStoreToken, LifecycleToken, LoggerToken),
-  provide(PolicyRestoreToken, newRestorer, RepositoryImplToken, PolicyStoreToken, LifecycleToken, LoggerToken),
+  providePrivate(PolicyStoreToken, newStore, storeDeps),
+  providePrivate(RepositoryImplToken, newRepository, repositoryDeps),
+  provide(PolicyRestoreToken, newRestorer, restorerDeps),
   // the repository is handed out only once its restore is wired: nobody can use it before the store is loaded
-  provide(PolicyRepositoryToken, (r: Repository, _restore: PolicyRestore) => r, RepositoryImplToken, PolicyRestoreToken),
+  provide(PolicyRepositoryToken, ({ repo }: DepsValues<typeof publicRepositoryDeps>) => repo, publicRepositoryDeps),
   // the restore runs at every start that includes the cell, whether or not anything else asks for the repository
   invoke('policy-restore', (_r: PolicyRestore) => undefined, PolicyRestoreToken),
 );

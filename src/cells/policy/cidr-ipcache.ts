@@ -3,14 +3,16 @@
  * (allocated for fromCIDR/toCIDR rules) is written to the datapath's ipcache as prefix -> identity,
  * and removed when the identity goes, so packets from/to those prefixes resolve to the CIDR identity
  * the policy map allows or denies (longest prefix: endpoint /32 and /128 entries still win).
+ * The identities are listed at start and followed from then on by the observer job `cidr-identities`.
  * Caveat: a CIDR rule naming exactly an endpoint's host address shares that ipcache key.
  */
-import { invoke, module } from '../../hive/cell.js';
-import { LifecycleToken, type Lifecycle } from '../../hive/lifecycle.js';
-import { LoggerToken, type Logger } from '../../hive/logger.js';
-import { DatapathToken, type Datapath } from '../../datapath/types.js';
-import { cidrOfLabel } from '../identity/types.js';
-import type { Identity, IdentityAllocator } from '../identity/types.js';
+import { invoke, module, type DepsValues } from '../../hive/cell.js';
+import { JobsToken } from '../../hive/jobs.js';
+import { LifecycleToken } from '../../hive/lifecycle.js';
+import { LoggerToken } from '../../hive/logger.js';
+import { DatapathToken } from '../../datapath/types.js';
+import { cidrOfLabel } from '../identity/index.js';
+import type { Identity, IdentityChange } from '../identity/types.js';
 import { IdentityAllocatorToken } from '../identity/types.js';
 import { formatCidr } from '../../lib/addr.js';
 
@@ -23,9 +25,24 @@ export function cidrOfIdentity(id: Identity): string | undefined {
   return undefined;
 }
 
-/** Mirrors CIDR identities into the ipcache from start to stop. */
-export function syncCIDRIdentities(alloc: IdentityAllocator, dp: Datapath, lc: Lifecycle, log: Logger): void {
-  let stop: (() => void) | undefined;
+/** What the CIDR identities are mirrored with. */
+const syncDeps = { alloc: IdentityAllocatorToken, dp: DatapathToken, lc: LifecycleToken, jobs: JobsToken, log: LoggerToken } as const;
+
+/**
+ * Mirrors CIDR identities into the ipcache from start to stop: those known at start, then every
+ * change (the observer job subscribes at construction, inside the allocator's `next`, and takes
+ * changes from the start hook's listing on, as the subscription made there did).
+ */
+export function syncCIDRIdentities({ alloc, dp, lc, jobs, log }: DepsValues<typeof syncDeps>): void {
+  let following = false;
+  jobs.observer('cidr-identities', alloc.changes$, (c: IdentityChange) => {
+    if (!following) return;
+    const cidr = cidrOfIdentity(c.identity);
+    if (!cidr) return;
+    if (c.kind === 'add') dp.maps.upsertIPCache({ cidr, identity: c.identity.id });
+    else dp.maps.deleteIPCache(cidr);
+    log.debug({ cidr, identity: c.identity.id, kind: c.kind }, 'CIDR identity in the ipcache');
+  }, { immediate: true, sync: true });
   lc.append({
     name: 'cidr-ipcache',
     onStart: () => {
@@ -33,16 +50,11 @@ export function syncCIDRIdentities(alloc: IdentityAllocator, dp: Datapath, lc: L
         const cidr = cidrOfIdentity(id);
         if (cidr) dp.maps.upsertIPCache({ cidr, identity: id.id });
       }
-      const sub = alloc.changes$.subscribe((c) => {
-        const cidr = cidrOfIdentity(c.identity);
-        if (!cidr) return;
-        if (c.kind === 'add') dp.maps.upsertIPCache({ cidr, identity: c.identity.id });
-        else dp.maps.deleteIPCache(cidr);
-        log.debug({ cidr, identity: c.identity.id, kind: c.kind }, 'CIDR identity in the ipcache');
-      });
-      stop = () => sub.unsubscribe();
+      following = true;
     },
-    onStop: () => stop?.(),
+    onStop: () => {
+      following = false;
+    },
   });
 }
 
@@ -50,5 +62,5 @@ export function syncCIDRIdentities(alloc: IdentityAllocator, dp: Datapath, lc: L
 export const cidrIPCacheCell = module(
   'cidr-ipcache',
   'CIDR identities in the ipcache',
-  invoke('cidr-ipcache', syncCIDRIdentities, IdentityAllocatorToken, DatapathToken, LifecycleToken, LoggerToken),
+  invoke('cidr-ipcache', syncCIDRIdentities, syncDeps),
 );

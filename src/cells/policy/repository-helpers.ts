@@ -1,6 +1,6 @@
 /** Small helpers of the repository: set-valued indexes, label filters, trace subjects. */
 import type { Identity } from '../identity/types.js';
-import { makeIdentity } from '../identity/types.js';
+import { makeIdentity } from '../identity/index.js';
 import { parseLabel, parseLabels, type Label } from '../../lib/labels.js';
 import { invalidField, unknownIdentity } from './errors.js';
 import type { CompiledRule } from './rule.js';

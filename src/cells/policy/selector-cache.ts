@@ -1,12 +1,12 @@
 /**
  * The SelectorCache: every selector the rules use, with the identities it selects, kept up to date
- * incrementally from IdentityAllocator.changes$ (a new identity is matched against the cached
- * selectors only; a new selector against the known identities only). It also keeps the reverse
- * index identity -> selectors, so finding the rules of an endpoint costs what matches, not what
- * exists.
+ * incrementally from IdentityAllocator.changes$, which its owner feeds to `onIdentity` (the policy
+ * cell's observer job `selector-cache-identities`, inside the allocator's `next`): a new identity
+ * is matched against the cached selectors only; a new selector against the known identities only.
+ * It also keeps the reverse index identity -> selectors, so finding the rules of an endpoint costs
+ * what matches, not what exists.
  */
 import { addTo, removeFrom } from '../../lib/multi-index.js';
-import type { Subscription } from 'rxjs';
 import type { Identity, IdentityAllocator, IdentityChange } from '../identity/types.js';
 import type { Selector } from './selector.js';
 import type { CachedSelector } from './types.js';
@@ -25,12 +25,11 @@ export class SelectorCache {
   private readonly entries = new Map<string, Entry>();
   private readonly selectedBy = new Map<number, Set<string>>();
   private readonly identities = new Map<number, Identity>();
-  private readonly sub: Subscription;
   private listener?: SelectionListener;
 
+  /** Starts from the allocator's identities now; its changes from here on come through `onIdentity`. */
   constructor(allocator: IdentityAllocator) {
     for (const id of allocator.list()) this.identities.set(id.id, id);
-    this.sub = allocator.changes$.subscribe((c) => this.onIdentity(c));
   }
 
   /** Sets the function told about selection changes (the repository). */
@@ -80,17 +79,13 @@ export class SelectorCache {
       .sort((a, b) => a.selector.localeCompare(b.selector));
   }
 
-  /** Stops following identity changes. */
-  close(): void {
-    this.sub.unsubscribe();
-  }
-
   private select(e: Entry, id: number): void {
     e.ids.add(id);
     addTo(this.selectedBy, id, e.selector.key);
   }
 
-  private onIdentity(c: IdentityChange): void {
+  /** An identity added or deleted: the selections it changes are updated and the listener told. */
+  onIdentity(c: IdentityChange): void {
     const id = c.identity;
     const changed: string[] = [];
     if (c.kind === 'add') {

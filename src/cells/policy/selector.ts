@@ -4,7 +4,7 @@
  * (equal selectors share a SelectorCache entry) and a match function over an identity's labels.
  */
 import { cidrContains, formatCidr, parseCidr, type Cidr } from '../../lib/addr.js';
-import { cidrOfLabel } from '../identity/types.js';
+import { cidrOfLabel } from '../identity/index.js';
 import type { Identity } from '../identity/types.js';
 import { splitSelectorKey, type Label } from '../../lib/labels.js';
 import { isWorldIdentity } from './world.js';

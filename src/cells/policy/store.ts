@@ -8,10 +8,10 @@
  * cannot be read stops the agent (storeUnreadable); a missing one is an empty repository.
  */
 import { readFile } from 'node:fs/promises';
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../../hive/logger.js';
-import { installTemp, removeTemps, writeFileAtomicSync, writeTemp } from '../../lib/atomic-file.js';
+import { removeTemps } from '../../lib/atomic-file.js';
+import { CoalescedFile } from '../../lib/coalesced-file.js';
 import { storeUnreadable, storeWriteFailed } from './errors.js';
 import type { PolicyRule } from './types.js';
 
@@ -38,17 +38,19 @@ export interface StoredPolicy {
 
 /** Reads and writes the policy store. */
 export class PolicyStore {
-  /** Bumped by every write that starts; a background write installs only when none started after it. */
-  private generation = 0;
-  private later?: () => StoredPolicy;
-  private writing?: Promise<void>;
-  /** The last background write's failure, cleared by the next success. */
-  lastError?: string;
+  private readonly writer: CoalescedFile;
 
   constructor(
     readonly file: string,
     private readonly log?: Logger,
-  ) {}
+  ) {
+    this.writer = new CoalescedFile(file, (err) => this.log?.error({ file, err: err.message }, 'writing the policy store failed; retried with the next change'));
+  }
+
+  /** The last write's failure, cleared by the next success. */
+  get lastError(): string | undefined {
+    return this.writer.lastError?.message;
+  }
 
   /** The stored policy; undefined when there is no store. Throws storeUnreadable when it exists but cannot be used. */
   async load(): Promise<StoredPolicy | undefined> {
@@ -65,48 +67,21 @@ export class PolicyStore {
 
   /** Writes `s` durably before returning; throws storeWriteFailed (the previous store stays intact). */
   save(s: StoredPolicy): void {
-    this.generation++;
     try {
-      writeFileAtomicSync(this.file, render(s));
+      this.writer.writeSync(render(s));
     } catch (err) {
       throw storeWriteFailed(this.file, (err as Error).message);
     }
-    this.lastError = undefined;
   }
 
   /** Writes what `get()` returns once the current burst of changes is over (coalesced, off the event loop). */
   saveLater(get: () => StoredPolicy): void {
-    this.later = get;
-    this.writing ??= this.writeLoop();
+    this.writer.schedule(() => render(get()));
   }
 
   /** Waits for background writes. */
   async flush(): Promise<void> {
-    while (this.writing) await this.writing;
-  }
-
-  private async writeLoop(): Promise<void> {
-    try {
-      await new Promise<void>((r) => setImmediate(r));
-      while (this.later) {
-        const get = this.later;
-        this.later = undefined;
-        const gen = ++this.generation;
-        let tmp: string | undefined;
-        try {
-          tmp = await writeTemp(this.file, render(get()));
-          // synchronous from the check to the rename: no save() can land in between
-          if (gen !== this.generation) rmSync(tmp, { force: true });
-          else installTemp(tmp, this.file);
-          this.lastError = undefined;
-        } catch (err) {
-          this.lastError = (err as Error).message;
-          this.log?.error({ file: this.file, err: this.lastError }, 'writing the policy store failed; retried with the next change');
-        }
-      }
-    } finally {
-      this.writing = undefined;
-    }
+    await this.writer.idle();
   }
 }
 

@@ -22,7 +22,7 @@ export function registerBpfLb(bpf: Command, rt: CliRuntime, defaultRoot: string)
         return;
       }
       const maps = await import('../../maps/index.js');
-      const { listLB, renderLBList } = await import('../../datapath/lb-list.js');
+      const { listLB, renderLBList } = await import('../../maps/lb/list.js');
       let open;
       try {
         open = maps.openPinnedLBMaps(opts.bpfRoot);

@@ -56,7 +56,7 @@ export const clusterCommands: CommandGroup = (program, rt) => {
     .option('--recursive', 'every key under the prefix')
     .option('--kvstore-opt <opt>', 'etcd.config=FILE: the agent\'s etcd config (endpoints, TLS)')
     .action(rt.action(async (ctx, key: string, opts: { recursive?: boolean; kvstoreOpt?: string }) => {
-      const [{ Etcd3 }, { readEtcdConfig }] = await Promise.all([import('etcd3'), import('../../cells/kvstore/index.js')]);
+      const [{ Etcd3 }, { readEtcdConfig }] = await Promise.all([import('etcd3'), import('../../lib/etcd-config.js')]);
       const cfg = readEtcdConfig(etcdConfigFile(opts.kvstoreOpt ?? ctx.io.env.CELLIUM_KVSTORE_OPT));
       const client = new Etcd3({
         hosts: [...cfg.endpoints],

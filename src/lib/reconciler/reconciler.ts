@@ -6,7 +6,7 @@
  * it runs as a job (`run`, with the job's health scope); standalone, `start`/`stop`.
  */
 import { exponentialBackoff } from '../backoff.js';
-import { errorMessage } from '../../hive/errors.js';
+import { errorMessage } from '../errors.js';
 import type { DesiredTable } from './table.js';
 
 /** How to write to the target. Batch methods return the keys that failed with their errors. */

@@ -6,11 +6,13 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Conntrack, type CtTimeouts } from '../../../datapath/conntrack.js';
-import { PolicyLpm } from '../../../datapath/policy-lpm.js';
+import { Conntrack } from '../../../datapath/model/conntrack.js';
+import type { CtTimeouts } from '../../../datapath/conntrack.js';
+import { PolicyLpm } from '../../../datapath/model/policy-lpm.js';
 import type { Direction, Verdict } from '../../../datapath/types.js';
-import { IPCacheLpm, decidePacket, peerAddress, type VerdictPacket } from '../../../datapath/verdict-model.js';
-import { openIPCacheMap, openPolicyMap, policyMapPath } from '../../../maps/cellium-maps.js';
+import { IPCacheLpm, decidePacket, peerAddress, type VerdictPacket } from '../../../datapath/model/verdict.js';
+import { openIPCacheMap } from '../../../maps/ipcache/map.js';
+import { openPolicyMap, policyMapPath } from '../../../maps/policy/map.js';
 import { CT_MAPS, monotonicSeconds } from '../../../maps/ct/layout.js';
 import { CtMaps } from '../../../maps/ct/maps.js';
 

@@ -10,8 +10,10 @@ import { parseAddr } from '../../../lib/addr.js';
 import { DEFAULT_CT_TIMEOUTS, DEFAULT_MONITOR_AGGREGATION_S, type CtTimeouts } from '../../../datapath/conntrack.js';
 import type { EndpointDatapathConfig } from '../../../datapath/types.js';
 import { attachTc, attachedPrograms, detachTc, type AttachMode, type TcAttachment, type TcHook } from '../../../bpf/attach.js';
-import { policyMapPath, removePolicyMap } from '../../../maps/cellium-maps.js';
-import { hostOrder, macBytes, OBJECT_POLICY_MAP, writeAddr } from '../../../maps/layout.js';
+import { policyMapPath, removePolicyMap } from '../../../maps/policy/map.js';
+import { hostOrder } from '../../../bpf/host-order.js';
+import { macBytes, writeAddr } from '../../../maps/addr-codec.js';
+import { OBJECT_POLICY_MAP } from '../../../maps/policy/layout.js';
 import { objectPath } from '../../../bpf/native.js';
 import { BpfObject } from '../../../bpf/object.js';
 

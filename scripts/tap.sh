@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs tap (arguments passed on) with TMPDIR at a fresh directory of its own, and fails when the
+# run leaves anything in it: every test makes its temporary files under os.tmpdir() and removes
+# them. Other processes on the machine never write there, so the check cannot be made flaky by them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+base="${TMPDIR:-/tmp}"
+run_tmp="$(mktemp -d "$base/cellium-test-XXXXXX")"
+chmod 1777 "$run_tmp" # like /tmp: tests that run a process as another user (nobody) make their files here too
+# ts-node's compile cache is meant to outlive the run: kept beside the run's directory, not in it
+export V8_COMPILE_CACHE_CACHE_DIR="${V8_COMPILE_CACHE_CACHE_DIR:-$base/cellium-test-v8-cache-$(id -u)}"
+status=0
+TMPDIR="$run_tmp" npx tap "$@" || status=$?
+left="$(find "$run_tmp" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort)"
+if [ -n "$left" ]; then
+  echo "test: the tests left these in their TMPDIR ($run_tmp); a test did not remove what it made:" >&2
+  echo "$left" | sed 's/^/  /' >&2
+  [ "$status" != 0 ] || status=1
+else
+  rmdir "$run_tmp"
+fi
+exit "$status"
