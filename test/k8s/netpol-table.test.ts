@@ -8,8 +8,8 @@
 import t from 'tap';
 import { existsSync, writeFileSync } from 'node:fs';
 import { exchange, ip, TrafficAgent, uniq } from '../bpf/fixtures/topology.js';
-import { agentProcess, agentProcessSkip, Cleanup, tempDir } from '../datapath-bpf/fixtures.js';
-import { buildShim, cni, netns } from '../e2e/agent.js';
+import { agentProcess, agentProcessSkip, Cleanup, tempDir } from '../root-datapath-agent/fixtures.js';
+import { buildShim, cni, netns } from '../root-e2e/agent.js';
 import { k8sSkip, startCluster, type Cluster } from './cluster.js';
 import { agentKubeconfig, kubectlOk, until } from './util.js';
 
