@@ -44,7 +44,7 @@ export function requestFromSpec(s: EndpointSpec): EndpointChangeRequest {
  * The named container ports of a pod endpoint's pod from the sources that know them (undefined when
  * none does, or it is no pod endpoint).
  */
-function podNamedPorts(sources: readonly PodLabelSource[], ep: Endpoint): NamedPort[] | undefined {
+function namedPortsOfPod(sources: readonly PodLabelSource[], ep: Endpoint): NamedPort[] | undefined {
   const { namespace, podName } = ep.spec;
   if (!namespace || !podName) return undefined;
   const found = sources.filter((s) => s.enabled && s.namedPorts).map((s) => s.namedPorts!(namespace, podName));
@@ -77,7 +77,7 @@ export class EndpointAPIManagerImpl implements EndpointAPIManager {
     await this.manager.addEndpoint(ep);
     if (podLabels) {
       this.refreshPodLabels(ep, req, podLabels);
-      ep.setNamedPorts(podNamedPorts(this.podLabels, ep) ?? []);
+      ep.setNamedPorts(namedPortsOfPod(this.podLabels, ep) ?? []);
     }
     const first = ep.regenerate('Initial build on endpoint creation', 'rewrite+load');
     if (!req['sync-build-endpoint']) {
