@@ -155,10 +155,13 @@ const cases: { name: string; policy: NetworkPolicy; checks: Check[]; warnings?: 
     checks: [['web', 'ingress', 'client', TCP, 8000, 'allowed'], ['web', 'ingress', 'client', TCP, 8042, 'allowed'], ['web', 'ingress', 'client', TCP, 8080, 'allowed'], ['web', 'ingress', 'client', TCP, 7999, 'denied'], ['web', 'ingress', 'client', TCP, 8081, 'denied'], ['web', 'ingress', 'client', UDP, 8042, 'denied']],
   },
   {
-    name: 'named ports are not allowed (fail closed); numeric ports beside them are',
-    policy: np({ ...all, ingress: [{ ports: [{ port: 'http' }, { port: 443 }] }, { from: [{ podSelector: {} }], ports: [{ port: 'metrics' }] }] }),
-    checks: [['web', 'ingress', 'client', TCP, 443, 'allowed'], ['web', 'ingress', 'client', TCP, 80, 'denied'], ['web', 'ingress', 'client', TCP, 9090, 'denied'], ['web', 'ingress', 'client', TCP, 0, 'denied']],
-    warnings: 3,
+    name: 'named ingress ports allow nothing on a pod that declares none; numeric ports beside them do; named egress ports are left out (fail closed)',
+    policy: np({ ...all, ingress: [{ ports: [{ port: 'http' }, { port: 443 }] }, { from: [{ podSelector: {} }], ports: [{ port: 'metrics' }] }], egress: [{ ports: [{ port: 'dns', protocol: 'UDP' }] }] }),
+    checks: [
+      ['web', 'ingress', 'client', TCP, 443, 'allowed'], ['web', 'ingress', 'client', TCP, 80, 'denied'], ['web', 'ingress', 'client', TCP, 9090, 'denied'], ['web', 'ingress', 'client', TCP, 0, 'denied'],
+      ['web', 'egress', 'world', UDP, 53, 'denied'],
+    ],
+    warnings: 2,
   },
 ];
 
@@ -177,6 +180,27 @@ for (const c of cases) {
     }
   });
 }
+
+t.test('a named ingress port allows, on each selected pod, the number that pod declares under the name', async (t) => {
+  const { repo, ids } = await cluster(t);
+  const tr = translateNetworkPolicy(np({ ...all, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'client' } } }], ports: [{ port: 'http' }, { port: 'dns', protocol: 'UDP' }] }] }));
+  t.same(tr.warnings, []);
+  t.same((tr.rules[0]!.ingress as { toPorts: unknown }[])[0]!.toPorts, [{ ports: [{ port: 'http', protocol: 'TCP' }, { port: 'dns', protocol: 'UDP' }] }], 'the names go to the rule');
+  repo.import(JSON.stringify(tr.rules));
+  const v = (named: { name: string; port: number; protocol: number }[], proto: number, port: number) => lpmVerdict(repo.resolve(ids.web!, named).entries, 'ingress', ids.client!.id, proto, port);
+  t.equal(v([{ name: 'http', port: 8080, protocol: TCP }], TCP, 8080), 'allowed', 'http=8080 on this pod');
+  t.equal(v([{ name: 'http', port: 8080, protocol: TCP }], TCP, 80), 'denied', 'not another port');
+  t.equal(v([{ name: 'http', port: 9000, protocol: TCP }], TCP, 9000), 'allowed', 'another pod (or a new one under the name) with http=9000');
+  t.equal(v([{ name: 'http', port: 9000, protocol: TCP }], TCP, 8080), 'denied', '...and not 8080 there');
+  t.equal(v([{ name: 'dns', port: 53, protocol: UDP }], UDP, 53), 'allowed', 'dns/UDP');
+  t.equal(v([{ name: 'dns', port: 53, protocol: TCP }], UDP, 53), 'denied', 'dns declared for TCP: the UDP name does not match');
+  t.equal(v([], TCP, 8080), 'denied', 'a pod that declares no name: nothing');
+  t.equal(lpmVerdict(repo.resolve(ids.web!, [{ name: 'http', port: 8080, protocol: TCP }]).entries, 'ingress', ids.world!.id, TCP, 8080), 'denied', 'only from the selected peers');
+  const badName = t.throws(() => translateNetworkPolicy(np({ ...all, ingress: [{ ports: [{ port: 'HTTP' }] }] }))) as unknown as PolicyError;
+  t.equal(badName.pointer, '/spec/ingress/0/ports/0/port', 'an invalid name is refused naming the field');
+  const range = t.throws(() => translateNetworkPolicy(np({ ...all, ingress: [{ ports: [{ port: 'http', endPort: 90 }] }] }))) as unknown as PolicyError;
+  t.equal(range.pointer, '/spec/ingress/0/ports/0/endPort', 'endPort with a name is refused');
+});
 
 t.test('every rule carries its origin; get, replace and delete by origin labels', async (t) => {
   const { repo, ids } = await cluster(t);

@@ -9,7 +9,10 @@ t.test('errors name the field (JSON pointer) and the fix', async (t) => {
   const cases: [string, RegExp][] = [
     [cnp({ endpointSelector: {}, ingress: [{ fromEndpoint: [{}] }] }), /at \/spec\/ingress\/0\/fromEndpoint: field "fromEndpoint" is unknown.*supported here: fromEndpoints, fromEntities, fromCIDR, fromCIDRSet, toPorts/],
     [cnp({ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: '80', protocol: 'HTTP' }] }] }] }), /at \/spec\/ingress\/0\/toPorts\/0\/ports\/0\/protocol: "HTTP" is not allowed; fix: use one of TCP, UDP, SCTP, ICMP, ANY/],
-    [cnp({ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: 'http' }] }] }] }), /\/ports\/0\/port: "http" is not a port number.*named ports are not supported/],
+    [cnp({ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: 'HTTP' }] }] }] }), /\/ports\/0\/port: "HTTP" is not a port number nor a port name.*port name of lowercase letters/],
+    [cnp({ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: '8080x--y' }] }] }] }), /\/ports\/0\/port: "8080x--y" is not a port number nor a port name/],
+    [cnp({ endpointSelector: {}, egress: [{ toPorts: [{ ports: [{ port: 'dns' }] }] }] }), /\/spec\/egress\/0\/toPorts\/0\/ports\/0\/port: named port "dns" on egress.*fix: give the port number/],
+    [cnp({ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: 'http', endPort: 90 }] }] }] }), /\/ports\/0\/endPort: endPort with a named port/],
     [cnp({ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: '90', endPort: 80 }] }] }] }), /\/ports\/0\/endPort: endPort 80 is below port 90; fix: set endPort >= 90/],
     [cnp({ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: '7', protocol: 'ICMP' }] }] }] }), /\/ports\/0\/port: ICMP has no ports/],
     [cnp({ endpointSelector: { matchExpressions: [{ key: 'app', operator: 'In' }] } }), /\/spec\/endpointSelector\/matchExpressions\/0\/values: operator In needs at least one value/],

@@ -15,6 +15,7 @@ import type { EndpointManagerImpl } from './manager.js';
 import type { EndpointChangeRequest } from './model.js';
 import { ENDPOINT_OPTIONS, type EndpointSpec } from './spec.js';
 import type { CallContext, EndpointAPIManager, EndpointCreationHook, EndpointView, PodLabelSource } from './types.js';
+import type { NamedPort } from '../policy/types.js';
 
 /** The label Cilium gives every pod endpoint for its namespace. */
 export const NAMESPACE_LABEL = 'k8s:io.kubernetes.pod.namespace';
@@ -37,6 +38,17 @@ export function requestFromSpec(s: EndpointSpec): EndpointChangeRequest {
     'datapath-configuration': s.datapathConfiguration,
     properties: s.properties,
   };
+}
+
+/**
+ * The named container ports of a pod endpoint's pod from the sources that know them (undefined when
+ * none does, or it is no pod endpoint).
+ */
+function namedPortsOfPod(sources: readonly PodLabelSource[], ep: Endpoint): NamedPort[] | undefined {
+  const { namespace, podName } = ep.spec;
+  if (!namespace || !podName) return undefined;
+  const found = sources.filter((s) => s.enabled && s.namedPorts).map((s) => s.namedPorts!(namespace, podName));
+  return found.some((f) => f !== undefined) ? found.flatMap((f) => f ?? []) : undefined;
 }
 
 /** The EndpointAPIManager implementation. */
@@ -63,7 +75,10 @@ export class EndpointAPIManagerImpl implements EndpointAPIManager {
     if (podLabels) ep.mergeLabels(podLabels);
     ctx.signal?.throwIfAborted();
     await this.manager.addEndpoint(ep);
-    if (podLabels) this.refreshPodLabels(ep, req, podLabels);
+    if (podLabels) {
+      this.refreshPodLabels(ep, req, podLabels);
+      ep.setNamedPorts(namedPortsOfPod(this.podLabels, ep) ?? []);
+    }
     const first = ep.regenerate('Initial build on endpoint creation', 'rewrite+load');
     if (!req['sync-build-endpoint']) {
       first.catch((err: Error) => this.log.warn({ endpointID: ep.id, err: err.message }, 'initial endpoint build failed; retrying'));

@@ -5,6 +5,9 @@
 import type { Endpoint, EndpointPolicyStatus } from './endpoint.js';
 import type { EndpointModel } from './model.js';
 
+/** Protocol names of named ports in the model (Cilium's Port.protocol). */
+const PROTOCOL_NAMES: Readonly<Record<number, string>> = { 6: 'TCP', 17: 'UDP', 132: 'SCTP' };
+
 /** Cilium's Endpoint model of an endpoint. */
 export function endpointModel(ep: Endpoint): EndpointModel {
   const s = ep.spec;
@@ -53,7 +56,7 @@ export function endpointModel(ep: Endpoint): EndpointModel {
         'k8s-pod-name': s.podName,
         'k8s-namespace': s.namespace,
       },
-      namedPorts: [],
+      namedPorts: ep.namedPorts.map((p) => ({ name: p.name, port: p.port, protocol: PROTOCOL_NAMES[p.protocol] ?? 'ANY' })),
     },
   };
 }

@@ -7,7 +7,7 @@
  */
 import type { ControllerStatus } from '../../hive/index.js';
 import type { Identity } from '../identity/types.js';
-import type { ResolvedPolicy } from '../policy/types.js';
+import type { NamedPort, ResolvedPolicy } from '../policy/types.js';
 import { EndpointError } from './errors.js';
 import { EventQueue, type RegenerationRequest } from './event-queue.js';
 import type { EndpointHealth, EndpointLogEntry, EndpointModel, EndpointState } from './model.js';
@@ -50,6 +50,7 @@ export class Endpoint implements EndpointView {
   private owner?: EndpointOwner;
   private queue?: EventQueue;
   private readonly abort = new AbortController();
+  private _namedPorts: readonly NamedPort[] = [];
   /** The policy last written to the datapath. */
   realizedPolicy?: EndpointPolicyStatus;
   /** The policy last computed for the endpoint. */
@@ -272,6 +273,20 @@ export class Endpoint implements EndpointView {
     this.lbl.merge(labels);
   }
 
+  /** The pod's named container ports (Cilium's k8sPorts): rules' named ingress ports resolve against them. */
+  get namedPorts(): readonly NamedPort[] {
+    return this._namedPorts;
+  }
+
+  /** Replaces the named ports (sorted, so the order a pod lists them in does not matter); returns whether they changed. */
+  setNamedPorts(ports: readonly NamedPort[]): boolean {
+    const next = [...ports].map((p) => ({ name: p.name, port: p.port, protocol: p.protocol }))
+      .sort((a, b) => a.name.localeCompare(b.name) || a.protocol - b.protocol || a.port - b.port);
+    if (JSON.stringify(next) === JSON.stringify(this._namedPorts)) return false;
+    this._namedPorts = next;
+    return true;
+  }
+
   /** Replaces the orchestration labels (PATCH /endpoint/{id} with labels); returns whether they changed. */
   replaceOriginLabels(labels: readonly string[]): boolean {
     return this.lbl.replaceOrigin(labels);
@@ -291,6 +306,7 @@ export class Endpoint implements EndpointView {
   restoreFrom(snap: EndpointSnapshot): void {
     this.lbl = new EndpointLabels(snap.labels.orchestration, snap.labels.user);
     this._options = { ...DEFAULT_OPTIONS, ...snap.options };
+    this._namedPorts = snap.namedPorts ?? [];
     this.restoredDatapathHash = snap.datapathHash;
   }
 
@@ -358,6 +374,7 @@ export class Endpoint implements EndpointView {
       spec: this.spec,
       labels: this.lbl.toSnapshot(),
       options: { ...this._options },
+      ...(this._namedPorts.length ? { namedPorts: this._namedPorts } : {}),
       identity: this._identity?.id,
       datapathHash: this.datapathHash,
       policyRevision: this.realizedPolicy?.revision,

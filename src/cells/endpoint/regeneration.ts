@@ -140,7 +140,7 @@ export class Regenerator implements EndpointRuntime {
     const { maps, loader } = this.d.datapath;
     for (const ip of [ep.ipv4, ep.ipv6]) if (ip && this.d.datapath.isHostAddress?.(ip)) throw hostAddressTaken(ip);
     const identity = ep.securityIdentity!;
-    const resolved = this.d.policy.resolve(identity);
+    const resolved = this.d.policy.resolve(identity, ep.namedPorts);
     const { entries, ...summary } = resolved;
     ep.recordDesiredPolicy({ ...summary, identity: identity.id });
     const cfg = datapathConfigOf(ep);

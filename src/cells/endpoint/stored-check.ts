@@ -7,6 +7,8 @@
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isStringArray = (v: unknown): boolean => Array.isArray(v) && v.every((s) => typeof s === 'string');
 const isCount = (v: unknown, min: number): boolean => Number.isSafeInteger(v) && (v as number) >= min;
+const isNamedPort = (v: unknown): boolean =>
+  isObject(v) && typeof v.name === 'string' && isCount(v.port, 1) && (v.port as number) <= 65535 && isCount(v.protocol, 1) && (v.protocol as number) <= 255;
 
 const SPEC_STRINGS = ['containerId', 'containerName', 'containerIfName', 'ipv4', 'ipv6', 'ipv4PoolName', 'ipv6PoolName', 'podName', 'namespace', 'k8sUid', 'netnsCookie'] as const;
 
@@ -26,6 +28,7 @@ export function storedEndpointProblem(v: unknown, id: number): string | undefine
   if (!isObject(labels)) return '/labels: expected {"orchestration":[...],"user":[...]}';
   for (const k of ['orchestration', 'user'] as const) if (!isStringArray(labels[k])) return `/labels/${k}: expected an array of strings`;
   if (!isObject(v.options) || Object.values(v.options).some((o) => typeof o !== 'string')) return '/options: expected an object of strings';
+  if (v.namedPorts !== undefined && !(Array.isArray(v.namedPorts) && v.namedPorts.every(isNamedPort))) return '/namedPorts: expected an array of {"name": string, "port": 1-65535, "protocol": number}';
   if (v.identity !== undefined && !isCount(v.identity, 1)) return '/identity: expected an integer >= 1';
   if (v.policyRevision !== undefined && !isCount(v.policyRevision, 1)) return '/policyRevision: expected an integer >= 1';
   if (v.datapathHash !== undefined && typeof v.datapathHash !== 'string') return '/datapathHash: expected a string';

@@ -5,6 +5,7 @@
 import type { Observable } from 'rxjs';
 import { groupToken, token } from '../../hive/token.js';
 import type { EndpointChangeRequest, EndpointHealth, EndpointLogEntry, EndpointModel, EndpointState } from './model.js';
+import type { NamedPort } from '../policy/types.js';
 
 /** Regeneration levels. */
 export type RegenerationLevel = 'no-rebuild' | 'rewrite+load';
@@ -106,6 +107,8 @@ export interface PodLabelSource {
   labelsFor(namespace: string, pod: string, signal?: AbortSignal): Promise<readonly string[]>;
   /** The pod's labels now, without waiting (undefined while it is not known). */
   current(namespace: string, pod: string): readonly string[] | undefined;
+  /** The pod's named container ports now (undefined while it is not known); a source without them leaves this out. */
+  namedPorts?(namespace: string, pod: string): readonly NamedPort[] | undefined;
 }
 
 /** Value group of the pod label sources (provideInto); empty without an orchestrator. */

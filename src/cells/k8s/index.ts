@@ -20,6 +20,7 @@ export { K8sStatusReporter, type K8sStatusModel } from './status.js';
 export { k8sResourcesCell, K8sStatusToken, K8sCacheSyncToken } from './resources-cell.js';
 export { CacheSyncGate, type GatedResource } from './cache-sync.js';
 export { podEndpointLabels, identityRelevant, K8S_LABEL_KEYS } from './pod-labels.js';
+export { podNamedPorts } from './pod-ports.js';
 export { K8sPodLabels, type PodLabelChange } from './pod-label-source.js';
 export { k8sPodLabelsCell, K8sPodLabelsToken, relabelEndpoints } from './pod-labels-cell.js';
 export { ensureCrds, shippedCrds, SCHEMA_VERSION_ANNOTATION, type CrdOutcome, type EnsureCrdsOptions } from './crds.js';

@@ -10,6 +10,8 @@ import { abortable } from '../../lib/abortable.js';
 import type { CacheSyncGate } from './cache-sync.js';
 import { cachesNotSynced, podNotSeen } from './errors.js';
 import { podEndpointLabels } from './pod-labels.js';
+import { podNamedPorts } from './pod-ports.js';
+import type { NamedPort } from '../policy/types.js';
 import type { Resource, ResourceEvent } from './resource.js';
 import type { Namespace, Pod } from './types.js';
 
@@ -38,6 +40,12 @@ export class K8sPodLabels implements PodLabelSource {
     const pod = this.pods?.get(`${namespace}/${name}`);
     const ns = this.namespaces?.get(namespace);
     return pod && ns ? podEndpointLabels(pod, ns, this.clusterName) : undefined;
+  }
+
+  /** See PodLabelSource: the named container ports of pod `namespace/name` from the cache now. */
+  namedPorts(namespace: string, name: string): NamedPort[] | undefined {
+    const pod = this.pods?.get(`${namespace}/${name}`);
+    return pod ? podNamedPorts(pod) : undefined;
   }
 
   /** See PodLabelSource: waits for the cache-sync gate, then for the pod (bounded together). */

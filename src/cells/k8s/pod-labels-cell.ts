@@ -22,15 +22,21 @@ import { K8sCacheSyncToken } from './resources-cell.js';
 /** Token for the Kubernetes pod label source. */
 export const K8sPodLabelsToken = token<K8sPodLabels>('K8sPodLabels');
 
-/** Replaces the labels of the endpoints `change` concerns with their pods' current ones; regenerates those that changed. */
+/**
+ * Replaces the labels and named ports of the endpoints `change` concerns with their pods' current
+ * ones; regenerates those that changed.
+ */
 export async function relabelEndpoints(src: K8sPodLabels, manager: EndpointManagerImpl, change: PodLabelChange, log: Logger): Promise<void> {
   for (const ep of manager.list()) {
     const { namespace, podName } = ep.spec;
     if (!namespace || !podName || namespace !== change.namespace || (change.pod !== undefined && podName !== change.pod)) continue;
     const labels = src.current(namespace, podName);
-    if (!labels || !ep.replaceOriginLabels(labels)) continue;
-    log.info({ endpointID: ep.id, pod: `${namespace}/${podName}`, labels }, 'pod labels changed in Kubernetes; regenerating');
-    await ep.regenerate('labels changed in Kubernetes').catch((err: Error) => log.warn({ endpointID: ep.id, err: err.message }, 'regeneration after a label change failed; retrying'));
+    if (!labels) continue;
+    const relabelled = ep.replaceOriginLabels(labels);
+    const ported = ep.setNamedPorts(src.namedPorts(namespace, podName) ?? []);
+    if (!relabelled && !ported) continue;
+    log.info({ endpointID: ep.id, pod: `${namespace}/${podName}`, labels, namedPorts: ep.namedPorts }, relabelled ? 'pod labels changed in Kubernetes; regenerating' : 'pod named ports changed in Kubernetes; regenerating');
+    await ep.regenerate(relabelled ? 'labels changed in Kubernetes' : 'named ports changed in Kubernetes').catch((err: Error) => log.warn({ endpointID: ep.id, err: err.message }, 'regeneration after a label change failed; retrying'));
   }
 }
 

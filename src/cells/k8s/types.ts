@@ -22,8 +22,19 @@ export interface LabelledObject extends K8sObject {
 
 /** A core/v1 Pod. */
 export interface Pod extends LabelledObject {
-  readonly spec?: { readonly nodeName?: string; readonly serviceAccountName?: string; readonly hostNetwork?: boolean };
+  readonly spec?: {
+    readonly nodeName?: string;
+    readonly serviceAccountName?: string;
+    readonly hostNetwork?: boolean;
+    readonly containers?: readonly PodContainer[];
+  };
   readonly status?: { readonly phase?: string; readonly podIP?: string; readonly podIPs?: readonly { readonly ip: string }[] };
+}
+
+/** A container of a Pod, as far as policy reads it: its ports (named ones resolve NetworkPolicy named ports). */
+export interface PodContainer {
+  readonly name?: string;
+  readonly ports?: readonly { readonly name?: string; readonly containerPort: number; readonly protocol?: string }[];
 }
 
 /** A core/v1 Namespace. */

@@ -6,11 +6,13 @@
  * a CIDR set with except; `from`/`to` absent or empty allow every peer, `ports` absent or empty
  * every port; a port's protocol defaults to TCP, no port means every port of the protocol, endPort
  * makes a range; policyTypes decide which directions the selected pods default-deny (absent:
- * Ingress, plus Egress when there are egress rules). Named ports are left out (fail closed).
+ * Ingress, plus Egress when there are egress rules). A named ingress port stays a name, resolved
+ * per selected pod from its container ports; named egress ports are left out (fail closed: the
+ * peers' port names are not known on this node).
  */
 import { formatLabel } from '../../lib/labels.js';
 import { cidrContains, formatCidr, parseCidr } from '../../lib/addr.js';
-import { compileRule, parsePolicyText, resourceLabels, validateSchema, type PolicyRule } from '../policy/index.js';
+import { compileRule, isPortName, parsePolicyText, resourceLabels, validateSchema, type PolicyRule } from '../policy/index.js';
 import { invalidObject, wrongKind } from './errors.js';
 import { networkPolicySchema } from './schema.js';
 import { ANY_POD, inNamespace, merged, NAMESPACE_LABELS_PREFIX, POD_PREFIX, prefixed, type RuleSelector } from './selectors.js';
@@ -78,9 +80,9 @@ function checkSelectors(spec: NetworkPolicy['spec']): void {
 
 /** The rule entries of one NetworkPolicy rule: one per peer (all sharing its ports). */
 function ruleEntries(r: NetworkPolicyRule, dir: Dir, pointer: string, namespace: string, warnings: string[]): Entry[] {
-  const toPorts = ports(r.ports ?? [], pointer, warnings);
+  const toPorts = ports(r.ports ?? [], dir, pointer, warnings);
   if (toPorts === 'none') {
-    warnings.push(`${pointer}/ports: every port is named; the rule allows nothing`);
+    warnings.push(`${pointer}/ports: every port is a named egress port; the rule allows nothing`);
     return [];
   }
   const peers = r[dir] ?? [];
@@ -117,14 +119,23 @@ function checkedCidr(text: string, pointer: string): string {
   }
 }
 
-/** toPorts of a rule: undefined = every port; 'none' when every port listed is named (left out). */
-function ports(list: readonly NetworkPolicyPort[], pointer: string, warnings: string[]): Entry[] | undefined | 'none' {
+/**
+ * toPorts of a rule: undefined = every port; 'none' when every port listed is a named egress port
+ * (left out). A named ingress port stays a name (the policy cell resolves it per selected pod).
+ */
+function ports(list: readonly NetworkPolicyPort[], dir: Dir, pointer: string, warnings: string[]): Entry[] | undefined | 'none' {
   if (list.length === 0) return undefined;
   const out: Entry[] = [];
   list.forEach((p, j) => {
     const at = `${pointer}/ports/${j}`;
     if (typeof p.port === 'string') {
-      warnings.push(`${at}/port: named port ${JSON.stringify(p.port)} is not supported and is not allowed`);
+      if (!isPortName(p.port)) throw invalidObject(`${at}/port`, `${JSON.stringify(p.port)} is not a port name`, 'give a number, or a name of at most 15 lowercase letters, digits and inner single dashes, with a letter (e.g. http)');
+      if (p.endPort !== undefined) throw invalidObject(`${at}/endPort`, 'endPort with a named port', 'give port as a number, or drop endPort');
+      if (dir === 'to') {
+        warnings.push(`${at}/port: named egress port ${JSON.stringify(p.port)} is not supported (the peers' port names are not known on this node) and is not allowed`);
+        return;
+      }
+      out.push({ port: p.port, protocol: p.protocol ?? 'TCP' });
       return;
     }
     if (p.endPort !== undefined && p.port === undefined) throw invalidObject(`${at}/endPort`, 'endPort without port', 'set port to the first port of the range');

@@ -17,7 +17,7 @@ export interface NetworkPolicyPeer {
   readonly ipBlock?: { readonly cidr: string; readonly except?: readonly string[] };
 }
 
-/** A NetworkPolicyPort: protocol (default TCP), port (number or name; absent = every port), endPort. */
+/** A NetworkPolicyPort: protocol (default TCP), port (number, or a name resolved per selected pod; absent = every port), endPort. */
 export interface NetworkPolicyPort {
   readonly protocol?: 'TCP' | 'UDP' | 'SCTP';
   readonly port?: number | string;
@@ -56,7 +56,7 @@ export interface Translation {
   readonly origin: string[];
   /**
    * Parts that could not be expressed and were left out. Leaving out only ever allows less (fail
-   * closed): e.g. a named port is not allowed, and a rule whose ports are all named allows nothing.
+   * closed): e.g. a named egress port is not allowed, and a rule whose ports are all named egress ports allows nothing.
    */
   readonly warnings: string[];
 }

@@ -11,12 +11,16 @@
  * specific as every allow it overlaps; so an allow overlapped by a deny of the same identity is
  * cut: the overlapping ports leave the allow (which may split in two or vanish), unless the allow
  * is a single LPM prefix strictly wider than the deny (then the deny is the longer match anyway).
+ *
+ * A named port resolves to the endpoint's own port of that name and protocol (its pod's container
+ * port); a name the endpoint does not declare drops out, and a section whose ports all drop out
+ * allows (or denies) nothing: never every port.
  */
 import type { Direction, PolicyEntry } from '../../datapath/types.js';
 import { contains, isPrefixBlock, rangeOf, subtract, type Range } from './ports.js';
 import type { CompiledRule, PortProto } from './rule.js';
 import type { Selector } from './selector.js';
-import type { ResolvedPolicy } from './types.js';
+import type { NamedPort, ResolvedPolicy } from './types.js';
 
 /** Identities a peer selector stands for; the wildcard stands for identity 0. */
 export type PeerResolver = (sel: Selector) => Iterable<number>;
@@ -47,8 +51,14 @@ class EntryMap {
   }
 }
 
-/** Computes the map state of an endpoint selected by `rules` (in evaluation order). */
-export function distill(rules: readonly CompiledRule[], peers: PeerResolver, revision: number): ResolvedPolicy {
+/** `ports` with every named port replaced by the endpoint's number for it (dropped when it has none). */
+export function resolveNamedPorts(ports: readonly PortProto[], named: readonly NamedPort[]): readonly PortProto[] {
+  if (!ports.some((p) => p.name !== undefined)) return ports;
+  return ports.flatMap((p) => (p.name === undefined ? [p] : named.filter((n) => n.name === p.name && n.protocol === p.protocol).map((n) => ({ protocol: p.protocol, port: n.port }))));
+}
+
+/** Computes the map state of an endpoint selected by `rules` (in evaluation order), with its named ports. */
+export function distill(rules: readonly CompiledRule[], peers: PeerResolver, revision: number, namedPorts: readonly NamedPort[] = []): ResolvedPolicy {
   const out = new EntryMap();
   const enforced = { ingress: false, egress: false };
   for (const r of rules) {
@@ -59,7 +69,9 @@ export function distill(rules: readonly CompiledRule[], peers: PeerResolver, rev
   const expanded = new Set<string>();
   for (const r of rules) {
     for (const s of r.sections) {
-      const ports = s.ports.length ? s.ports : ANY_PORT;
+      const resolved = resolveNamedPorts(s.ports, namedPorts);
+      if (s.ports.length && !resolved.length) continue; // only named ports, none declared: nothing
+      const ports = resolved.length ? resolved : ANY_PORT;
       const sig = `${s.direction}|${s.deny}|${portSig(ports)}|`;
       for (const sel of s.peers) {
         const done = sig + sel.key;

@@ -12,9 +12,10 @@ export { PolicyStore, policyStoreFile, POLICY_STORE_FILE, type StoredPolicy } fr
 export { PolicyRestorer } from './restore.js';
 export { SelectorCache } from './selector-cache.js';
 export { ENTITIES, ENTITY_NAMES } from './entities.js';
-export { distill, resolveDenies } from './distill.js';
+export { distill, resolveDenies, resolveNamedPorts } from './distill.js';
 export { protocolNumber } from './trace.js';
 export { POD_NAMESPACE_KEY, resourceLabels, compileRule } from './compile.js';
+export { isPortName } from './port-rules.js';
 export { parsePolicyText, validateSchema, type RuleInput, type RuleSource } from './parse.js';
 export type { CompiledRule } from './rule.js';
 export { cidrIPCacheCell, cidrOfIdentity } from './cidr-ipcache.js';

@@ -148,7 +148,7 @@ function describe(errors: readonly ErrorObject[], prefix: string): PolicyError {
       return invalidField(at, `${got} is not allowed`, `use ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}`);
     case 'anyOf':
       return at.endsWith('/port')
-        ? invalidField(at, `${got} is not a port number`, 'give a number 0-65535 as a string or integer ("80"); named ports are not supported')
+        ? invalidField(at, `${got} is not a port number nor a port name`, 'give a number 0-65535 as a string or integer ("80"), or a port name of lowercase letters, digits and dashes, at most 15 ("http")')
         : invalidField(at, `${got} is not a label`, 'give "source:key=value" or {key, value, source}');
     case 'type':
       return invalidField(at, `expected ${(e.params as { type: string }).type}, got ${got}`, `give a ${(e.params as { type: string }).type}`);

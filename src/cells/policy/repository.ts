@@ -23,7 +23,7 @@ import type { SelectorCache } from './selector-cache.js';
 import type { Selector } from './selector.js';
 import type { PolicyStore, StoredPolicy } from './store.js';
 import { tracePolicy } from './trace.js';
-import type { CachedSelector, ImportOptions, PolicyChange, PolicyRepository, PolicyRule, ResolvedPolicy, TraceResult, TraceSubject } from './types.js';
+import type { CachedSelector, ImportOptions, NamedPort, PolicyChange, PolicyRepository, PolicyRule, ResolvedPolicy, TraceResult, TraceSubject } from './types.js';
 
 const ZERO: readonly number[] = [0];
 
@@ -122,15 +122,16 @@ export class Repository implements PolicyRepository {
 
   /**
    * See PolicyRepository. Identities selected by the same rules share one distillation until the
-   * rules or any selection change (endpoints of one workload regenerate once, not once each); the
-   * result is shared, so callers must not change it.
+   * rules or any selection change (endpoints of one workload regenerate once, not once each), and,
+   * when a rule names ports, the same named ports; the result is shared, so callers must not change it.
    */
-  resolve(identity: Identity): ResolvedPolicy {
+  resolve(identity: Identity, namedPorts: readonly NamedPort[] = []): ResolvedPolicy {
     const rules = this.rulesFor(identity);
-    const key = rules.map((r) => r.seq).join(',');
+    const named = rules.some((r) => r.namedPorts);
+    const key = rules.map((r) => r.seq).join(',') + (named ? `|${namedPortsKey(namedPorts)}` : '');
     let resolved = this.resolved.get(key);
     if (!resolved) {
-      resolved = distill(rules, (sel) => this.identitiesOf(sel), this.rev);
+      resolved = distill(rules, (sel) => this.identitiesOf(sel), this.rev, named ? namedPorts : []);
       this.resolved.set(key, resolved);
     }
     return resolved;
@@ -288,6 +289,11 @@ export class Repository implements PolicyRepository {
     // the revision moved without a rule change: the store follows in the background
     this.store?.saveLater(() => this.snapshot());
   }
+}
+
+/** Named ports as a cache key (order does not matter). */
+function namedPortsKey(ports: readonly NamedPort[]): string {
+  return ports.map((p) => `${p.name}/${p.protocol}=${p.port}`).sort().join(',');
 }
 
 /** The labels of the CIDR identity of `cidr` (as the identity allocator makes them). */

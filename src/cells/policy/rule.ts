@@ -9,6 +9,11 @@ export interface PortProto {
   readonly port: number;
   /** Inclusive end of a range, only when > port. */
   readonly endPort?: number;
+  /**
+   * A named port (port is then 0 and means nothing by itself): resolved per endpoint to the
+   * number its pod declares under this name and protocol (distill.ts); unresolved it allows nothing.
+   */
+  readonly name?: string;
 }
 
 /** One ingress/egress (deny) entry of a rule. */
@@ -34,6 +39,8 @@ export interface CompiledRule {
   readonly sections: readonly Section[];
   /** Whether selecting an endpoint puts the direction into default deny. */
   readonly defaultDeny: Readonly<Record<Direction, boolean>>;
+  /** Whether an ingress section names a port (its map state then depends on the endpoint's named ports). */
+  readonly namedPorts: boolean;
   /** CIDRs the rule names (their identities are allocated while the rule exists). */
   readonly cidrs: readonly string[];
   /** The rule as stored and returned by `get`. */

@@ -23,13 +23,14 @@ export function protocolNumber(protocol: string | number): number {
   return n;
 }
 
+/** Named ports never match here: a trace has identities, not endpoints with container ports. */
 function portMatches(ports: readonly PortProto[], dport: number, proto: number): boolean {
-  return ports.length === 0 || ports.some((p) => (p.protocol === 0 || p.protocol === proto) && (p.port === 0 || inRange(dport, rangeOf(p))));
+  return ports.length === 0 || ports.some((p) => p.name === undefined && (p.protocol === 0 || p.protocol === proto) && (p.port === 0 || inRange(dport, rangeOf(p))));
 }
 
 function describePorts(ports: readonly PortProto[]): string {
   if (ports.length === 0) return 'any port';
-  return ports.map((p) => `${p.port === 0 ? 'any' : p.endPort ? `${p.port}-${p.endPort}` : p.port}/${NAMES[p.protocol] ?? p.protocol}`).join(', ');
+  return ports.map((p) => `${p.name !== undefined ? `named port ${p.name} (resolved per endpoint)` : p.port === 0 ? 'any' : p.endPort ? `${p.port}-${p.endPort}` : p.port}/${NAMES[p.protocol] ?? p.protocol}`).join(', ');
 }
 
 /** The derived label a namespaced policy's rules carry (`k8s:io.cilium.k8s.policy.namespace=NS`). */

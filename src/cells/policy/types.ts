@@ -37,6 +37,17 @@ export interface ResolvedPolicy {
   readonly deniedEgressIdentities: readonly number[];
 }
 
+/**
+ * A named port of an endpoint: a container port of its pod with a name (Cilium's k8sPorts). Named
+ * ports of ingress rules resolve against the selected endpoint's own list.
+ */
+export interface NamedPort {
+  readonly name: string;
+  readonly port: number;
+  /** IANA protocol number (TCP 6, UDP 17, SCTP 132). */
+  readonly protocol: number;
+}
+
 /** One side of a trace: labels or a numeric identity. */
 export type TraceSubject = { readonly labels: readonly string[] } | { readonly identity: number };
 
@@ -77,8 +88,12 @@ export interface PolicyRepository {
   get(labels?: readonly string[]): PolicyRule[];
   /** The current revision (> 0, bumped on every change). */
   readonly revision: number;
-  /** The map state for an endpoint identity. */
-  resolve(identity: Identity): ResolvedPolicy;
+  /**
+   * The map state for an endpoint identity; `namedPorts` are the endpoint's own (its pod's named
+   * container ports): a rule's named ingress port allows the number declared under that name and
+   * protocol, and nothing when none is.
+   */
+  resolve(identity: Identity, namedPorts?: readonly NamedPort[]): ResolvedPolicy;
   /** The verdict for traffic from src to dst on dport/proto, with the deciding rules. */
   trace(src: TraceSubject, dst: TraceSubject, dport: number, protocol: string): TraceResult;
   /** Selectors and the identities they select. */
