@@ -9,8 +9,17 @@ run_tmp="$(mktemp -d "$base/cellium-test-XXXXXX")"
 chmod 1777 "$run_tmp" # like /tmp: tests that run a process as another user (nobody) make their files here too
 # ts-node's compile cache is meant to outlive the run: kept beside the run's directory, not in it
 export V8_COMPILE_CACHE_CACHE_DIR="${V8_COMPILE_CACHE_CACHE_DIR:-$base/cellium-test-v8-cache-$(id -u)}"
+# the agent's default BPF root: a test that pins there (socket LB links on the machine's root
+# cgroup) escaped its own root; absent before the run, it must be absent after it
+default_root=/sys/fs/bpf/cellium
+had_root=0; [ -e "$default_root" ] && had_root=1
 status=0
 TMPDIR="$run_tmp" npx tap "$@" || status=$?
+if [ "$had_root" = 0 ] && [ -e "$default_root" ]; then
+  echo "test: a test pinned under the agent's default BPF root $default_root instead of a root of its own (each test passes --bpf-root); left there:" >&2
+  find "$default_root" -maxdepth 2 | sed 's/^/  /' >&2
+  [ "$status" != 0 ] || status=1
+fi
 left="$(find "$run_tmp" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort)"
 if [ -n "$left" ]; then
   echo "test: the tests left these in their TMPDIR ($run_tmp); a test did not remove what it made:" >&2

@@ -3,11 +3,9 @@
 // told otherwise), the built shim run like a runtime runs it, and unique network namespaces.
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { testHive, type Cell, type TestHive, type TestLike } from '../../src/hive/index.js';
-import { bpfDatapathCell } from '../../src/cells/datapath-bpf/index.js';
+import { Hive, silentLogger, testHive, type Cell, type TestHive, type TestLike } from '../../src/hive/index.js';
 import { apiServerCell } from '../../src/cells/api-server/index.js';
 import { cniServerCell, CniServerToken } from '../../src/cells/cni-server/index.js';
-import { loadBalancerCell } from '../../src/cells/loadbalancer/index.js';
 import { buildShim, runShim, SHIM, type ShimRun } from '../cni-shim/run-shim.js';
 import { createNetns, uniq } from '../root-netlink/netns.js';
 import { CONTROL_PLANE, tempDir } from '../cni-server/helpers.js';
@@ -30,12 +28,14 @@ export async function startAgent(t: TestLike, pool: string, opts: { config?: Rec
   const socketPath = join(dir, 'cellium.sock');
   const queueDir = join(dir, 'delete-queue');
   const base = opts.base ?? [...CONTROL_PLANE, apiServerCell, cniServerCell];
-  // with the BPF datapath cell, pins go to a BPF root of this test's own (removed after the agent
-  // stopped), and socket load balancing stays off (it would attach to the machine's root cgroup)
-  const bpfRoot = base.includes(bpfDatapathCell) ? `/sys/fs/bpf/cellium-e2e-${uniq()}` : undefined;
   const cells = [...base, ...(opts.cells ?? [])];
+  // with the BPF datapath cell (found by the flags the cells declare: agentCells nests it in a
+  // module), pins go to a BPF root of this test's own (removed after the agent stopped), and
+  // socket load balancing stays off (it would attach to the machine's root cgroup)
+  const flags = new Set(new Hive(cells, { logger: silentLogger() }).config.entries().map((e) => e.flag));
+  const bpfRoot = flags.has('bpf-root') ? `/sys/fs/bpf/cellium-e2e-${uniq()}` : undefined;
   // --bpf-lb-sock exists only with the load balancer cell (an unknown value fails the hive)
-  const sockOff = bpfRoot && cells.includes(loadBalancerCell) ? { 'bpf-lb-sock': false } : {};
+  const sockOff = bpfRoot && flags.has('bpf-lb-sock') ? { 'bpf-lb-sock': false } : {};
   const h = await testHive(t, cells, {
     config: { 'state-dir': join(dir, 'state'), 'socket-path': socketPath, 'cni-delete-queue-dir': queueDir, 'ipv4-range': pool, ...(bpfRoot ? { 'bpf-root': bpfRoot, ...sockOff } : {}), ...opts.config },
   });
