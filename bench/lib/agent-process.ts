@@ -1,6 +1,6 @@
 /** The `cellium-agent` process as the CNI benches run it: its own process, paths and pool of the run's own. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -76,4 +76,11 @@ export async function startAgent(run: AgentRun): Promise<AgentProcess> {
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** VmRSS and VmHWM (its high-water mark) of a process, in MB (/proc/<pid>/status). */
+export function rss(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? NaN);
+  return { rss: Math.round(kb('VmRSS') / 1024), hwm: Math.round(kb('VmHWM') / 1024) };
 }
