@@ -20,7 +20,7 @@ import { root, scratchBase, type AgentProcess } from './lib/agent-process.js';
 import { agentKubeconfig, kubectlOk, startCluster, type Cluster } from './lib/k8s-cluster.js';
 import { cniAddPod, k8sBenchMissing, nodeObject, podObject, removeNetns, startK8sAgent, until, untilSynced } from './lib/k8s-agent.js';
 import { allowsIngressPort } from './lib/pinned-maps.js';
-import { printTable, stats } from './lib/report.js';
+import { machineLoad, printTable, stats } from './lib/report.js';
 
 const RUNS = Number(process.env.CELLIUM_BENCH_RUNS ?? 100);
 const WARMUP = 5;
@@ -135,7 +135,7 @@ async function main(): Promise<void> {
       const after = stats(out[i]!.map((t) => t.enforced - t.client));
       return [p.name, e.p50Ms, e.p99Ms, e.meanMs, c.p50Ms, after.p50Ms, after.p99Ms, i < 3 ? '<= 100 ms (p99)' : ''];
     });
-    printTable(`k8s-policy: policy change -> the pod's BPF policy map holds it (${RUNS} rounds after ${WARMUP} untimed, interleaved; the agent with its ServiceAccount token, datapath bpf)`,
+    printTable(`k8s-policy: policy change -> the pod's BPF policy map holds it (${machineLoad()}; ${RUNS} rounds after ${WARMUP} untimed, interleaved; the agent with its ServiceAccount token, datapath bpf)`,
       ['path', 'p50 ms', 'p99 ms', 'mean ms', 'its client returned, p50 ms', 'in the map after the client returned, p50 ms', 'p99 ms', 'goal'], rows);
     console.log('In the map after the client returned: negative when the map held the port before the write\'s answer reached the client.');
   } finally {

@@ -84,3 +84,11 @@ export function rss(pid: number): { rss: number; hwm: number } {
   const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? NaN);
   return { rss: Math.round(kb('VmRSS') / 1024), hwm: Math.round(kb('VmHWM') / 1024) };
 }
+
+/** CPU time a process has used so far (user + system), in ms (/proc/<pid>/stat, clock ticks of 10 ms). */
+export function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+  // fields from the state (3rd of stat(5)) on: utime is the 14th, stime the 15th
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
