@@ -13,12 +13,12 @@
  * Goal p99 <= 100 ms (Cilium's policy_implementation_delay). Needs root, BPF and the k8s harness.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubeConfig, KubernetesObjectApi, type KubernetesObject } from '@kubernetes/client-node';
-import { root, scratchBase, type AgentProcess } from './lib/agent-process.js';
-import { agentKubeconfig, kubectlOk, startCluster, type Cluster } from './lib/k8s-cluster.js';
-import { cniAddPod, k8sBenchMissing, nodeObject, podObject, removeNetns, startK8sAgent, until, untilSynced } from './lib/k8s-agent.js';
+import { root, type AgentProcess } from './lib/agent-process.js';
+import type { Cluster } from './lib/k8s-cluster.js';
+import { k8sBenchMissing, k8sPodBench, until } from './lib/k8s-agent.js';
 import { allowsIngressPort } from './lib/pinned-maps.js';
 import { machineLoad, printTable, stats } from './lib/report.js';
 
@@ -105,27 +105,13 @@ async function main(): Promise<void> {
     console.log(`k8s-policy: skipped: ${why}`);
     return;
   }
-  const dir = mkdtempSync(join(scratchBase(), 'cellium-bench-k8spol-'));
-  const bpfRoot = `/sys/fs/bpf/cellium-bench-k8spol-${process.pid}`;
-  const netns = `cbk8spol-${process.pid}`;
-  let cluster: Cluster | undefined;
-  let agent: AgentProcess | undefined;
+  const b = await k8sPodBench('k8spol', '10.216.0.0/16', NODE, { app: 'web' });
   try {
-    cluster = await startCluster();
-    const kubeconfig = await agentKubeconfig(cluster, dir);
-    await kubectlOk(cluster, ['create', '-f', '-'], JSON.stringify(nodeObject(NODE)));
-    await kubectlOk(cluster, ['create', '-f', '-'], JSON.stringify(podObject('web', 'default', NODE, { app: 'web' })));
-    const socketPath = join(dir, 'cellium.sock');
-    agent = await startK8sAgent({ dir, bpfRoot, socketPath, pool: '10.216.0.0/16' }, kubeconfig, NODE);
-    await untilSynced(agent, 120_000);
-    await cniAddPod(socketPath, netns, 'default', 'web');
-    const ep = (await agent.client.listEndpoints()).find((e) => e.status?.['external-identifiers']?.['k8s-pod-name'] === 'web');
-    if (!ep) throw new Error('the pod web has no endpoint after its CNI ADD');
-    const all = paths(cluster, agent, socketPath, dir);
+    const all = paths(b.cluster, b.agent, b.socketPath, b.dir);
     const out = all.map(() => [] as Timing[]);
     for (let round = -WARMUP; round < RUNS; round++) {
       for (const [i, path] of all.entries()) {
-        const t = await change(path, path.base + round + WARMUP, bpfRoot, ep.id);
+        const t = await change(path, path.base + round + WARMUP, b.bpfRoot, b.endpoint.id);
         if (round >= 0) out[i]!.push(t);
       }
     }
@@ -139,11 +125,7 @@ async function main(): Promise<void> {
       ['path', 'p50 ms', 'p99 ms', 'mean ms', 'its client returned, p50 ms', 'in the map after the client returned, p50 ms', 'p99 ms', 'goal'], rows);
     console.log('In the map after the client returned: negative when the map held the port before the write\'s answer reached the client.');
   } finally {
-    await agent?.stop();
-    removeNetns([netns]);
-    await cluster?.stop();
-    rmSync(dir, { recursive: true, force: true });
-    rmSync(bpfRoot, { recursive: true, force: true });
+    await b.close();
   }
 }
 

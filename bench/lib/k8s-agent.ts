@@ -6,11 +6,11 @@
  * attaches it: a CNI ADD through the real shim (bin/cellium-cni) into a network namespace.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { bpfAvailable } from '../../src/bpf/index.js';
-import { root, startAgent, type AgentProcess, type AgentRun } from './agent-process.js';
-import { k8sUnavailable } from './k8s-cluster.js';
+import { root, scratchBase, startAgent, type AgentProcess, type AgentRun } from './agent-process.js';
+import { agentKubeconfig, k8sUnavailable, kubectlOk, startCluster, type Cluster } from './k8s-cluster.js';
 import { etcdSkip } from './etcd.js';
 
 /** Why a k8s bench cannot run here (root, BPF, a control plane, the built shim and agent), or undefined. */
@@ -105,5 +105,53 @@ export function removeNetns(names: readonly string[]): void {
     } catch {
       // not created
     }
+  }
+}
+
+/** A control plane, the agent with its ServiceAccount's token, and one pod of its node attached by a CNI ADD. */
+export interface K8sPodBench {
+  readonly cluster: Cluster;
+  readonly agent: AgentProcess;
+  readonly dir: string;
+  readonly bpfRoot: string;
+  readonly socketPath: string;
+  /** The pod's endpoint id and address. */
+  readonly endpoint: { readonly id: number; readonly ip: string };
+  /** Stops the agent (by PID), removes the pod's namespace, the BPF root and the directory, and stops the control plane. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a control plane, creates Node `node` and Pod `default/web` with `labels` bound to it
+ * (and `objects` with kubectl), starts the agent until synced and attaches the pod. `name` names
+ * the run's files (`cellium-bench-<name>-…`); `pool` is the agent's pod CIDR.
+ */
+export async function k8sPodBench(name: string, pool: string, node: string, labels: Record<string, string>, objects: readonly Record<string, unknown>[] = []): Promise<K8sPodBench> {
+  const dir = mkdtempSync(join(scratchBase(), `cellium-bench-${name}-`));
+  const bpfRoot = `/sys/fs/bpf/cellium-bench-${name}-${process.pid}`;
+  const netns = `cb${name}-${process.pid}`;
+  const socketPath = join(dir, 'cellium.sock');
+  let cluster: Cluster | undefined;
+  let agent: AgentProcess | undefined;
+  const close = async (): Promise<void> => {
+    await agent?.stop();
+    removeNetns([netns]);
+    rmSync(bpfRoot, { recursive: true, force: true });
+    await cluster?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    cluster = await startCluster();
+    const kubeconfig = await agentKubeconfig(cluster, dir);
+    for (const o of [nodeObject(node), podObject('web', 'default', node, labels), ...objects]) await kubectlOk(cluster, ['apply', '-f', '-'], JSON.stringify(o));
+    agent = await startK8sAgent({ dir, bpfRoot, socketPath, pool }, kubeconfig, node);
+    await untilSynced(agent, 120_000);
+    const ip = await cniAddPod(socketPath, netns, 'default', 'web');
+    const ep = (await agent.client.listEndpoints()).find((e) => e.status?.['external-identifiers']?.['k8s-pod-name'] === 'web');
+    if (!ep) throw new Error('the pod default/web has no endpoint after its CNI ADD');
+    return { cluster, agent, dir, bpfRoot, socketPath, endpoint: { id: ep.id, ip }, close };
+  } catch (err) {
+    await close();
+    throw err;
   }
 }
