@@ -1,0 +1,203 @@
+// Services from the apiserver on real packets (root, BPF datapath, the built agent process with its
+// ServiceAccount's token bound by deploy/rbac.yaml, a real control plane with
+// kube-controller-manager). Pods of node-a in network namespaces of the test, their endpoints
+// created as the CNI ADD creates them (labels from the Pods):
+// - a Service and an EndpointSlice created with kubectl: the client pod reaches the ClusterIP and
+//   the slice's pod serves it; the slice changed to the other pod: new connections follow it; the
+//   Service deleted: its entries leave the kernel's LB maps;
+// - a Deployment whose pods get a podIP and Ready (status patched, as a kubelet would): the
+//   EndpointSlice controller makes the slice, the named targetPort resolves to the container
+//   port, connections through the ClusterIP reach both pods;
+// - a Service whose ClusterIP:port an imported service holds: not applied, an Event on it names the
+//   holder; `cellium service import` cannot take an address of the apiserver's either;
+// - the agent killed, a Service deleted while it is down, restarted: the other Service is served
+//   throughout, the deleted one's entries go once the caches synced.
+import t from 'tap';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  Cleanup, agentProcess, agentProcessSkip, allocatePod, cli, endpointRequest, tempDir, until as poll, type Pod,
+} from '../root-datapath-agent/fixtures.js';
+import { k8sSkip, startCluster, type Cluster } from './cluster.js';
+import { agentKubeconfig, kubectlOk, until } from './util.js';
+
+const skip = agentProcessSkip() || k8sSkip({ root: true });
+const NODE = 'node-a';
+const POOL = '10.231.0.0/24';
+const WEB_VIP = '10.96.77.10';
+const API_VIP = '10.96.77.20';
+const TAKEN_VIP = '10.96.77.30';
+
+function podManifest(name: string, labels: Record<string, string>): string {
+  return JSON.stringify({
+    apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default', labels },
+    spec: { nodeName: NODE, containers: [{ name: 'c', image: 'localhost/none:never', ports: [{ name: 'http', containerPort: 8080 }] }] },
+  });
+}
+
+function webSlice(backends: readonly Pod[]): string {
+  return JSON.stringify({
+    apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice',
+    metadata: { name: 'web-1', namespace: 'default', labels: { 'kubernetes.io/service-name': 'web' } },
+    addressType: 'IPv4', ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+    endpoints: backends.map((b) => ({ addresses: [b.ip], conditions: { ready: true } })),
+  });
+}
+
+async function listen(pod: Pod, port: number): Promise<string> {
+  const id = pod.traffic.nextId();
+  pod.traffic.command(`listen tcp ${pod.ip} ${port} ${id}`);
+  if (!(await pod.traffic.waitFor('ready', id, 10000))) throw new Error(`${pod.name} did not listen on ${port}`);
+  return id;
+}
+
+async function connect(from: Pod, vip: string, port: number): Promise<boolean> {
+  const id = from.traffic.nextId();
+  from.traffic.command(`connect ${vip} ${port} - 1500 ${id}`);
+  return (await from.traffic.waitFor(['connected', 'failed'], id, 6000)) === 'connected';
+}
+
+const hits = (pod: Pod, id: string): number => pod.traffic.output.split('\n').filter((l) => l === `got ${id}`).length;
+
+interface LBEntry { service: string; backends: { backend: string }[] }
+
+/** The kernel's LB maps (`cellium bpf lb list` on the agent's BPF root). */
+async function kernelLB(socketPath: string, root: string): Promise<LBEntry[]> {
+  const r = await cli(socketPath, '-o', 'json', 'bpf', 'lb', 'list', '--bpf-root', root);
+  if (r.code !== 0) throw new Error(`cellium bpf lb list: ${r.err}`);
+  return JSON.parse(r.out) as LBEntry[];
+}
+
+/** The backends (ip:port) of `vip:port` in the kernel maps, or undefined when the frontend is not there. */
+async function kernelBackends(socketPath: string, root: string, frontend: string): Promise<string[] | undefined> {
+  const e = (await kernelLB(socketPath, root)).find((x) => x.service === frontend);
+  return e?.backends.map((b) => b.backend.replace(/\/TCP.*$/, '')).sort();
+}
+
+async function events(c: Cluster, name: string): Promise<{ reason: string; message: string; type: string }[]> {
+  const out = await c.kubectlJson<{ items: { reason: string; message: string; type: string }[] }>(['get', 'events', '-n', 'default', '--field-selector', `involvedObject.name=${name},involvedObject.kind=Service`]);
+  return out.items;
+}
+
+t.test('Services and EndpointSlices from the apiserver into the kernel LB maps, live', { skip }, async (t) => {
+  const c = new Cleanup(t);
+  const cluster = await startCluster(c);
+  const dir = tempDir(c, 'k8s-services');
+  const kubeconfig = await agentKubeconfig(cluster, dir);
+  // the Node the Deployment's pods run on (the EndpointSlice controller skips pods of unknown nodes)
+  await kubectlOk(cluster, ['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: NODE } }));
+  for (const [name, app] of [['client', 'client'], ['web-a', 'web'], ['web-b', 'web']]) await kubectlOk(cluster, ['create', '-f', '-'], podManifest(name!, { app: app! }));
+
+  const ap = agentProcess(c, 'k8s-services', POOL, [`--k8s-kubeconfig-path=${kubeconfig}`, `--k8s-node-name=${NODE}`]);
+  let agent = ap.start();
+  t.ok(await ap.up(agent), 'the agent serves its API', { log: agent.log().slice(-3000) });
+  const pods = new Map<string, Pod>();
+  for (const name of ['client', 'web-a', 'web-b']) {
+    const pod = await allocatePod(c, ap.client, name);
+    await ap.client.createEndpoint(0, endpointRequest(pod, []));
+    pods.set(name, pod);
+  }
+  const client = pods.get('client')!;
+  const webA = pods.get('web-a')!;
+  const webB = pods.get('web-b')!;
+  const [idA, idB] = [await listen(webA, 8080), await listen(webB, 8080)];
+  const fe = `${WEB_VIP}:80/TCP`;
+  const diag = async (): Promise<unknown> => ({ kernel: await kernelLB(ap.socketPath, ap.root).catch((e: Error) => e.message), log: agent.log().slice(-3000) });
+
+  // a Service with a named targetPort and its EndpointSlice, with kubectl
+  await kubectlOk(cluster, ['create', '-f', '-'], JSON.stringify({
+    apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'default' },
+    spec: { clusterIP: WEB_VIP, ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
+  }));
+  await kubectlOk(cluster, ['create', '-f', '-'], webSlice([webA]));
+  t.ok(await poll(async () => (await kernelBackends(ap.socketPath, ap.root, fe))?.join() === `${webA.ip}:8080`, 20_000), `${fe} -> ${webA.ip}:8080 in the kernel maps`, { diag: await diag() });
+  let ok = 0;
+  for (let i = 0; i < 10; i++) if (await connect(client, WEB_VIP, 80)) ok++;
+  t.equal(ok, 10, 'the client pod reaches the ClusterIP');
+  await poll(() => hits(webA, idA) >= 10, 3000, 50);
+  t.equal(hits(webA, idA), 10, 'web-a served every connection');
+
+  // the slice changes: traffic follows
+  await kubectlOk(cluster, ['apply', '-f', '-'], webSlice([webB]));
+  t.ok(await poll(async () => (await kernelBackends(ap.socketPath, ap.root, fe))?.join() === `${webB.ip}:8080`, 20_000), 'the slice changed: the kernel maps follow', { diag: await diag() });
+  ok = 0;
+  for (let i = 0; i < 10; i++) if (await connect(client, WEB_VIP, 80)) ok++;
+  t.equal(ok, 10, 'connections after the change');
+  await poll(() => hits(webB, idB) >= 10, 3000, 50);
+  t.equal(hits(webB, idB), 10, 'web-b serves them');
+  t.equal(hits(webA, idA), 10, 'web-a gets no new one');
+
+  // a Deployment: the EndpointSlice controller makes the slice once the pods have status
+  await kubectlOk(cluster, ['create', '-f', '-'], JSON.stringify({
+    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'api', namespace: 'default' },
+    spec: {
+      replicas: 2, selector: { matchLabels: { app: 'api' } },
+      template: {
+        metadata: { labels: { app: 'api' } },
+        spec: { nodeName: NODE, tolerations: [{ operator: 'Exists' }], containers: [{ name: 'c', image: 'localhost/none:never', ports: [{ name: 'http', containerPort: 9090 }] }] },
+      },
+    },
+  }));
+  await kubectlOk(cluster, ['create', '-f', '-'], JSON.stringify({
+    apiVersion: 'v1', kind: 'Service', metadata: { name: 'api', namespace: 'default' },
+    spec: { clusterIP: API_VIP, selector: { app: 'api' }, sessionAffinity: 'None', ports: [{ name: 'web', port: 80, targetPort: 'http' }] },
+  }));
+  const names = await until('the Deployment\'s two pods', async () => {
+    const l = await cluster.kubectlJson<{ items: { metadata: { name: string } }[] }>(['get', 'pods', '-n', 'default', '-l', 'app=api']);
+    return l.items.length === 2 ? l.items.map((p) => p.metadata.name) : undefined;
+  }, 60_000);
+  const apiPods: Pod[] = [];
+  for (const name of names) {
+    const pod = await allocatePod(c, ap.client, name);
+    await ap.client.createEndpoint(0, endpointRequest(pod, []));
+    await kubectlOk(cluster, ['patch', 'pod', name, '-n', 'default', '--subresource=status', '--type=merge', '-p', JSON.stringify({
+      status: { phase: 'Running', podIP: pod.ip, podIPs: [{ ip: pod.ip }], conditions: [{ type: 'Ready', status: 'True' }, { type: 'ContainersReady', status: 'True' }] },
+    })]);
+    apiPods.push(pod);
+  }
+  const apiIds = await Promise.all(apiPods.map((p) => listen(p, 9090)));
+  const apiFe = `${API_VIP}:80/TCP`;
+  const want = apiPods.map((p) => `${p.ip}:9090`).sort().join();
+  t.ok(await poll(async () => (await kernelBackends(ap.socketPath, ap.root, apiFe))?.join() === want, 30_000), `the controller's slice: ${apiFe} -> both pods on the container port`, { diag: await diag() });
+  ok = 0;
+  for (let i = 0; i < 40; i++) if (await connect(client, API_VIP, 80)) ok++;
+  t.equal(ok, 40, 'the client reaches the Deployment through its ClusterIP');
+  await poll(() => apiIds.reduce((a, id, i) => a + hits(apiPods[i]!, id), 0) >= 40, 3000, 50);
+  for (const [i, p] of apiPods.entries()) t.ok(hits(p, apiIds[i]!) > 0, `${p.name} served some`);
+
+  // an address held by an imported service: the Service is not applied and says why on itself
+  const file = join(dir, 'imp.yaml');
+  writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'imp', namespace: 'default' }, spec: { clusterIP: TAKEN_VIP, ports: [{ port: 80 }] } }));
+  const imported = await cli(ap.socketPath, 'service', 'import', file);
+  t.equal(imported.code, 0, `cellium service import: ${imported.out} ${imported.err}`);
+  await kubectlOk(cluster, ['create', '-f', '-'], JSON.stringify({
+    apiVersion: 'v1', kind: 'Service', metadata: { name: 'late', namespace: 'default' }, spec: { clusterIP: TAKEN_VIP, ports: [{ port: 80 }] },
+  }));
+  const ev = await until('an Event on Service late', async () => (await events(cluster, 'late')).find((e) => e.reason === 'ServiceNotApplied'), 20_000);
+  t.match(ev, { type: 'Warning', message: /Service default\/late not applied .*10\.96\.77\.30:80\/TCP is already a frontend of default\/imp/ }, `kubectl get events: ${ev.message}`);
+  const clash = join(dir, 'clash.yaml');
+  writeFileSync(clash, JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'clash', namespace: 'default' }, spec: { clusterIP: WEB_VIP, ports: [{ name: 'http', port: 80 }] } }));
+  const refused = await cli(ap.socketPath, 'service', 'import', clash);
+  t.not(refused.code, 0, 'an import cannot take the address of an apiserver Service');
+  t.match(refused.err, /10\.96\.77\.10:80\/TCP is already a frontend of the Kubernetes Service default\/web/);
+
+  // killed; the web Service deleted while it is down; restarted: api served throughout, web gone after the sync
+  agent.proc.kill('SIGKILL');
+  await agent.exited;
+  await kubectlOk(cluster, ['delete', 'service', 'web', '-n', 'default']);
+  t.ok(await connect(client, API_VIP, 80), 'agent down: the pinned maps keep serving');
+  agent = ap.start();
+  t.ok(await ap.up(agent), 'the agent restarts', { log: agent.log().slice(-3000) });
+  t.ok(await poll(async () => (await kernelBackends(ap.socketPath, ap.root, fe)) === undefined, 30_000), 'the Service deleted while down: its entries are gone from the kernel maps after the sync', { diag: await diag() });
+  t.match(agent.log(), /Kubernetes Services synced/);
+  t.equal((await kernelBackends(ap.socketPath, ap.root, apiFe))?.join(), want, 'the other Service is still there with its backends');
+  ok = 0;
+  for (let i = 0; i < 10; i++) if (await connect(client, API_VIP, 80)) ok++;
+  t.equal(ok, 10, 'and reached');
+
+  // the Service deleted live: its entries go
+  await kubectlOk(cluster, ['delete', 'service', 'api', '-n', 'default']);
+  t.ok(await poll(async () => (await kernelBackends(ap.socketPath, ap.root, apiFe)) === undefined, 20_000), 'the Service deleted: its entries are gone from the kernel maps', { diag: await diag() });
+  t.notOk((await kernelLB(ap.socketPath, ap.root)).some((e) => e.service.startsWith(`${API_VIP}:`)), 'its wildcard too');
+  t.notOk(await connect(client, API_VIP, 80), 'the ClusterIP no longer answers');
+});
