@@ -5,7 +5,9 @@
  * them; measured until every one of them is in the kernel maps with its 10 backends (read from the
  * pinned maps every 50 ms). The figure that matters is the time after the apiserver has them all
  * (the last kubectl returned; goal <= 2 s). Baseline in the same run: the same 1,000 × 10 through
- * `cellium service import` (one manifest file) into the same agent, until in the kernel maps. As
+ * `cellium service import` (one manifest file) into the same agent, until in the kernel maps. Then
+ * a fresh agent (no state, no maps) started once the apiserver has them all: until in the kernel
+ * maps (start, list, cache-sync gate, write). As
  * root with BPF and the Kubernetes binaries built (`npm run k8s -- build`); otherwise it says why.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -99,10 +101,11 @@ async function main(): Promise<void> {
     const env = { ...process.env, KUBECONFIG: join(k8sDir, 'kubeconfig') };
     const kubectl = join(spawnSync('bash', ['-c', `. ${join(k8sDir, 'env')} && command -v kubectl`], { encoding: 'utf8' }).stdout.trim());
     await run(kubectl, ['create', 'namespace', 'bench'], env);
-    agent = await startAgent({
+    const agentRun = {
       dir: join(base, 'agent'), bpfRoot, socketPath: join(base, 'agent', 'cellium.sock'), pool: '10.233.0.0/24',
-      flags: { 'k8s-kubeconfig-path': join(k8sDir, 'kubeconfig'), 'k8s-node-name': 'bench-node', 'datapath-mode': 'bpf', 'bpf-lb-sock': false, 'skip-crd-creation': false },
-    });
+      flags: { 'k8s-kubeconfig-path': join(k8sDir, 'kubeconfig'), 'k8s-node-name': 'bench-node', 'datapath-mode': 'bpf', 'bpf-lb-sock': false },
+    };
+    agent = await startAgent(agentRun);
     // the agent's caches synced (the Services it holds are applied only after that)
     for (let i = 0; ; i++) {
       const st = await agent.client.status();
@@ -132,14 +135,25 @@ async function main(): Promise<void> {
     await Promise.all(files.map((f) => run(kubectl, ['create', '-f', f], env)));
     const kApplied = performance.now();
     const kKernel = await kernel;
-    const lag = Math.max(0, kKernel - kApplied);
+    const lag = kKernel - kApplied;
+
+    // a fresh agent (no state, empty maps) started once the apiserver has them all: list, sync, write
+    await agent.stop();
+    agent = undefined;
+    rmSync(bpfRoot, { recursive: true, force: true });
+    const c0 = performance.now();
+    agent = await startAgent({ ...agentRun, dir: join(base, 'agent2'), socketPath: join(base, 'agent2', 'cellium.sock') });
+    const cUp = performance.now();
+    const cKernel = await untilInKernel(bpfRoot, '10.96.');
+    const s = (ms: number): string => (ms / 1000).toFixed(2);
     printTable(`Services from Kubernetes: ${SERVICES.toLocaleString('en-US')} Services x ${ENDPOINTS} endpoints until every one is in the kernel LB maps (polled every ${POLL_MS} ms)`,
       ['path', 'applied (s)', 'in kernel maps from start (s)', 'after applied (s)', 'vs import'],
       [
-        ['cellium service import (baseline)', (iApplied - i0) / 1000, (iKernel - i0) / 1000, Math.max(0, iKernel - iApplied) / 1000, '1.00x'],
-        [`kubectl create, ${KUBECTLS} at once -> apiserver -> agent`, (kApplied - k0) / 1000, (kKernel - k0) / 1000, lag / 1000, ratio(kKernel - k0, iKernel - i0)],
+        ['cellium service import (baseline)', s(iApplied - i0), s(iKernel - i0), s(iKernel - iApplied), '1.00x'],
+        [`kubectl create, ${KUBECTLS} at once -> apiserver -> agent`, s(kApplied - k0), s(kKernel - k0), s(lag), ratio(kKernel - k0, iKernel - i0)],
+        ['fresh agent started once the apiserver has them (start -> API up -> listed, synced, written)', s(cUp - c0), s(cKernel - c0), s(cKernel - cUp), ratio(cKernel - c0, iKernel - i0)],
       ]);
-    console.log(`after the apiserver had them all: ${(lag / 1000).toFixed(2)} s until the last was in the kernel maps (goal <= 2 s)`);
+    console.log(`after the apiserver had them all: ${s(lag)} s until the last was in the kernel maps (goal <= 2 s; negative: the agent had written them before the last kubectl exited)`);
   } finally {
     await agent?.stop();
     spawnSync('bash', [K8S, 'down', '--dir', k8sDir], { stdio: 'ignore' });

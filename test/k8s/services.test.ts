@@ -11,7 +11,9 @@
 // - a Service whose ClusterIP:port an imported service holds: not applied, an Event on it names the
 //   holder; `cellium service import` cannot take an address of the apiserver's either;
 // - the agent killed, a Service deleted while it is down, restarted: the other Service is served
-//   throughout, the deleted one's entries go once the caches synced.
+//   throughout, the deleted one's entries go once the caches synced; killed again and started
+//   while the apiserver is down: the restored Service stays in the kernel maps and is reached,
+//   and stays once the apiserver is back; deleted live, its entries go.
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -194,6 +196,26 @@ t.test('Services and EndpointSlices from the apiserver into the kernel LB maps, 
   ok = 0;
   for (let i = 0; i < 10; i++) if (await connect(client, API_VIP, 80)) ok++;
   t.equal(ok, 10, 'and reached');
+
+  // killed again and started while the apiserver is down: the restored services stay in force
+  agent.proc.kill('SIGKILL');
+  await agent.exited;
+  const restartApiserver = await cluster.killApiserver();
+  agent = ap.start();
+  t.ok(await ap.up(agent), 'the agent starts without the apiserver', { log: agent.log().slice(-3000) });
+  const gate = await until('the status to say the resources are not synced', async () => {
+    const st = await ap.client.status();
+    return /0\/8 resources synced/.test(st.kubernetes?.msg ?? '') ? st.kubernetes?.msg : undefined;
+  }, 30_000);
+  t.match(gate, /not synced: .*services/, `cellium status: ${gate}`);
+  await new Promise((r) => setTimeout(r, 2500)); // a prune round of the LB maps (--bpf-map-prune-interval=1s) has run
+  t.equal((await kernelBackends(ap.socketPath, ap.root, apiFe))?.join(), want, 'apiserver down: the restored Service is in the kernel maps with its backends');
+  ok = 0;
+  for (let i = 0; i < 10; i++) if (await connect(client, API_VIP, 80)) ok++;
+  t.equal(ok, 10, 'and reached');
+  await restartApiserver();
+  await until('the caches to sync', async () => /Kubernetes Services synced/.test(agent.log()), 60_000);
+  t.equal((await kernelBackends(ap.socketPath, ap.root, apiFe))?.join(), want, 'apiserver back: the same Service and backends');
 
   // the Service deleted live: its entries go
   await kubectlOk(cluster, ['delete', 'service', 'api', '-n', 'default']);
