@@ -8,7 +8,7 @@
 import t from 'tap';
 import { LBServiceManager, applyManifests, parseManifests, specToUpsert, type FrontendDesired } from '../../src/cells/loadbalancer/index.js';
 import { NodeAddresses } from '../../src/cells/loadbalancer/node-addrs.js';
-import { K8sServiceSync, REASON_INVALID, REASON_NOT_APPLIED, type SyncKind } from '../../src/cells/k8s-services/index.js';
+import { K8sServiceSync, SERVICE_PROXY_NAME, REASON_INVALID, REASON_NOT_APPLIED, type SyncKind } from '../../src/cells/k8s-services/index.js';
 import type { EndpointSlice, LabelledObject, ResourceEvent, Service } from '../../src/cells/k8s/index.js';
 
 type Cond = { ready?: boolean; serving?: boolean; terminating?: boolean };
@@ -85,6 +85,11 @@ t.test('events before the flush change nothing; the flush applies the caches and
   sync.onSlice(del(slice('web-a', 'web', [], [])));
   t.same(table(mgr)['10.96.0.10:80/tcp'], ['10.1.0.7:8081/active'], 'a slice deleted: its backends go');
 
+  const other = service('web', { ...WEB.spec });
+  sync.onService(up({ ...other, metadata: { ...other.metadata, labels: { [SERVICE_PROXY_NAME]: 'another-proxy' } } }));
+  t.notOk(mgr.service('apiserver:shop/web'), 'labelled for another proxy: not this agent\'s, removed');
+  sync.onService(up(WEB));
+  t.ok(mgr.service('apiserver:shop/web'), 'the label gone: served again');
   sync.onService(del(WEB));
   t.same(Object.keys(table(mgr)), ['10.96.5.5:80/tcp'], 'the Service deleted: its frontends are gone');
   t.notOk(mgr.service('apiserver:shop/web'));

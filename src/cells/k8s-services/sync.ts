@@ -8,7 +8,8 @@
  * Until `flush` (the cache-sync gate is open and both resources replayed their caches) events are
  * only recorded: the services restored from the state directory stay exactly as stored. `flush`
  * applies every Service, then deletes the stored apiserver services the apiserver no longer has.
- * Afterwards every event applies at once. An object that cannot be translated keeps its previous
+ * Afterwards every event applies at once. A Service labelled `service.kubernetes.io/service-proxy-name`
+ * is served by another proxy and is treated as absent (as kube-proxy and Cilium do). An object that cannot be translated keeps its previous
  * version and is reported (an Event on it); a Service the manager refuses (its address taken by
  * another service, a node address) too, and is retried whenever the services change (`retry`).
  */
@@ -18,6 +19,9 @@ import {
 } from '../loadbalancer/index.js';
 import type { EndpointSlice, LabelledObject, ResourceEvent, Service as K8sServiceObject } from '../k8s/index.js';
 import { REASON_INVALID, REASON_NOT_APPLIED, invalidObject, serviceRefused } from './errors.js';
+
+/** The label naming the proxy that serves a Service (Kubernetes' well-known label): set, it is not ours. */
+export const SERVICE_PROXY_NAME = 'service.kubernetes.io/service-proxy-name';
 
 /** The kinds this sync reads. */
 export type SyncKind = 'Service' | 'EndpointSlice';
@@ -83,7 +87,8 @@ export class K8sServiceSync {
   onService(ev: ResourceEvent<K8sServiceObject>): void {
     if (ev.kind === 'sync') return this.synced('Service');
     const key = ev.key;
-    if (ev.kind === 'delete') {
+    // a Service another proxy serves is not this agent's (kube-proxy and Cilium skip it too)
+    if (ev.kind === 'delete' || ev.object.metadata?.labels?.[SERVICE_PROXY_NAME] !== undefined) {
       this.exists.delete(key);
       this.svcs.delete(key);
       this.invalid.delete(`Service ${key}`);
