@@ -33,7 +33,9 @@ function setup(opts: { nodeIPs?: string[] } = {}) {
   const addrs = new NodeAddresses({ interfaces: async () => (opts.nodeIPs ?? []).map((ip) => ({ ip, dev: 'eth0' })), gateways: () => [] });
   const mgr = new LBServiceManager(65535, undefined, [30000, 32767], { addrs });
   const reports: { kind: SyncKind; name: string; reason: string; message: string }[] = [];
-  const sync = new K8sServiceSync(mgr, (kind, obj, reason, message) => reports.push({ kind, name: obj.metadata?.name ?? '', reason, message }));
+  const sync = new K8sServiceSync(mgr, (kind, obj, reason, message) => {
+    reports.push({ kind, name: obj.metadata?.name ?? '', reason, message });
+  });
   return { addrs, mgr, sync, reports };
 }
 
@@ -93,6 +95,27 @@ t.test('events before the flush change nothing; the flush applies the caches and
   sync.onService(del(WEB));
   t.same(Object.keys(table(mgr)), ['10.96.5.5:80/tcp'], 'the Service deleted: its frontends are gone');
   t.notOk(mgr.service('apiserver:shop/web'));
+});
+
+t.test('a report that failed is made again at the next sighting of the same problem', async (t) => {
+  const { mgr } = setup();
+  const tries: string[] = [];
+  let fail = true;
+  const sync = new K8sServiceSync(mgr, async (_kind, obj) => {
+    tries.push(obj.metadata?.name ?? '');
+    if (fail) throw new Error('apiserver unreachable');
+  });
+  const bad = service('bad', { clusterIP: '10.96.0.50', ports: [{ port: 0 }] });
+  sync.onService(up(bad));
+  await new Promise((r) => setImmediate(r));
+  t.same(tries, ['bad'], 'reported');
+  fail = false;
+  sync.onService(up(bad));
+  await new Promise((r) => setImmediate(r));
+  t.same(tries, ['bad', 'bad'], 'the failed report is made again');
+  sync.onService(up(bad));
+  await new Promise((r) => setImmediate(r));
+  t.same(tries, ['bad', 'bad'], 'and not again once it succeeded');
 });
 
 t.test('NodePort, session affinity and dual stack', async (t) => {

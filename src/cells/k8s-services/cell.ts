@@ -25,12 +25,16 @@ const STATUS_INTERVAL_MS = 2000;
 /** The objects' API versions, for the Events' involvedObject. */
 const API_VERSION = { Service: 'v1', EndpointSlice: 'discovery.k8s.io/v1' } as const;
 
-/** Creates a Warning Event on the object; a failure to create it is logged (the health names the problem anyway). */
+/** Creates a Warning Event on the object; a failure is logged and rethrown (the sync reports it again at its next sighting). */
 function eventReporter(client: K8sClient, node: string, log: Logger): ProblemReporter {
-  return (kind, object, reason, message) => {
+  return async (kind, object, reason, message) => {
     log.warn({ kind, object: `${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}`, reason, problem: message }, 'Kubernetes object not applied to the load balancer');
-    createEvent(client, warningEvent({ object, kind, apiVersion: API_VERSION[kind] }, reason, message, node))
-      .catch((err: unknown) => log.warn({ err: (err as Error).message, kind, reason }, 'creating the Event about an object not applied failed'));
+    try {
+      await createEvent(client, warningEvent({ object, kind, apiVersion: API_VERSION[kind] }, reason, message, node));
+    } catch (err) {
+      log.warn({ err: (err as Error).message, kind, reason }, 'creating the Event about an object not applied failed; created at its next sighting');
+      throw err;
+    }
   };
 }
 

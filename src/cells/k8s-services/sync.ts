@@ -26,8 +26,8 @@ export const SERVICE_PROXY_NAME = 'service.kubernetes.io/service-proxy-name';
 /** The kinds this sync reads. */
 export type SyncKind = 'Service' | 'EndpointSlice';
 
-/** Reports a problem with an object (the cell creates a Kubernetes Event on it). */
-export type ProblemReporter = (kind: SyncKind, object: LabelledObject, reason: string, message: string) => void;
+/** Reports a problem with an object (the cell creates a Kubernetes Event on it); a rejection makes the next sighting report it again. */
+export type ProblemReporter = (kind: SyncKind, object: LabelledObject, reason: string, message: string) => Promise<void> | void;
 
 /** What a flush did. */
 export interface FlushResult {
@@ -62,6 +62,8 @@ export class K8sServiceSync {
   readonly invalid = new Map<string, string>();
   /** Services the manager refused (namespace/name -> message), retried by `retry`. */
   readonly refused = new Map<string, string>();
+  /** Problems whose report failed (reported again at their next sighting). */
+  private readonly unreported = new Set<string>();
   private isOpen = false;
   private readonly seen = new Set<SyncKind>();
   private replayDone!: () => void;
@@ -210,11 +212,20 @@ export class K8sServiceSync {
     if (set && !set.size) this.slicesOf.delete(serviceKey);
   }
 
-  /** Records a problem and reports it when its message is new (no Event per retry). */
+  /** Records a problem and reports it when its message is new or its last report failed (no Event per retry or relist). */
   private problem(where: Map<string, string>, key: string, kind: SyncKind, obj: LabelledObject, reason: string, message: string): void {
-    if (where.get(key) === message) return;
+    const id = `${kind} ${key}`;
+    if (where.get(key) === message && !this.unreported.has(id)) return;
     where.set(key, message);
-    this.report(kind, obj, reason, message);
+    this.unreported.delete(id);
+    const failed = (): void => {
+      if (where.get(key) === message) this.unreported.add(id);
+    };
+    try {
+      void this.report(kind, obj, reason, message)?.catch(failed);
+    } catch {
+      failed();
+    }
   }
 
   private synced(kind: SyncKind): void {
