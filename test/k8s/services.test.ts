@@ -7,7 +7,9 @@
 //   Service deleted: its entries leave the kernel's LB maps;
 // - a Deployment whose pods get a podIP and Ready (status patched, as a kubelet would): the
 //   EndpointSlice controller makes the slice, the named targetPort resolves to the container
-//   port, connections through the ClusterIP reach both pods;
+//   port, connections through the ClusterIP reach both pods; one pod deleted (Terminating, still
+//   Ready: serving and terminating): its established stream keeps flowing, new connections all go
+//   to the other pod;
 // - a Service whose ClusterIP:port an imported service holds: not applied, an Event on it names the
 //   holder; `cellium service import` cannot take an address of the apiserver's either;
 // - the agent killed, a Service deleted while it is down, restarted: the other Service is served
@@ -46,9 +48,9 @@ function webSlice(backends: readonly Pod[]): string {
   });
 }
 
-async function listen(pod: Pod, port: number): Promise<string> {
+async function listen(pod: Pod, port: number, proto = 'tcp'): Promise<string> {
   const id = pod.traffic.nextId();
-  pod.traffic.command(`listen tcp ${pod.ip} ${port} ${id}`);
+  pod.traffic.command(`listen ${proto} ${pod.ip} ${port} ${id}`);
   if (!(await pod.traffic.waitFor('ready', id, 10000))) throw new Error(`${pod.name} did not listen on ${port}`);
   return id;
 }
@@ -88,6 +90,15 @@ t.test('Services and EndpointSlices from the apiserver into the kernel LB maps, 
   const kubeconfig = await agentKubeconfig(cluster, dir);
   // the Node the Deployment's pods run on (the EndpointSlice controller skips pods of unknown nodes)
   await kubectlOk(cluster, ['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: NODE } }));
+  // its heartbeat, as a kubelet would post it: without one, the node lifecycle controller marks the
+  // node's pods not ready after its grace period and their endpoints leave the slices
+  const heartbeat = setInterval(() => {
+    const now = new Date().toISOString();
+    void cluster.kubectl(['patch', 'node', NODE, '--subresource=status', '--type=merge', '-p', JSON.stringify({
+      status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'test heartbeat', lastHeartbeatTime: now, lastTransitionTime: now }] },
+    })]);
+  }, 10_000);
+  t.teardown(() => clearInterval(heartbeat));
   for (const [name, app] of [['client', 'client'], ['web-a', 'web'], ['web-b', 'web']]) await kubectlOk(cluster, ['create', '-f', '-'], podManifest(name!, { app: app! }));
 
   const ap = agentProcess(c, 'k8s-services', POOL, [`--k8s-kubeconfig-path=${kubeconfig}`, `--k8s-node-name=${NODE}`]);
@@ -136,13 +147,13 @@ t.test('Services and EndpointSlices from the apiserver into the kernel LB maps, 
       replicas: 2, selector: { matchLabels: { app: 'api' } },
       template: {
         metadata: { labels: { app: 'api' } },
-        spec: { nodeName: NODE, tolerations: [{ operator: 'Exists' }], containers: [{ name: 'c', image: 'localhost/none:never', ports: [{ name: 'http', containerPort: 9090 }] }] },
+        spec: { nodeName: NODE, tolerations: [{ operator: 'Exists' }], containers: [{ name: 'c', image: 'localhost/none:never', ports: [{ name: 'http', containerPort: 9090 }, { name: 'echo', containerPort: 7007 }] }] },
       },
     },
   }));
   await kubectlOk(cluster, ['create', '-f', '-'], JSON.stringify({
     apiVersion: 'v1', kind: 'Service', metadata: { name: 'api', namespace: 'default' },
-    spec: { clusterIP: API_VIP, selector: { app: 'api' }, sessionAffinity: 'None', ports: [{ name: 'web', port: 80, targetPort: 'http' }] },
+    spec: { clusterIP: API_VIP, selector: { app: 'api' }, sessionAffinity: 'None', ports: [{ name: 'web', port: 80, targetPort: 'http' }, { name: 'echo', port: 7, targetPort: 'echo' }] },
   }));
   const names = await until('the Deployment\'s two pods', async () => {
     const l = await cluster.kubectlJson<{ items: { metadata: { name: string } }[] }>(['get', 'pods', '-n', 'default', '-l', 'app=api']);
@@ -158,6 +169,7 @@ t.test('Services and EndpointSlices from the apiserver into the kernel LB maps, 
     apiPods.push(pod);
   }
   const apiIds = await Promise.all(apiPods.map((p) => listen(p, 9090)));
+  const echoIds = await Promise.all(apiPods.map((p) => listen(p, 7007, 'tcpecho')));
   const apiFe = `${API_VIP}:80/TCP`;
   const want = apiPods.map((p) => `${p.ip}:9090`).sort().join();
   t.ok(await poll(async () => (await kernelBackends(ap.socketPath, ap.root, apiFe))?.join() === want, 30_000), `the controller's slice: ${apiFe} -> both pods on the container port`, { diag: await diag() });
@@ -166,6 +178,37 @@ t.test('Services and EndpointSlices from the apiserver into the kernel LB maps, 
   t.equal(ok, 40, 'the client reaches the Deployment through its ClusterIP');
   await poll(() => apiIds.reduce((a, id, i) => a + hits(apiPods[i]!, id), 0) >= 40, 3000, 50);
   for (const [i, p] of apiPods.entries()) t.ok(hits(p, apiIds[i]!) > 0, `${p.name} served some`);
+
+  // a pod deleted (no kubelet finishes it: it stays Terminating, still Ready): the controller marks
+  // its endpoint serving and terminating; it keeps its established stream, new connections go to the other
+  const sid = client.traffic.nextId();
+  client.traffic.command(`stream ${API_VIP} 7 - ${sid}`);
+  t.ok(await client.traffic.waitFor('streaming', sid, 5000), 'a stream through the ClusterIP\'s echo port');
+  await poll(() => apiPods.some((p, i) => hits(p, echoIds[i]!) > 0), 3000, 50);
+  const on = apiPods.findIndex((p, i) => hits(p, echoIds[i]!) > 0);
+  t.ok(on >= 0, 'one pod took the stream');
+  const [gone, stays] = [apiPods[on]!, apiPods[1 - on]!];
+  await kubectlOk(cluster, ['delete', 'pod', gone.name, '-n', 'default', '--wait=false']);
+  t.ok(await poll(async () => (await kernelLB(ap.socketPath, ap.root)).find((e) => e.service === apiFe)?.backends.some((b) => b.backend === `${gone.ip}:9090/TCP (terminating)`) ?? false, 30_000),
+    `${gone.name} terminating: its backend is terminating in the kernel maps`, { diag: await diag() });
+  const echoes = async (): Promise<number> => {
+    const from = client.traffic.output.length;
+    client.traffic.command(`report ${sid}`);
+    const line = new RegExp(`echoes ${sid} (-?\\d+)\\n`);
+    await poll(() => line.test(client.traffic.output.slice(from)), 3000, 20);
+    return Number(line.exec(client.traffic.output.slice(from))?.[1] ?? -1);
+  };
+  const atTerm = await echoes();
+  t.ok(await poll(async () => (await echoes()) > atTerm + 5, 5000), 'the established stream to the terminating pod keeps flowing');
+  const before = apiIds.map((id, i) => hits(apiPods[i]!, id));
+  ok = 0;
+  for (let i = 0; i < 20; i++) if (await connect(client, API_VIP, 80)) ok++;
+  t.equal(ok, 20, 'new connections through the ClusterIP');
+  await poll(() => hits(stays, apiIds[1 - on]!) >= before[1 - on]! + 20, 3000, 50);
+  t.equal(hits(stays, apiIds[1 - on]!) - before[1 - on]!, 20, `all to ${stays.name}`);
+  t.equal(hits(gone, apiIds[on]!) - before[on]!, 0, `none to the terminating ${gone.name}`);
+  t.notMatch(client.traffic.output, new RegExp(`reset ${sid} `), 'the stream was never reset');
+  client.traffic.command(`stop ${sid}`);
 
   // an address held by an imported service: the Service is not applied and says why on itself
   const file = join(dir, 'imp.yaml');
