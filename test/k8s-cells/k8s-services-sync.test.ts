@@ -155,11 +155,11 @@ t.test('an invalid object keeps its previous version and is reported once; a ref
   sync.onService(up(bad));
   t.same(table(mgr), good, 'an invalid Service: the previous version stays');
   t.equal(reports.length, 1, 'reported once');
-  t.match(reports[0], { kind: 'Service', name: 'web', reason: REASON_INVALID, message: /\/spec\/ports\/0\/port: 70000 is not a port/ });
+  t.match(reports[0], { kind: 'Service', name: 'web', reason: REASON_INVALID, message: /^Service shop\/web not applied \(its previous version, if any, stays in the LB maps\): \/spec\/ports\/0\/port: 70000 is not a port; fix: give a port between 1 and 65535$/ });
   t.ok(sync.invalid.has('Service shop/web'));
   sync.onSlice(up(slice('web-a', 'web', ['not-an-ip'], [{ name: 'http', port: 8080 }])));
   t.same(table(mgr), good, 'an invalid slice: its previous backends stay');
-  t.match(reports[1], { kind: 'EndpointSlice', name: 'web-a', reason: REASON_INVALID, message: /endpoints\/0\/addresses\/0/ });
+  t.match(reports[1], { kind: 'EndpointSlice', name: 'web-a', reason: REASON_INVALID, message: /^EndpointSlice shop\/web-a not applied .*: \/endpoints\/0\/addresses\/0: "not-an-ip" is not an IP address; fix: /u });
   sync.onService(up(WEB));
   t.notOk(sync.invalid.has('Service shop/web'), 'a valid version clears the problem');
 

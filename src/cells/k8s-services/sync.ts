@@ -42,6 +42,12 @@ function checkService(key: string): Service {
   return { key, name: '', namespace: '', source: 'apiserver', sessionAffinity: false, sessionAffinityTimeoutSec: 0, extTrafficPolicy: 'Cluster', intTrafficPolicy: 'Cluster', sourceRanges: [] };
 }
 
+/** An LBError's message with the object's name (`at`, which the message names already) cut from its field. */
+function withoutPrefix(err: LBError, at: string): string {
+  const field = err.field.startsWith(at) ? err.field.slice(at.length).trim() : err.field;
+  return `${field ? `${field}: ` : ''}${err.problem}; fix: ${err.fix}`;
+}
+
 /** The manager's key of the Service `namespace/name`. */
 function managerKey(key: string): string {
   const i = key.indexOf('/');
@@ -95,6 +101,7 @@ export class K8sServiceSync {
       this.svcs.delete(key);
       this.invalid.delete(`Service ${key}`);
       this.refused.delete(key);
+      this.unreported.delete(`Service ${key}`);
       if (this.isOpen) this.mgr.deleteService(managerKey(key));
       return;
     }
@@ -104,7 +111,7 @@ export class K8sServiceSync {
       t = translateService(ev.object as Obj, `Service ${key}`);
     } catch (err) {
       if (!(err instanceof LBError)) throw err;
-      this.problem(this.invalid, `Service ${key}`, 'Service', ev.object, REASON_INVALID, invalidObject('Service', key, err.message));
+      this.problem(this.invalid, `Service ${key}`, 'Service', ev.object, REASON_INVALID, invalidObject('Service', key, withoutPrefix(err, `Service ${key}`)));
       return;
     }
     this.invalid.delete(`Service ${key}`);
@@ -119,6 +126,7 @@ export class K8sServiceSync {
     const old = this.slices.get(key);
     if (ev.kind === 'delete') {
       this.invalid.delete(`EndpointSlice ${key}`);
+      this.unreported.delete(`EndpointSlice ${key}`);
       if (!old) return;
       this.unlink(key, old.serviceKey);
       if (this.isOpen) this.refreshBackends(old.serviceKey);
@@ -132,7 +140,7 @@ export class K8sServiceSync {
       this.mgr.check({ service: checkService(managerKey(t.serviceKey)), frontends: [], backends: t.backends });
     } catch (err) {
       if (!(err instanceof LBError)) throw err;
-      this.problem(this.invalid, `EndpointSlice ${key}`, 'EndpointSlice', ev.object, REASON_INVALID, invalidObject('EndpointSlice', key, err.message));
+      this.problem(this.invalid, `EndpointSlice ${key}`, 'EndpointSlice', ev.object, REASON_INVALID, invalidObject('EndpointSlice', key, withoutPrefix(err, `EndpointSlice ${key}`)));
       return;
     }
     this.invalid.delete(`EndpointSlice ${key}`);
