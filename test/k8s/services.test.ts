@@ -220,6 +220,11 @@ t.test('Services and EndpointSlices from the apiserver into the kernel LB maps, 
   }));
   const ev = await until('an Event on Service late', async () => (await events(cluster, 'late')).find((e) => e.reason === 'ServiceNotApplied'), 20_000);
   t.match(ev, { type: 'Warning', message: /Service default\/late not applied .*10\.96\.77\.30:80\/TCP is already a frontend of default\/imp/ }, `kubectl get events: ${ev.message}`);
+  const health = await until('the module health to name it', async () => {
+    const v = await cli(ap.socketPath, 'status', '--verbose');
+    return /k8s-services: DEGRADED - .*not applied: Service default\/late not applied/.test(v.out) ? v.out : undefined;
+  }, 20_000);
+  t.match(health, /k8s-services: DEGRADED - 3 Services from the apiserver in the load balancer; 1 not applied/, 'cellium status --verbose: k8s-services degraded, naming it (default/kubernetes, web and api applied)');
   const clash = join(dir, 'clash.yaml');
   writeFileSync(clash, JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'clash', namespace: 'default' }, spec: { clusterIP: WEB_VIP, ports: [{ name: 'http', port: 80 }] } }));
   const refused = await cli(ap.socketPath, 'service', 'import', clash);
