@@ -11,7 +11,9 @@
 //   Ready: serving and terminating): its established stream keeps flowing, new connections all go
 //   to the other pod;
 // - a Service whose ClusterIP:port an imported service holds: not applied, an Event on it names the
-//   holder; `cellium service import` cannot take an address of the apiserver's either;
+//   holder, the module's health names it; `cellium service import` cannot take an address of the
+//   apiserver's either; a Service with the node's own address (the pod gateway) as externalIP: not
+//   applied, the Event says why, nothing of it in the kernel maps;
 // - the agent killed, a Service deleted while it is down, restarted: the other Service is served
 //   throughout, the deleted one's entries go once the caches synced; killed again and started
 //   while the apiserver is down: the restored Service stays in the kernel maps and is reached,
@@ -31,6 +33,8 @@ const POOL = '10.231.0.0/24';
 const WEB_VIP = '10.96.77.10';
 const API_VIP = '10.96.77.20';
 const TAKEN_VIP = '10.96.77.30';
+/** The pod gateway of POOL: one of the node's own addresses. */
+const GATEWAY = '10.231.0.1';
 
 function podManifest(name: string, labels: Record<string, string>): string {
   return JSON.stringify({
@@ -225,6 +229,14 @@ t.test('Services and EndpointSlices from the apiserver into the kernel LB maps, 
     return /k8s-services: DEGRADED - .*not applied: Service default\/late not applied/.test(v.out) ? v.out : undefined;
   }, 20_000);
   t.match(health, /k8s-services: DEGRADED - 3 Services from the apiserver in the load balancer; 1 not applied/, 'cellium status --verbose: k8s-services degraded, naming it (default/kubernetes, web and api applied)');
+  // the node's own address (the pod gateway of the agent's pool) as an externalIP: refused, named
+  await kubectlOk(cluster, ['create', '-f', '-'], JSON.stringify({
+    apiVersion: 'v1', kind: 'Service', metadata: { name: 'evil', namespace: 'default' }, spec: { clusterIP: '10.96.77.40', externalIPs: [GATEWAY], ports: [{ port: 22 }] },
+  }));
+  const evil = await until('an Event on Service evil', async () => (await events(cluster, 'evil')).find((e) => e.reason === 'ServiceNotApplied'), 20_000);
+  t.match(evil.message, new RegExp(`${GATEWAY.replaceAll('.', '\\.')} cannot be a service frontend of type ExternalIPs: .*node`), `a Service never takes the node's address: ${evil.message}`);
+  t.notOk((await kernelLB(ap.socketPath, ap.root)).some((e) => e.service.startsWith(`${GATEWAY}:`) || e.service.startsWith('10.96.77.40:')), 'nothing of it in the kernel maps');
+  await kubectlOk(cluster, ['delete', 'service', 'evil', '-n', 'default']);
   const clash = join(dir, 'clash.yaml');
   writeFileSync(clash, JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'clash', namespace: 'default' }, spec: { clusterIP: WEB_VIP, ports: [{ name: 'http', port: 80 }] } }));
   const refused = await cli(ap.socketPath, 'service', 'import', clash);
