@@ -12,6 +12,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { bpfAvailable } from '../src/bpf/index.js';
 import { openPinnedLBMaps } from '../src/maps/index.js';
@@ -153,6 +154,7 @@ async function main(): Promise<void> {
         [`kubectl create, ${KUBECTLS} at once -> apiserver -> agent`, s(kApplied - k0), s(kKernel - k0), s(lag), ratio(kKernel - k0, iKernel - i0)],
         ['fresh agent started once the apiserver has them (start -> API up -> listed, synced, written)', s(cUp - c0), s(cKernel - c0), s(cKernel - cUp), ratio(cKernel - c0, iKernel - i0)],
       ]);
+    console.log(`load average during the run: ${loadavg().map((x) => x.toFixed(1)).join(' ')} on ${cpus().length} CPUs`);
     console.log(`after the apiserver had them all: ${s(lag)} s until the last was in the kernel maps (goal <= 2 s; negative: the agent had written them before the last kubectl exited)`);
   } finally {
     await agent?.stop();
