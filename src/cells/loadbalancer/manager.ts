@@ -86,7 +86,7 @@ export class LBServiceManager implements ServiceManager {
     if (other && other.id !== id) throw invalidFrontend('/frontends/0/address', `${key} is already the frontend of service ${other.id}`, `update service ${other.id} instead, or delete it first`);
     const created = !this.byId.has(id);
     const prev = this.byId.get(id);
-    if (prev) this.refuseApiserverOwned(prev, '/frontends/0');
+    if (prev) this.refuseApiserverOwned(prev, '');
     if (prev && prev.serviceKey !== u.service.key) this.deleteById(id);
     this.apply(u, new Map([[key, id]]));
     return created;
