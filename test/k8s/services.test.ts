@@ -2,12 +2,13 @@
 // ServiceAccount's token bound by deploy/rbac.yaml, a real control plane with
 // kube-controller-manager). Pods of node-a in network namespaces of the test, their endpoints
 // created as the CNI ADD creates them (labels from the Pods):
-// - a Service and an EndpointSlice created with kubectl: the client pod reaches the ClusterIP and
-//   the slice's pod serves it; the slice changed to the other pod: new connections follow it; the
+// - a Service (ClientIP affinity) and an EndpointSlice created with kubectl: the client pod reaches
+//   the ClusterIP and the slice's pod serves it; the slice changed to the other pod: new connections follow it; the
 //   Service deleted: its entries leave the kernel's LB maps;
-// - a Deployment whose pods get a podIP and Ready (status patched, as a kubelet would): the
-//   EndpointSlice controller makes the slice, the named targetPort resolves to the container
-//   port, connections through the ClusterIP reach both pods; one pod deleted (Terminating, still
+// - a Deployment whose pods get a podIP and Ready (status patched, as a kubelet would) behind a
+//   NodePort Service: the EndpointSlice controller makes the slice, the named targetPort resolves
+//   to the container port, the allocated node port's surrogate has both pods, connections through
+//   the ClusterIP reach both pods; one pod deleted (Terminating, still
 //   Ready: serving and terminating): its established stream keeps flowing, new connections all go
 //   to the other pod;
 // - a Service whose ClusterIP:port an imported service holds: not applied, an Event on it names the
@@ -124,10 +125,11 @@ t.test('Services and EndpointSlices from the apiserver into the kernel LB maps, 
   // a Service with a named targetPort and its EndpointSlice, with kubectl
   await kubectlOk(cluster, ['create', '-f', '-'], JSON.stringify({
     apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'default' },
-    spec: { clusterIP: WEB_VIP, ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
+    spec: { clusterIP: WEB_VIP, sessionAffinity: 'ClientIP', sessionAffinityConfig: { clientIP: { timeoutSeconds: 60 } }, ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
   }));
   await kubectlOk(cluster, ['create', '-f', '-'], webSlice([webA]));
   t.ok(await poll(async () => (await kernelBackends(ap.socketPath, ap.root, fe))?.join() === `${webA.ip}:8080`, 20_000), `${fe} -> ${webA.ip}:8080 in the kernel maps`, { diag: await diag() });
+  t.match((await kernelLB(ap.socketPath, ap.root)).find((e) => e.service === fe), { flags: ['ClusterIP', 'non-routable', 'sessionAffinity 60s'] }, 'ClientIP session affinity with its timeout');
   let ok = 0;
   for (let i = 0; i < 10; i++) if (await connect(client, WEB_VIP, 80)) ok++;
   t.equal(ok, 10, 'the client pod reaches the ClusterIP');
@@ -157,7 +159,7 @@ t.test('Services and EndpointSlices from the apiserver into the kernel LB maps, 
   }));
   await kubectlOk(cluster, ['create', '-f', '-'], JSON.stringify({
     apiVersion: 'v1', kind: 'Service', metadata: { name: 'api', namespace: 'default' },
-    spec: { clusterIP: API_VIP, selector: { app: 'api' }, sessionAffinity: 'None', ports: [{ name: 'web', port: 80, targetPort: 'http' }, { name: 'echo', port: 7, targetPort: 'echo' }] },
+    spec: { type: 'NodePort', clusterIP: API_VIP, selector: { app: 'api' }, sessionAffinity: 'None', ports: [{ name: 'web', port: 80, targetPort: 'http' }, { name: 'echo', port: 7, targetPort: 'echo' }] },
   }));
   const names = await until('the Deployment\'s two pods', async () => {
     const l = await cluster.kubectlJson<{ items: { metadata: { name: string } }[] }>(['get', 'pods', '-n', 'default', '-l', 'app=api']);
@@ -177,6 +179,9 @@ t.test('Services and EndpointSlices from the apiserver into the kernel LB maps, 
   const apiFe = `${API_VIP}:80/TCP`;
   const want = apiPods.map((p) => `${p.ip}:9090`).sort().join();
   t.ok(await poll(async () => (await kernelBackends(ap.socketPath, ap.root, apiFe))?.join() === want, 30_000), `the controller's slice: ${apiFe} -> both pods on the container port`, { diag: await diag() });
+  const nodePort = (await cluster.kubectlJson<{ spec: { ports: { name: string; nodePort: number }[] } }>(['get', 'service', 'api', '-n', 'default'])).spec.ports.find((p) => p.name === 'web')!.nodePort;
+  const surrogate = await kernelBackends(ap.socketPath, ap.root, `0.0.0.0:${nodePort}/TCP`);
+  t.equal(surrogate?.join(), want, `the allocated node port: 0.0.0.0:${nodePort} -> both pods in the kernel maps`);
   ok = 0;
   for (let i = 0; i < 40; i++) if (await connect(client, API_VIP, 80)) ok++;
   t.equal(ok, 40, 'the client reaches the Deployment through its ClusterIP');
@@ -280,6 +285,6 @@ t.test('Services and EndpointSlices from the apiserver into the kernel LB maps, 
   // the Service deleted live: its entries go
   await kubectlOk(cluster, ['delete', 'service', 'api', '-n', 'default']);
   t.ok(await poll(async () => (await kernelBackends(ap.socketPath, ap.root, apiFe)) === undefined, 20_000), 'the Service deleted: its entries are gone from the kernel maps', { diag: await diag() });
-  t.notOk((await kernelLB(ap.socketPath, ap.root)).some((e) => e.service.startsWith(`${API_VIP}:`)), 'its wildcard too');
+  t.notOk((await kernelLB(ap.socketPath, ap.root)).some((e) => e.service.startsWith(`${API_VIP}:`) || e.service === `0.0.0.0:${nodePort}/TCP`), 'its wildcard and node port too');
   t.notOk(await connect(client, API_VIP, 80), 'the ClusterIP no longer answers');
 });
