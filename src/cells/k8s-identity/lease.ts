@@ -52,7 +52,7 @@ export class LeaseElector {
       leaseDurationSeconds: Math.max(1, Math.ceil(this.timing.leaseDurationMs / 1000)),
       acquireTime: acquire ? now : (prev?.acquireTime ?? now),
       renewTime: now,
-      leaseTransitions: (prev?.leaseTransitions ?? 0) + (acquire && prev?.holderIdentity !== this.identity ? 1 : 0),
+      leaseTransitions: (prev?.leaseTransitions ?? 0) + (acquire && prev && prev.holderIdentity !== this.identity ? 1 : 0),
     };
   }
 
