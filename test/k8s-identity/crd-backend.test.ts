@@ -3,9 +3,12 @@
 // two agents racing with stale caches, a label set with two numbers, keeping held identities
 // alive (GC mark removed, deleted ones created again), and failing closed when the apiserver is down.
 import t from 'tap';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { silentLogger } from '../../src/hive/index.js';
 import { LocalIdentityAllocator, parseLabels } from '../../src/cells/identity/index.js';
-import { CrdIdentityBackend, HEARTBEAT_ANNOTATION, identityObject } from '../../src/cells/k8s-identity/index.js';
+import { CrdIdentityBackend, HEARTBEAT_ANNOTATION, HeldJournal, identityObject, journalFile } from '../../src/cells/k8s-identity/index.js';
 import { FakeApiserver } from './fake-apiserver.js';
 
 async function agent(api: FakeApiserver, timeoutMs = 2000) {
@@ -161,4 +164,56 @@ t.test('fail closed: the apiserver down, a new label set fails after the time li
   const late = [...api.identities.values()].filter((o) => o['security-labels']?.['k8s:app'] === 'new');
   t.same(late, [], 'nothing was created');
   t.ok((await a.alloc.allocate(parseLabels(['k8s:app=new']))).identity.id >= 256, 'works again once it answers');
+});
+
+t.test('restart without the apiserver: the journal\'s held identities are taken at once; checked once listed (deleted ones created again, a taken number dropped)', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cellium-crd-journal-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const api = new FakeApiserver();
+  const journal = () => new HeldJournal(journalFile(dir));
+  const first = new CrdIdentityBackend(api, { synced: Promise.resolve() }, silentLogger(), journal());
+  api.watch((ev) => first.onEvent(ev));
+  const a1 = new LocalIdentityAllocator(first, silentLogger());
+  await a1.load();
+  const web = (await a1.allocate(P)).identity.id;
+  const db = (await a1.allocate(parseLabels(['k8s:app=db']))).identity.id;
+  const gone = (await a1.allocate(parseLabels(['k8s:app=gone']))).identity.id;
+  await a1.release(gone);
+  await first.close();
+  t.same(JSON.parse(readFileSync(journalFile(dir), 'utf8')).held.map((h: { id: number }) => h.id).sort(), [web, db].sort(), 'the journal holds what is held');
+
+  // while "down": db deleted and its number taken by another label set; web deleted
+  api.remove(String(db));
+  await api.create(identityObject(db, ['k8s:app=thief']));
+  api.remove(String(web));
+  api.down = true;
+  let list!: () => void;
+  const synced = new Promise<void>((r) => (list = r));
+  const second = new CrdIdentityBackend(api, { synced }, silentLogger(), journal(), 50);
+  const a2 = new LocalIdentityAllocator(second, silentLogger(), { timeoutMs: 200 });
+  const sub = second.events$.subscribe((ev) => a2.onBackendEvent(ev)); // not a job: a unit test
+  t.teardown(() => sub.unsubscribe());
+  await a2.load();
+  const calls = api.calls.length;
+  t.equal((await a2.allocate(P, { prefer: web })).identity.id, web, 'restored endpoint: its number, without the apiserver');
+  t.equal(api.calls.length, calls, 'no request');
+  await t.rejects(a2.allocate(parseLabels(['k8s:app=new'])), /apiserver did not answer/, 'a new one still fails closed');
+  // the apiserver answers: listed, checked
+  api.down = false;
+  api.watch((ev) => second.onEvent(ev));
+  list();
+  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+  t.same(api.identities.get(String(web))?.['security-labels'], { 'k8s:app': 'web', 'k8s:io.kubernetes.pod.namespace': 'default' }, 'the held one deleted meanwhile: created again');
+  t.same(api.identities.get(String(db))?.['security-labels'], { 'k8s:app': 'thief' }, 'the taken number is not overwritten');
+  t.notOk(second.held().has(db), 'and no longer held');
+  await second.close();
+  t.same(JSON.parse(readFileSync(journalFile(dir), 'utf8')).held.map((h: { id: number }) => h.id), [web]);
+});
+
+t.test('an unreadable journal stops the load naming the file and the fix', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cellium-crd-journal-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(journalFile(dir), '{"version":1,"held":[{"id":"x"}]}');
+  const b = new CrdIdentityBackend(new FakeApiserver(), { synced: Promise.resolve() }, silentLogger(), new HeldJournal(journalFile(dir)));
+  await t.rejects(b.load(), /identity journal .*identities-crd\.json is unreadable \(\/held\/0 must be .*\): move it aside/);
 });

@@ -71,7 +71,7 @@ export class LocalIdentityAllocator implements IdentityAllocator {
   load(): Promise<void> {
     this.loaded ??= this.backend.load().then((stored) => {
       const shared = !!this.backend.events$;
-      for (const s of stored) this.mirror(s, !shared);
+      for (const s of stored) this.mirror(s, !shared || s.held === true);
       this.log?.info({ backend: this.backend.name, restored: stored.length }, 'identities restored');
       // numbers start at a random point when agents share the range, so that they rarely race for one
       if (shared) this.jumpGlobal();

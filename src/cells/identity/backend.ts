@@ -11,6 +11,12 @@ export interface StoredIdentity {
   readonly id: number;
   /** Sorted `source:key=value` labels. */
   readonly labels: readonly string[];
+  /**
+   * A cluster-wide backend's identity this node held before its restart (the CiliumIdentity
+   * backend's journal): taken by restored endpoints without asking the backend, which checks it
+   * once it answers.
+   */
+  readonly held?: boolean;
 }
 
 /** A store of global identities. */

@@ -12,6 +12,8 @@
  *
  * An identity this node holds stays alive: the GC's mark (`io.cilium.heartbeat`) on one is removed
  * as soon as the watch shows it, and one deleted while held here is created again, create-only.
+ * The held ones are kept in a journal in the state directory (journal.ts), so that they work
+ * across a restart while the apiserver is down.
  */
 import { Subject } from 'rxjs';
 import type { Logger } from '../../hive/logger.js';
@@ -21,6 +23,7 @@ import type { IdentityBackend, IdentityBackendEvent, StoredIdentity } from '../i
 import type { ResourceEvent } from '../k8s/index.js';
 import { HEARTBEAT_ANNOTATION, type CiliumIdentity, type IdentityApi } from './api.js';
 import { IdentityRequestError, badIdentityObject } from './errors.js';
+import type { HeldJournal } from './journal.js';
 import { idOf, identityObject, labelsOf } from './objects.js';
 
 /** What the backend reads the cluster's identities from: a Resource of CiliumIdentities. */
@@ -57,6 +60,10 @@ export class CrdIdentityBackend implements IdentityBackend {
     private readonly api: Pick<IdentityApi, 'get' | 'create' | 'unmark'>,
     private readonly source: IdentitySource,
     private readonly log: Logger,
+    /** Where the held identities are kept across restarts (none: not kept). */
+    private readonly journal?: HeldJournal,
+    /** How long load waits for the list before it answers with the journal alone (ms). */
+    private readonly syncWaitMs = 2000,
   ) {}
 
   /** A change of the CiliumIdentity Resource (the cell's observer job `ciliumidentities`). */
@@ -141,10 +148,54 @@ export class CrdIdentityBackend implements IdentityBackend {
     }
   }
 
-  /** See IdentityBackend: every identity of the cluster once the list is in (then watched). */
+  /**
+   * See IdentityBackend: the identities this node held before (the journal, `held`), and every
+   * identity of the cluster once the list is in; without an answer within `syncWaitMs` the
+   * journal's alone (the list comes through the watch's events later). Once listed, the held
+   * ones are checked: one deleted meanwhile is created again, one whose number another label
+   * set took is a conflict, logged and no longer held.
+   */
   async load(): Promise<readonly StoredIdentity[]> {
-    await this.source.synced;
-    return [...this.byId].map(([id, k]) => ({ id, labels: k.labels }));
+    const held = (await this.journal?.load()) ?? [];
+    for (const h of held) this.mine.set(h.id, h.labels.join(';'));
+    let timer: NodeJS.Timeout | undefined;
+    const synced = await Promise.race([
+      this.source.synced.then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), this.syncWaitMs))),
+    ]);
+    clearTimeout(timer);
+    if (synced) this.checkHeld();
+    else {
+      this.log.warn({ held: held.length, waitedMs: this.syncWaitMs }, 'CiliumIdentities not listed yet (apiserver unreachable?): the identities this node held are used as they were; checked once listed');
+      void this.source.synced.then(() => this.checkHeld());
+    }
+    const ids = new Set(held.map((h) => h.id));
+    return [...held.map((h) => ({ id: h.id, labels: h.labels, held: true })), ...[...this.byId].filter(([id]) => !ids.has(id)).map(([id, k]) => ({ id, labels: k.labels }))];
+  }
+
+  /** The held identities against the apiserver's: created again when gone, unmarked when marked, dropped on a conflict. */
+  private checkHeld(): void {
+    if (this.closed) return;
+    for (const [id, key] of [...this.mine]) {
+      const k = this.byId.get(id);
+      if (!k) {
+        this.keepAlive(() => this.recreate(id, { obj: identityObject(id, key.split(';')), key, labels: key.split(';') }));
+        continue;
+      }
+      if (k.key !== key) {
+        this.mine.delete(id);
+        this.log.error({ id, labels: key, now: k.key }, 'identity held here before the restart has another label set in the apiserver (deleted and taken while this node was down): this node\'s endpoints with it keep it until they are regenerated');
+        continue;
+      }
+      const mark = k.obj.metadata.annotations?.[HEARTBEAT_ANNOTATION];
+      if (mark !== undefined) this.keepAlive(() => this.unmark(id, mark));
+    }
+    this.keepAlive(() => this.persist());
+  }
+
+  /** Writes the held set to the journal. */
+  private async persist(): Promise<void> {
+    await this.journal?.save(() => [...this.mine].map(([id, key]) => ({ id, labels: key.split(';') })));
   }
 
   /** See IdentityBackend. */
@@ -172,8 +223,9 @@ export class CrdIdentityBackend implements IdentityBackend {
       if (this.closed) throw new IdentityRequestError(0, `kubernetes: claiming identity ${id}: the agent is stopping`);
       try {
         const known = this.lowest(key);
-        if (known !== undefined && (await this.claimExisting(known, key, signal))) return known;
-        return await this.claimNew(key, labels, id, signal);
+        const got = known !== undefined && (await this.claimExisting(known, key, signal)) ? known : await this.claimNew(key, labels, id, signal);
+        if (got !== undefined) await this.persist();
+        return got;
       } catch (err) {
         if (!signal || signal.aborted || !(err instanceof IdentityRequestError) || !err.retryable) throw err;
         await sleep(exponentialBackoff(attempt, 100, 1000), signal).catch(() => undefined);
@@ -224,17 +276,20 @@ export class CrdIdentityBackend implements IdentityBackend {
 
   /** See IdentityBackend: this node no longer holds the number (references are counted by CiliumEndpoints and holders, not written). */
   async remove(key: string, id?: number): Promise<void> {
+    const before = this.mine.size;
     if (id !== undefined) {
       if (this.mine.get(id) === key) this.mine.delete(id);
-      return;
+    } else {
+      for (const [n, k] of this.mine) if (k === key) this.mine.delete(n);
     }
-    for (const [n, k] of this.mine) if (k === key) this.mine.delete(n);
+    if (this.mine.size !== before) await this.persist();
   }
 
   /** See IdentityBackend: no write starts any more; keep-alive writes in flight are waited for a moment. */
   async close(): Promise<void> {
     this.closed = true;
     await Promise.race([Promise.all([...this.inflight]), new Promise((r) => setTimeout(r, 1000).unref())]);
+    await this.journal?.idle();
     this.subject.complete();
   }
 }

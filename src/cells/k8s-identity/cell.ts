@@ -7,17 +7,19 @@ import { LoggerToken } from '../../hive/logger.js';
 import { IdentityBackendChoicesToken, IdentityConfigToken, type IdentityBackendChoice } from '../identity/index.js';
 import { K8sClientToken, K8sConfigToken, newResource } from '../k8s/index.js';
 import { CepApi } from '../k8s-endpoint-sync/index.js';
+import { StateDirConfigToken } from '../statedir/index.js';
 import { IdentityApi, type CiliumIdentity } from './api.js';
 import { CrdIdentityBackend } from './backend.js';
 import { CrdIdentityConfigToken, crdIdentityConfigSchema } from './config.js';
 import { CrdIdentityGC } from './gc.js';
+import { HeldJournal, journalFile } from './journal.js';
 import { electionTiming, LeaseElector } from './lease.js';
 
 /** The name of the identity GC's Lease. */
 export const GC_LEASE_NAME = 'cellium-identity-gc';
 
 const choiceDeps = {
-  client: K8sClientToken, k8s: K8sConfigToken, idcfg: IdentityConfigToken, cfg: CrdIdentityConfigToken,
+  client: K8sClientToken, k8s: K8sConfigToken, idcfg: IdentityConfigToken, cfg: CrdIdentityConfigToken, sd: StateDirConfigToken,
   lc: LifecycleToken, jobs: JobsToken, health: HealthToken, log: LoggerToken,
 } as const;
 
@@ -39,7 +41,7 @@ function newChoice(d: DepsValues<typeof choiceDeps>): IdentityBackendChoice {
       const resource = newResource<CiliumIdentity>(d.client, d.lc, d.health, d.log, 'ciliumidentities', {
         path: '/apis/cilium.io/v2/ciliumidentities', minBackoffMs: 500, maxBackoffMs: 30_000,
       });
-      const backend = new CrdIdentityBackend(api, resource, d.log);
+      const backend = new CrdIdentityBackend(api, resource, d.log, new HeldJournal(journalFile(d.sd.stateDir)));
       d.jobs.observer('ciliumidentities', resource.events(), (ev) => backend.onEvent(ev), { immediate: true, sync: true });
       const timing = electionTiming(d.cfg.identityGcLeaseDuration);
       const elector = new LeaseElector(api, d.cfg.identityGcLeaseNamespace, GC_LEASE_NAME, d.k8s.k8sNodeName, timing, d.log);

@@ -43,3 +43,8 @@ export function noAnswer(verb: string, resource: string, name: string, cause: un
 export function badIdentityObject(name: string, why: string): K8sError {
   return new K8sError('api', `kubernetes: CiliumIdentity ${name} is ignored: ${why}; fix or delete it (kubectl delete ciliumidentity ${name})`);
 }
+
+/** The journal of held identities exists but cannot be read. */
+export function badJournal(file: string, why: string): K8sError {
+  return new K8sError('config', `identity journal ${file} is unreadable (${why}): move it aside (mv ${file} ${file}.bad) and start again; restored endpoints then take their identities from the apiserver once it answers`);
+}

@@ -8,6 +8,7 @@ export { CrdIdentityBackend, type IdentitySource } from './backend.js';
 export { CrdIdentityGC, type GCDeps, type GCRound } from './gc.js';
 export { LeaseElector, electionTiming, type ElectionTiming } from './lease.js';
 export { identityObject, labelsOf, idOf } from './objects.js';
+export { HeldJournal, journalFile, type HeldIdentity } from './journal.js';
 export { CrdIdentityConfigToken, crdIdentityConfigSchema, type CrdIdentityConfig } from './config.js';
 export { IdentityRequestError } from './errors.js';
 export { k8sIdentityCell, GC_LEASE_NAME } from './cell.js';
