@@ -49,3 +49,29 @@ export function eventReporter(client: K8sClient, node: string): InvalidReporter 
     await api.createNamespacedEvent({ namespace: (body.metadata as { namespace: string }).namespace, body: body as never });
   };
 }
+
+/** How many reported objects `onceReporter` remembers (the oldest is forgotten first). */
+export const REPORTED_CAPACITY = 4096;
+
+/**
+ * Reports each invalid object version once: the same object (uid, or namespace/name), at the same
+ * resourceVersion, with the same error, seen again (a relist after a watch expired, a resync) makes
+ * no second Event. A new version, or another error, is reported. A failed report is forgotten, so
+ * the next sighting tries again. Remembers the last `capacity` reports.
+ */
+export function onceReporter(report: InvalidReporter, capacity = REPORTED_CAPACITY): InvalidReporter {
+  const seen = new Set<string>();
+  return async (kind, obj, err) => {
+    const m = obj.metadata ?? {};
+    const key = [kind, m.uid ?? `${m.namespace ?? ''}/${m.name ?? ''}`, m.resourceVersion ?? '', err.pointer, err.message].join('\0');
+    if (seen.has(key)) return;
+    seen.add(key);
+    if (seen.size > capacity) seen.delete(seen.values().next().value as string);
+    try {
+      await report(kind, obj, err);
+    } catch (e) {
+      seen.delete(key);
+      throw e;
+    }
+  };
+}
