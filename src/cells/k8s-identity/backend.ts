@@ -190,12 +190,12 @@ export class CrdIdentityBackend implements IdentityBackend {
       const mark = k.obj.metadata.annotations?.[HEARTBEAT_ANNOTATION];
       if (mark !== undefined) this.keepAlive(() => this.unmark(id, mark));
     }
-    this.keepAlive(() => this.persist());
+    this.persist();
   }
 
-  /** Writes the held set to the journal. */
-  private async persist(): Promise<void> {
-    await this.journal?.save(() => [...this.mine].map(([id, key]) => ({ id, labels: key.split(';') })));
+  /** Writes the held set to the journal (in the background). */
+  private persist(): void {
+    this.journal?.schedule(() => [...this.mine].map(([id, key]) => ({ id, labels: key.split(';') })));
   }
 
   /** See IdentityBackend. */
@@ -224,7 +224,7 @@ export class CrdIdentityBackend implements IdentityBackend {
       try {
         const known = this.lowest(key);
         const got = known !== undefined && (await this.claimExisting(known, key, signal)) ? known : await this.claimNew(key, labels, id, signal);
-        if (got !== undefined) await this.persist();
+        if (got !== undefined) this.persist();
         return got;
       } catch (err) {
         if (!signal || signal.aborted || !(err instanceof IdentityRequestError) || !err.retryable) throw err;
@@ -282,7 +282,7 @@ export class CrdIdentityBackend implements IdentityBackend {
     } else {
       for (const [n, k] of this.mine) if (k === key) this.mine.delete(n);
     }
-    if (this.mine.size !== before) await this.persist();
+    if (this.mine.size !== before) this.persist();
   }
 
   /** See IdentityBackend: no write starts any more; keep-alive writes in flight are waited for a moment. */

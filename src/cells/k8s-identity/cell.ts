@@ -41,7 +41,7 @@ function newChoice(d: DepsValues<typeof choiceDeps>): IdentityBackendChoice {
       const resource = newResource<CiliumIdentity>(d.client, d.lc, d.health, d.log, 'ciliumidentities', {
         path: '/apis/cilium.io/v2/ciliumidentities', minBackoffMs: 500, maxBackoffMs: 30_000,
       });
-      const backend = new CrdIdentityBackend(api, resource, d.log, new HeldJournal(journalFile(d.sd.stateDir)));
+      const backend = new CrdIdentityBackend(api, resource, d.log, new HeldJournal(journalFile(d.sd.stateDir), (err) => d.log.warn({ err: err.message }, 'could not write the journal of held identities; written again with the next change')));
       d.jobs.observer('ciliumidentities', resource.events(), (ev) => backend.onEvent(ev), { immediate: true, sync: true });
       const timing = electionTiming(d.cfg.identityGcLeaseDuration);
       const elector = new LeaseElector(api, d.cfg.identityGcLeaseNamespace, GC_LEASE_NAME, d.k8s.k8sNodeName, timing, d.log);

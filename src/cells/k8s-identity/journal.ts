@@ -29,8 +29,12 @@ export function journalFile(stateDir: string): string {
 export class HeldJournal {
   private readonly writer: CoalescedFile;
 
-  constructor(readonly file: string) {
-    this.writer = new CoalescedFile(file);
+  /** `onError`: told of every failed write (the next change writes again). */
+  constructor(
+    readonly file: string,
+    onError?: (err: Error) => void,
+  ) {
+    this.writer = new CoalescedFile(file, onError);
   }
 
   /** What the file holds ([] when there is none). */
@@ -59,11 +63,13 @@ export class HeldJournal {
     });
   }
 
-  /** Writes the held set (coalesced); throws when the write that holds it failed. */
-  async save(held: () => readonly HeldIdentity[]): Promise<void> {
+  /**
+   * Writes the held set in the background (coalesced with other changes). Not waited for by an
+   * allocation: one a crash kept out of the file is only missing at a restart without the
+   * apiserver, where its endpoint then waits for the apiserver (fail closed).
+   */
+  schedule(held: () => readonly HeldIdentity[]): void {
     this.writer.schedule(() => `${JSON.stringify({ version: VERSION, held: [...held()].sort((a, b) => a.id - b.id) })}\n`);
-    await this.writer.idle();
-    if (this.writer.lastError) throw this.writer.lastError;
   }
 
   /** Waits for pending writes. */
