@@ -90,6 +90,36 @@ t.test('a deny by name denies the destination\'s number over a wider allow', asy
   t.equal(v(80), 'allowed', 'the rest allowed');
 });
 
+t.test('until every source listed (the map not complete), a deny by name denies every port of its protocol; completion re-resolves', async (t) => {
+  const { repo, alloc, h } = await policyHive(t);
+  const map = h.get(NamedPortMapToken);
+  const client = alloc.id('k8s:app=client');
+  const web = alloc.id('k8s:app=web');
+  const listed = map.pending('ciliumendpoints');
+  t.notOk(map.complete, 'not complete while a source has not listed');
+  repo.import(rules({
+    endpointSelector: { matchLabels: { app: 'client' } },
+    egress: [{ toEndpoints: [{}] }],
+    egressDeny: [{ toEndpoints: [{ matchLabels: { app: 'web' } }], toPorts: [{ ports: [{ port: 'admin', protocol: 'TCP' }] }] }],
+  }));
+  map.upsert('endpoint:1', web.id, [port('admin', 9999)]);
+  const v = (proto: number, p: number) => lpmVerdict(repo.resolve(client).entries, 'egress', web.id, proto, p);
+  t.equal(v(TCP, 9999), 'denied', 'the known number denied');
+  t.equal(v(TCP, 80), 'denied', 'every TCP port denied: another node\'s web pod may call 80 admin');
+  t.equal(v(UDP, 80), 'allowed', 'another protocol is not concerned');
+  const changes: PolicyChange[] = [];
+  const sub = repo.changes$.subscribe((c) => changes.push(c));
+  t.teardown(() => sub.unsubscribe());
+  listed();
+  t.ok(map.complete, 'complete once it listed');
+  t.equal(changes.length, 1, 'completion is a policy change');
+  t.same([...(changes[0]!.affected as Set<number>)], [client.id], 'of the endpoints whose rules use a name on egress');
+  t.equal(v(TCP, 9999), 'denied', 'the number still denied');
+  t.equal(v(TCP, 80), 'allowed', 'the rest allowed again');
+  listed();
+  t.equal(changes.length, 1, 'done twice: nothing more');
+});
+
 t.test('a change of the map is a policy change of the endpoints whose egress rules use the name, and re-resolves them', async (t) => {
   const { repo, map, ids, v } = await fromClient(t, [toApps([{ port: 'http', protocol: 'TCP' }])]);
   const changes: PolicyChange[] = [];

@@ -64,14 +64,20 @@ const remoteDeps = { ceps: CiliumEndpointsToken, namedPorts: NamedPortMapToken, 
 /**
  * Feeds the named-port map with the endpoints of other nodes, from the CiliumEndpoint watch
  * (remote-named-ports.ts): upserted as they come, removed when deleted or when they no longer
- * contribute. Without Kubernetes there is nothing to watch.
+ * contribute. Until the first list synced the map is not complete (registered at construction, so
+ * restored endpoints regenerate with it incomplete: an egress deny by name denies every port of its
+ * protocol meanwhile). Without Kubernetes there is nothing to watch.
  */
 function watchRemoteNamedPorts({ ceps, namedPorts, kv, jobs, log }: DepsValues<typeof remoteDeps>): void {
   if (!ceps) return;
   const localNode = detectNodeIP(kv.nodeIp);
   const reported = new Map<string, string>();
+  const listed = namedPorts.pending('ciliumendpoints');
   jobs.observer('cep-named-ports', ceps.events(), (ev) => {
-    if (ev.kind === 'sync') return;
+    if (ev.kind === 'sync') {
+      listed();
+      return;
+    }
     const got = cepNamedPorts(ev.object, localNode);
     if (ev.kind === 'delete' || !got.contribution) {
       namedPorts.remove(got.owner);

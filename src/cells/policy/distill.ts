@@ -16,7 +16,9 @@
  * (its pod's container port); one of an egress section resolves per peer identity, to the numbers
  * the endpoints of that identity declare under the name (the node's named-port map; the wildcard
  * peer: any endpoint's). A name nobody declares drops out, and a section whose ports all drop out
- * allows (or denies) nothing for that peer: never every port.
+ * allows (or denies) nothing for that peer: never every port. While the named-port map is not
+ * complete (another node's endpoints not listed yet), an egress deny by name denies every port of
+ * its protocol to the peers it selects: the name might stand for any number there.
  */
 import type { Direction, PolicyEntry } from '../../datapath/types.js';
 import { contains, isPrefixBlock, rangeOf, subtract, type Range } from './ports.js';
@@ -69,11 +71,20 @@ export function resolveEgressNamedPorts(ports: readonly PortProto[], identity: n
   return ports.flatMap((p) => (p.name === undefined ? [p] : egressPorts(p.name, p.protocol, identity).map((port) => ({ protocol: p.protocol, port }))));
 }
 
+/** `ports` with every named port widened to every port of its protocol (a deny while the map is not complete). */
+function widenNamedPorts(ports: readonly PortProto[]): PortProto[] {
+  return ports.map((p) => (p.name === undefined ? p : { protocol: p.protocol, port: 0 }));
+}
+
 /**
  * Computes the map state of an endpoint selected by `rules` (in evaluation order), with its named
- * ports (ingress names) and the node's named-port map (egress names).
+ * ports (ingress names) and the node's named-port map (egress names; `egressComplete` false while
+ * it may miss endpoints: egress denies by name then deny every port of their protocol).
  */
-export function distill(rules: readonly CompiledRule[], peers: PeerResolver, revision: number, namedPorts: readonly NamedPort[] = [], egressPorts: EgressPortResolver = NO_EGRESS_NAMES): ResolvedPolicy {
+export function distill(
+  rules: readonly CompiledRule[], peers: PeerResolver, revision: number, namedPorts: readonly NamedPort[] = [],
+  egressPorts: EgressPortResolver = NO_EGRESS_NAMES, egressComplete = true,
+): ResolvedPolicy {
   const out = new EntryMap();
   const enforced = { ingress: false, egress: false };
   for (const r of rules) {
@@ -86,8 +97,9 @@ export function distill(rules: readonly CompiledRule[], peers: PeerResolver, rev
     for (const s of r.sections) {
       if (s.direction === 'egress' && s.ports.some((p) => p.name !== undefined)) {
         // the numbers depend on the peer: resolved per peer identity
+        const widened = s.deny && !egressComplete ? widenNamedPorts(s.ports) : undefined;
         for (const sel of s.peers) {
-          for (const identity of peers(sel)) for (const p of resolveEgressNamedPorts(s.ports, identity, egressPorts)) out.put(identity, s.direction, p, s.deny);
+          for (const identity of peers(sel)) for (const p of widened ?? resolveEgressNamedPorts(s.ports, identity, egressPorts)) out.put(identity, s.direction, p, s.deny);
         }
         continue;
       }

@@ -7,7 +7,9 @@
  * Endpoints of one identity that declare different numbers for one name all count (the union:
  * Kubernetes does not make them agree, Cilium does the same). A name nobody declares resolves to
  * nothing. Every change reports the names whose resolution it may have changed, so the policy
- * repository recomputes the endpoints whose egress rules use them.
+ * repository recomputes the endpoints whose egress rules use them. Until every source registered
+ * with `pending` has listed, the map is not `complete`: endpoints may be missing, so a deny by name
+ * denies every port of its protocol meanwhile (fail closed; distill.ts).
  */
 import type { NamedPort, NamedPortMap as NamedPortMapContract } from './types.js';
 
@@ -17,8 +19,8 @@ interface Owned {
   readonly ports: readonly NamedPort[];
 }
 
-/** Called with the names whose resolution a change may have changed (never empty). */
-export type NamedPortListener = (names: ReadonlySet<string>) => void;
+/** Called with the names whose resolution a change may have changed (never empty; 'all': every name). */
+export type NamedPortListener = (names: ReadonlySet<string> | 'all') => void;
 
 /** See the module comment. */
 export class NamedPortMultiMap implements NamedPortMapContract {
@@ -26,6 +28,23 @@ export class NamedPortMultiMap implements NamedPortMapContract {
   /** name -> owner -> that owner's ports of the name. */
   private readonly byName = new Map<string, Map<string, Owned>>();
   private readonly listeners: NamedPortListener[] = [];
+  private readonly waiting = new Set<string>();
+  private seq = 0;
+
+  /** See NamedPortMap. */
+  get complete(): boolean {
+    return this.waiting.size === 0;
+  }
+
+  /** See NamedPortMap: `done` is idempotent; the last one reports 'all'. */
+  pending(source: string): () => void {
+    const key = `${source}#${++this.seq}`;
+    this.waiting.add(key);
+    return () => {
+      if (!this.waiting.delete(key) || this.waiting.size) return;
+      for (const fn of this.listeners) fn('all');
+    };
+  }
 
   /** Registers a listener for changes (called synchronously, inside `upsert`/`remove`). */
   onChange(fn: NamedPortListener): void {

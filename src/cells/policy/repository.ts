@@ -138,7 +138,7 @@ export class Repository implements PolicyRepository {
     const key = rules.map((r) => r.seq).join(',') + (named ? `|${namedPortsKey(namedPorts)}` : '');
     let resolved = this.resolved.get(key);
     if (!resolved) {
-      resolved = distill(rules, (sel) => this.identitiesOf(sel), this.rev, named ? namedPorts : [], this.egressPorts);
+      resolved = distill(rules, (sel) => this.identitiesOf(sel), this.rev, named ? namedPorts : [], this.egressPorts, this.namedPortMap?.complete ?? true);
       this.resolved.set(key, resolved);
     }
     return resolved;
@@ -284,14 +284,15 @@ export class Repository implements PolicyRepository {
   }
 
   /**
-   * Names of the named-port map changed: the endpoints selected by rules that use one of them on
-   * egress must be regenerated (a new revision, like a selection change); nothing else is.
+   * Names of the named-port map changed (or all of them: the map became complete): the endpoints
+   * selected by rules that use one of them on egress must be regenerated (a new revision, like a
+   * selection change); nothing else is.
    */
-  private onNamedPorts(names: ReadonlySet<string>): void {
+  private onNamedPorts(names: ReadonlySet<string> | 'all'): void {
     const affected = this.mutation ?? new Set<number>();
     let used = false;
     for (const r of this.rules.values()) {
-      if (!r.egressPortNames.some((n) => names.has(n))) continue;
+      if (!r.egressPortNames.some((n) => names === 'all' || names.has(n))) continue;
       used = true;
       for (const id of this.cache.identitiesOf(r.subject.key)) affected.add(id);
     }

@@ -119,8 +119,15 @@ export interface NamedPortMap {
   remove(owner: string): void;
   /** The numbers `name`/`protocol` stands for at peer `identity` (0: at any endpoint), sorted; empty when none. */
   ports(name: string, protocol: number, identity: number): number[];
-  /** Registers a listener called (synchronously) with the names a change may have changed. */
-  onChange(fn: (names: ReadonlySet<string>) => void): void;
+  /** Registers a listener called (synchronously) with the names a change may have changed ('all': every name). */
+  onChange(fn: (names: ReadonlySet<string> | 'all') => void): void;
+  /**
+   * Registers a source that has not listed yet (the CiliumEndpoint watch before its first sync):
+   * until every such source called its `done`, the map is not `complete`. Completion reports 'all'.
+   */
+  pending(source: string): () => void;
+  /** Whether every registered source has listed (a deny by name denies every port until then). */
+  readonly complete: boolean;
   /** How many owners contribute. */
   readonly size: number;
 }
