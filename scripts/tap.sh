@@ -7,8 +7,14 @@ cd "$(dirname "$0")/.."
 base="${TMPDIR:-/tmp}"
 run_tmp="$(mktemp -d "$base/cellium-test-XXXXXX")"
 chmod 1777 "$run_tmp" # like /tmp: tests that run a process as another user (nobody) make their files here too
-# ts-node's compile cache is meant to outlive the run: kept beside the run's directory, not in it
-export V8_COMPILE_CACHE_CACHE_DIR="${V8_COMPILE_CACHE_CACHE_DIR:-$base/cellium-test-v8-cache-$(id -u)}"
+# tap generates its test class for the plugins package.json names; "tap.plugin" drops
+# @tapjs/typescript (ts-node: it loads the whole compiler into every test process) because
+# test/loader runs the TypeScript, from a cache. After npm ci the class still has it: generate it
+# once now, as tap would on its first run (which would still load ts-node for that run).
+if grep -q 'from "@tapjs/typescript"' node_modules/@tapjs/test/test-built/dist/esm/index.js 2>/dev/null; then
+  echo "test: generating tap's test class for package.json's plugins (npx tap build)"
+  npx tap build >/dev/null
+fi
 # the agent's default BPF root: a test that pins there (socket LB links on the machine's root
 # cgroup) escaped its own root; absent before the run, it must be absent after it
 default_root=/sys/fs/bpf/cellium

@@ -28,8 +28,9 @@ export function initialize(data) {
   mkdirSync(data.cacheDir, { recursive: true });
 }
 
-const TS_URL = /\.(ts|mts|cts)$/;
-const JS_SPECIFIER = /\.(js|mjs|cjs)$/;
+const TS_URL = /\.(ts|mts|cts)(?=[?#]|$)/;
+// the extension, before a query or hash (tap's t.mockImport resolves './x.js?tapmock=...')
+const JS_SPECIFIER = /\.(js|mjs|cjs)(?=[?#]|$)/;
 
 /** './x.js' that does not exist resolves to './x.ts' beside it (the specifiers tsc's NodeNext wants). */
 export async function resolve(specifier, context, next) {
@@ -45,7 +46,7 @@ export async function resolve(specifier, context, next) {
 /** Loads a .ts module from the cache, transpiling it (and caching the result) on a miss. */
 export async function load(url, context, next) {
   if (!url.startsWith('file:') || !TS_URL.test(url)) return next(url, context);
-  const path = fileURLToPath(url);
+  const path = fileURLToPath(url.replace(/[?#].*$/, ''));
   const source = await readFile(path, 'utf8');
   const commonjs = path.endsWith('.cts');
   const key = createHash('sha256').update(salt).update(path).update('\0').update(source).digest('hex');
