@@ -25,7 +25,6 @@ export function initialize(data) {
   const require = createRequire(data.tsconfig);
   const version = JSON.parse(readFileSync(require.resolve('typescript/package.json'), 'utf8')).version;
   salt = `${version}\0${readFileSync(data.tsconfig, 'utf8')}\0`;
-  mkdirSync(data.cacheDir, { recursive: true });
 }
 
 const TS_URL = /\.(ts|mts|cts)(?=[?#]|$)/;
@@ -56,10 +55,14 @@ export async function load(url, context, next) {
     output = readFileSync(cached, 'utf8');
   } catch {
     output = await transpile(path, source, commonjs);
-    mkdirSync(dirname(cached), { recursive: true });
-    const temp = `${cached}.${process.pid}.tmp`;
-    writeFileSync(temp, output);
-    renameSync(temp, cached); // atomic: a process reading at the same time sees all of it or nothing
+    try {
+      mkdirSync(dirname(cached), { recursive: true });
+      const temp = `${cached}.${process.pid}.tmp`;
+      writeFileSync(temp, output);
+      renameSync(temp, cached); // atomic: a process reading at the same time sees all of it or nothing
+    } catch {
+      // a cache this process may not write (a test's child running as nobody): it runs uncached
+    }
   }
   return { format: commonjs ? 'commonjs' : 'module', source: output, shortCircuit: true };
 }

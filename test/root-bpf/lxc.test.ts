@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
+import { TS_LOADER_ARGV } from '../loader/argv.js';
 import { DropEventReader } from '../../src/monitor/index.js';
 import { BpfError, type AttachMode } from '../../src/bpf/index.js';
 import { openIPCacheMap, openPolicyMap, readDropCounters, syncPolicyMap, type PolicyMap } from '../../src/maps/index.js';
@@ -137,7 +138,7 @@ t.test('programs survive the loading process; another process replaces them thro
   const { root, topo, cfg } = setup(t);
   const opts = { bpfRoot: root, netns: topo.hostNsPath };
   const child = join(dirname(fileURLToPath(import.meta.url)), '..', 'bpf', 'fixtures', 'load-child.ts');
-  const out = execFileSync(process.execPath, [...process.execArgv.filter((a) => a.includes('typescript')), child, JSON.stringify(cfg()), JSON.stringify(opts)], {
+  const out = execFileSync(process.execPath, [...TS_LOADER_ARGV, child, JSON.stringify(cfg()), JSON.stringify(opts)], {
     encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
   });
   t.teardown(() => unloadEndpointProgram(7, topo.ifIndex, opts));
