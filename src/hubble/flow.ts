@@ -65,8 +65,14 @@ function layer4(e: MonitorEvent): Layer4 | undefined {
   }
 }
 
+/** The pod's own name: the endpoint model names pods `namespace/name`, Hubble's pod_name is the name alone. */
+export function bareName(pod: string | undefined, namespace: string | undefined): string {
+  if (!pod) return '';
+  return namespace && pod.startsWith(`${namespace}/`) ? pod.slice(namespace.length + 1) : pod;
+}
+
 function endpoint(s: FlowEndpoint): Endpoint {
-  return { ID: s.ID, identity: s.identity, clusterName: '', namespace: s.namespace ?? '', labels: [...s.labels], podName: s.pod_name ?? '', workloads: [] };
+  return { ID: s.ID, identity: s.identity, clusterName: '', namespace: s.namespace ?? '', labels: [...s.labels], podName: bareName(s.pod_name, s.namespace), workloads: [] };
 }
 
 const TRACE_REASONS: Readonly<Record<string, TraceReason>> = {
