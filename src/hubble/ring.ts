@@ -37,6 +37,17 @@ export class FlowRing {
     return this.written;
   }
 
+  /** The sequence number of the oldest flow it holds (seen + 1 when empty). */
+  get oldest(): number {
+    return this.written - this.size + 1;
+  }
+
+  /** The entry with sequence number `seq`, or undefined when it was overwritten or not written yet. */
+  at(seq: number): RingEntry | undefined {
+    const e = this.slots[(seq - 1) % this.capacity];
+    return e?.seq === seq ? e : undefined;
+  }
+
   /** The flows it holds, oldest first. */
   snapshot(): RingEntry[] {
     const n = this.size;

@@ -2,8 +2,7 @@
  * GetFlows (observer.Observer/GetFlows): the stored flows a request selects (the last or first
  * `number`, or those between `since` and `until`, after its whitelist and blacklist), then with
  * `follow` every new matching flow, until the client cancels or the agent stops. A client slower
- * than the flows loses them rather than making the agent buffer: while its stream's buffer is
- * full, flows for it are counted, then reported as one lost_events (OBSERVER_EVENTS_QUEUE).
+ * than the flows lags behind in the ring and is told how many it lost (HUBBLE_RING_BUFFER).
  */
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import { compileFilters, flowpb, observerpb, timestamp, timestampNs, type RingEntry } from '../../hubble/index.js';
@@ -45,42 +44,59 @@ function lostResponse(lost: flowpb.LostEvent, node: string): observerpb.GetFlows
   return { lostEvents: lost, nodeName: node, time: timestamp(BigInt(Date.now()) * 1_000_000n) };
 }
 
-/** Serves one GetFlows call; `onEnd` runs once when it is over. */
+/**
+ * Serves one GetFlows call. A follower reads the ring from where it is: new flows wake it, and
+ * while its stream's buffer is full it waits for the drain, so a slow client lags behind instead of
+ * making the agent buffer; flows the ring overwrote before it read them are reported as one
+ * lost_events (HUBBLE_RING_BUFFER), as Hubble does.
+ */
 export function serveGetFlows(call: Call, observer: HubbleObserver): void {
   const req = call.request;
   const node = observer.nodeName;
+  const ring = observer.ring;
   const match = compileFilters(req.whitelist, req.blacklist);
   const until = req.until && timestampNs(req.until);
-  for (const e of storedFlows(req, observer.ring.snapshot(), match)) call.write(flowResponse(e, node));
+  for (const e of storedFlows(req, ring.snapshot(), match)) call.write(flowResponse(e, node));
   if (!req.follow) {
     call.end();
     return;
   }
-  let lost = 0;
-  const onItem = (item: ObserverItem): void => {
-    if (item.kind === 'flow') {
-      if (until !== undefined && timestampNs(item.entry.flow.time!) > until) {
-        sub.unsubscribe();
-        call.end();
-        return;
+  let next = ring.seen + 1;
+  let blocked = false;
+  let ended = false;
+  const end = (): void => {
+    if (ended) return;
+    ended = true;
+    sub.unsubscribe();
+    call.end();
+  };
+  const pump = (): void => {
+    while (!blocked && !ended && next <= ring.seen) {
+      if (next < ring.oldest) {
+        const lost = ring.oldest - next;
+        next = ring.oldest;
+        blocked = !call.write(lostResponse({ source: flowpb.LostEventSource.HUBBLE_RING_BUFFER, numEventsLost: lost, cpu: undefined }, node));
+        continue;
       }
-      if (!match(item.entry.flow)) return;
+      const e = ring.at(next++)!;
+      if (until !== undefined && timestampNs(e.flow.time!) > until) return end();
+      if (match(e.flow)) blocked = !call.write(flowResponse(e, node));
     }
-    const count = item.kind === 'lost' ? item.lost.numEventsLost : 1;
-    if (call.writableNeedDrain) {
-      lost += count;
-      return;
-    }
-    call.write(item.kind === 'flow' ? flowResponse(item.entry, node) : lostResponse(item.lost, node));
+  };
+  const onItem = (item: ObserverItem): void => {
+    if (item.kind === 'flow') pump();
+    else if (!blocked) blocked = !call.write(lostResponse(item.lost, node));
   };
   // not a job: one call's stream, unsubscribed when the call ends or is cancelled
-  const sub = observer.items$.subscribe({ next: onItem, complete: () => call.end() });
+  const sub = observer.items$.subscribe({ next: onItem, complete: end });
   call.on('drain', () => {
-    if (lost === 0) return;
-    call.write(lostResponse({ source: flowpb.LostEventSource.OBSERVER_EVENTS_QUEUE, numEventsLost: lost, cpu: undefined }, node));
-    lost = 0;
+    blocked = false;
+    pump();
   });
-  const stop = (): void => sub.unsubscribe();
+  const stop = (): void => {
+    ended = true;
+    sub.unsubscribe();
+  };
   call.on('cancelled', stop);
   call.on('close', stop);
   call.on('error', stop);
