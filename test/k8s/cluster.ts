@@ -180,7 +180,15 @@ export async function startCluster(t?: Teardown): Promise<Cluster> {
       const pid = Number(readFileSync(pidFile, 'utf8').split(' ')[0]);
       const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
       process.kill(pid, 'SIGKILL');
-      while (existsSync(`/proc/${pid}`) && !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))) await new Promise((r) => setTimeout(r, 50));
+      // gone, or a zombie; the supervisor may reap it between the two reads
+      const stat = (): string => {
+        try {
+          return readFileSync(`/proc/${pid}/stat`, 'utf8');
+        } catch {
+          return ') Z ';
+        }
+      };
+      while (existsSync(`/proc/${pid}`) && !/\) Z /.test(stat())) await new Promise((r) => setTimeout(r, 50));
       return async () => {
         const log = openSync(join(dir, 'logs', 'kube-apiserver.log'), 'a');
         const p = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', log, log], detached: true });

@@ -7,7 +7,7 @@ import { createSpecValidator } from '../../src/api/spec.js';
 import { apiServerCell } from '../../src/cells/api-server/index.js';
 import { agentStatusCell } from '../../src/cells/agent-status/index.js';
 import { serviceHandlersCell } from '../../src/cells/api-handlers/index.js';
-import { loadBalancerCell } from '../../src/cells/loadbalancer/index.js';
+import { ServiceManagerToken, apiserverServiceKey, loadBalancerCell } from '../../src/cells/loadbalancer/index.js';
 import { statedirCell } from '../../src/cells/statedir/index.js';
 import { ipamCell } from '../../src/cells/ipam/index.js';
 import { DatapathToken } from '../../src/datapath/types.js';
@@ -31,7 +31,7 @@ async function agent(t: Test, dir: string) {
   const tr = new Transport({ socketPath });
   t.teardown(() => tr.close());
   const call = specCaller(t, tr, validator);
-  return Object.assign(call, { health: () => h.get(HealthTreeToken).snapshot(), socketPath, lbMaps: () => h.get(LBMapsToken) });
+  return Object.assign(call, { health: () => h.get(HealthTreeToken).snapshot(), socketPath, lbMaps: () => h.get(LBMapsToken), mgr: () => h.get(ServiceManagerToken) });
 }
 
 function tempDir(t: Test): string {
@@ -74,6 +74,25 @@ t.test('PUT, GET, list and DELETE /service/{id}', async (t) => {
   t.equal((await call('DeleteServiceID', 'DELETE', '/service/3')).status, 200);
   t.equal((await call('DeleteServiceID', 'DELETE', '/service/3')).status, 404);
   t.equal((await call('GetServiceID', 'GET', '/service/3')).status, 404);
+});
+
+t.test('a Service of the apiserver: listed, but PUT and DELETE of its frontend are a 400 naming it and kubectl', async (t) => {
+  const call = await agent(t, tempDir(t));
+  const [fe] = call.mgr().upsert({
+    service: { key: apiserverServiceKey('shop', 'web'), name: 'web', namespace: 'shop', source: 'apiserver', sessionAffinity: false, sessionAffinityTimeoutSec: 0, extTrafficPolicy: 'Cluster', intTrafficPolicy: 'Cluster', sourceRanges: [] },
+    frontends: [{ address: { ip: '10.96.0.10', port: 80, protocol: 'tcp', scope: 'external' }, type: 'ClusterIP' }],
+    backends: [],
+  });
+  t.match((await call('GetServiceID', 'GET', `/service/${fe!.id}`)).body, { spec: { flags: { name: 'web', namespace: 'shop' } } });
+  for (const r of [
+    await call('PutServiceID', 'PUT', `/service/${fe!.id}`, { body: spec('10.96.0.11', 80, ['10.0.1.1']) }),
+    await call('DeleteServiceID', 'DELETE', `/service/${fe!.id}`),
+  ]) {
+    t.equal(r.status, 400);
+    t.match(JSON.stringify(r.body), /is a frontend of the Kubernetes Service shop\/web, which the agent keeps as the apiserver has it; fix: change or delete the Service in Kubernetes \(kubectl edit\|delete service -n shop web\)/);
+  }
+  t.equal((await call('PutServiceID', 'PUT', '/service/999', { body: spec('10.96.0.10', 80, ['10.0.1.1']) })).status, 460, 'its address is not for another ID either');
+  t.ok(call.mgr().service(apiserverServiceKey('shop', 'web')), 'still there');
 });
 
 t.test('bad ServiceSpecs: 400 naming the field, 460 frontend, 461 backend', async (t) => {

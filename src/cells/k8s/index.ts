@@ -25,3 +25,4 @@ export { K8sPodLabels, type PodLabelChange } from './pod-label-source.js';
 export { k8sPodLabelsCell, K8sPodLabelsToken, relabelEndpoints } from './pod-labels-cell.js';
 export { ensureCrds, shippedCrds, SCHEMA_VERSION_ANNOTATION, type CrdOutcome, type EnsureCrdsOptions } from './crds.js';
 export { registerCrds, type CrdRegistrarDeps } from './crd-registrar.js';
+export { warningEvent, createEvent, type EventSubject } from './events.js';

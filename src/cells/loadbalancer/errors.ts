@@ -61,6 +61,12 @@ export function serviceNotFound(id: number | string): LBError {
   return new LBError('not-found', '', `service ${id} does not exist`, 'list the services with `cellium service list`');
 }
 
+/** A frontend of a Service watched from the apiserver, changed or deleted through the API. */
+export function ownedByApiserver(field: string, id: number, serviceKey: string): LBError {
+  const [ns, name] = serviceKey.replace(/^apiserver:/, '').split('/');
+  return new LBError('invalid', field, `service ${id} is a frontend of the Kubernetes Service ${ns}/${name}, which the agent keeps as the apiserver has it`, `change or delete the Service in Kubernetes (kubectl edit|delete service -n ${ns} ${name}); the API changes only services of its own`);
+}
+
 /** Every service ID is taken. */
 export function idsExhausted(max: number): LBError {
   return new LBError('invalid-frontend', '', `all ${max} service IDs are in use`, 'delete services that are no longer needed');

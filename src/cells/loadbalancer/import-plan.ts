@@ -42,7 +42,7 @@ export function planImport(mgr: ServiceManager, upserts: readonly ServiceUpsert[
       const addr = formatL3n4(f.address);
       const other = after.get(addr);
       if (other !== undefined && other !== u.service.key) {
-        const whose = byKey.has(other) ? `${other}, also in this import` : `${other}${other.startsWith('api:') ? ` (service ${other.slice(4)})` : ''}`;
+        const whose = byKey.has(other) ? `${other}, also in this import` : describeHolder(other);
         throw invalidFrontend(`service ${u.service.key} /frontends/${i}/address`, `${addr} is already a frontend of ${whose}`, 'give the Service another address or port, or delete the other service first; nothing of this import was applied');
       }
       after.set(addr, u.service.key);
@@ -51,6 +51,13 @@ export function planImport(mgr: ServiceManager, upserts: readonly ServiceUpsert[
   }
   if (holder.size + fresh > mgr.maxId) throw idsExhausted(mgr.maxId);
   return applyOrder(byKey, holder);
+}
+
+/** Who holds an address, for an error: an API service by its ID, a Service of the apiserver by name. */
+function describeHolder(key: string): string {
+  if (key.startsWith('api:')) return `${key} (service ${key.slice(4)})`;
+  if (key.startsWith('apiserver:')) return `the Kubernetes Service ${key.slice('apiserver:'.length)} (watched from the apiserver)`;
+  return key;
 }
 
 /**

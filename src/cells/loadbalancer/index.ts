@@ -13,7 +13,7 @@ export * from './types.js';
 export { LBConfigToken, lbConfigSchema, MAGLEV_TABLE_SIZES, type LBConfig } from './config.js';
 export { LBError, type LBErrorCode } from './errors.js';
 export { formatL3n4, parseHostPort, parseProto, canonicalIP, isIPv6 } from './addr.js';
-export { LBServiceManager, apiServiceKey } from './manager.js';
+export { LBServiceManager, apiServiceKey, apiserverServiceKey } from './manager.js';
 export { ServiceStore, serviceStoreFile, type StoredService } from './store.js';
 export { specToUpsert, frontendToModel, DEFAULT_BACKEND_WEIGHT } from './api-model.js';
 export { parseManifests, translateService, translateEndpointSlice, DEFAULT_AFFINITY_TIMEOUT_SEC, type K8sManifests, type K8sService, type K8sEndpointSlice } from './k8s.js';

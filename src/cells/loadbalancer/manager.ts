@@ -7,7 +7,7 @@
 import { Subject, type Observable } from 'rxjs';
 import { DesiredTable, type TableStatus } from '../../lib/reconciler/index.js';
 import { formatL3n4, isIPv6 } from './addr.js';
-import { idsExhausted, invalidFrontend } from './errors.js';
+import { idsExhausted, invalidFrontend, ownedByApiserver } from './errors.js';
 import type { ServiceStore, StoredService } from './store.js';
 import { DEFAULT_NODE_PORT_RANGE, type NodePortRange } from './config.js';
 import type { Backend, Frontend, FrontendDesired, FrontendStatus, Service, ServiceManager, ServiceUpsert } from './types.js';
@@ -26,6 +26,11 @@ export interface ServiceManagerOptions {
 /** The key of an API service with this ID. */
 export function apiServiceKey(id: number): string {
   return `api:${id}`;
+}
+
+/** The key of a Service watched from the Kubernetes apiserver (source `apiserver`). */
+export function apiserverServiceKey(namespace: string, name: string): string {
+  return `apiserver:${namespace}/${name}`;
 }
 
 /** The service manager. */
@@ -81,6 +86,7 @@ export class LBServiceManager implements ServiceManager {
     if (other && other.id !== id) throw invalidFrontend('/frontends/0/address', `${key} is already the frontend of service ${other.id}`, `update service ${other.id} instead, or delete it first`);
     const created = !this.byId.has(id);
     const prev = this.byId.get(id);
+    if (prev) this.refuseApiserverOwned(prev, '');
     if (prev && prev.serviceKey !== u.service.key) this.deleteById(id);
     this.apply(u, new Map([[key, id]]));
     return created;
@@ -112,12 +118,18 @@ export class LBServiceManager implements ServiceManager {
   deleteById(id: number): boolean {
     const f = this.byId.get(id);
     if (!f) return false;
+    this.refuseApiserverOwned(f, '');
     const fes = this.svcFrontends.get(f.serviceKey);
     if (!fes || fes.size <= 1) return this.deleteService(f.serviceKey);
     fes.delete(formatL3n4(f.address));
     this.dropFrontend(f);
     this.changed(f.serviceKey);
     return true;
+  }
+
+  /** Throws when `f` belongs to a Service of the apiserver: only its watcher changes it (the API and imports may not). */
+  private refuseApiserverOwned(f: Frontend, field: string): void {
+    if (this.services.get(f.serviceKey)?.source === 'apiserver') throw ownedByApiserver(field, f.id, f.serviceKey);
   }
 
   list(): FrontendStatus[] {
@@ -168,6 +180,10 @@ export class LBServiceManager implements ServiceManager {
 
   service(key: string): Service | undefined {
     return this.services.get(key);
+  }
+
+  allServices(): Service[] {
+    return [...this.services.values()];
   }
 
   backends(serviceKey: string): readonly Backend[] {

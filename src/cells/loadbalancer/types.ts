@@ -31,12 +31,16 @@ export type TrafficPolicy = 'Cluster' | 'Local';
 export const BACKEND_STATES = ['active', 'terminating', 'terminating-not-serving', 'quarantined', 'maintenance'] as const;
 /** A backend's state: only active backends get new flows; terminating ones keep their established flows. */
 export type BackendState = (typeof BACKEND_STATES)[number];
-/** Where a service came from. */
-export type ServiceSource = 'api' | 'k8s';
+/**
+ * Where a service came from: `api` (PUT /service/{id}), `k8s` (a manifest imported with `cellium
+ * service import`, key `namespace/name`), `apiserver` (a Service watched live from the Kubernetes
+ * apiserver, key `apiserver:namespace/name`; only the k8s-services cell changes or deletes it).
+ */
+export type ServiceSource = 'api' | 'k8s' | 'apiserver';
 
 /** A service: what its frontends share. */
 export interface Service {
-  /** Unique key: `namespace/name` for Kubernetes services, `api:<id>` for one made through the API. */
+  /** Unique key: `namespace/name` for imported manifests, `apiserver:namespace/name` for Services watched from the apiserver, `api:<id>` for one made through the API. */
   readonly key: string;
   readonly name: string;
   readonly namespace: string;
@@ -134,6 +138,8 @@ export interface ServiceManager {
   get(id: number): FrontendStatus | undefined;
   /** A service by key. */
   service(key: string): Service | undefined;
+  /** Every service (headless ones, without frontends, too). */
+  allServices(): Service[];
   /** The backends of a service. */
   backends(serviceKey: string): readonly Backend[];
   /** Status of the frontends table (the frontends written or to be written; the disabled ones are not in it). */

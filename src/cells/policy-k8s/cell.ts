@@ -18,7 +18,7 @@ import {
 } from '../k8s/index.js';
 import { PolicyRepositoryToken, PolicyRestoreToken } from '../policy/index.js';
 import { abortable } from '../../lib/abortable.js';
-import { eventReporter } from './events.js';
+import { eventReporter, onceReporter } from './events.js';
 import { GatedPolicySync, type GatedKind } from './gated.js';
 import { PolicyReconciler, type PolicyKind } from './reconcile.js';
 
@@ -44,7 +44,7 @@ function watchPolicies(d: DepsValues<typeof policyDeps>): void {
     d.health.ok('disabled: no --k8s-kubeconfig-path and not in a pod');
     return;
   }
-  const report = eventReporter(d.client, d.cfg.k8sNodeName);
+  const report = onceReporter(eventReporter(d.client, d.cfg.k8sNodeName));
   const kinds = new Map<PolicyKind, GatedKind & { resource: AgentResource<K8sObject> }>();
   for (const [kind, resource] of [['NetworkPolicy', d.nps], ['CiliumNetworkPolicy', d.cnps], ['CiliumClusterwideNetworkPolicy', d.ccnps]] as const) {
     if (resource) kinds.set(kind, { rec: new PolicyReconciler(kind, d.repo, d.log, report), exists: (key) => resource.get(key) !== undefined, resource });

@@ -8,5 +8,5 @@ export { translateNetworkPolicy, originLabels } from './network-policy.js';
 export { translateCNP, translateCCNP } from './cilium-policy.js';
 export { NAMESPACE_LABELS_PREFIX } from './selectors.js';
 export { PolicyReconciler, objectLabels, ruleObjectKey, type PolicyKind, type PolicyEvent, type PolicyObject, type InvalidReporter } from './reconcile.js';
-export { invalidPolicyEvent, eventReporter } from './events.js';
+export { invalidPolicyEvent, eventReporter, onceReporter, REPORTED_CAPACITY } from './events.js';
 export { policyK8sCell } from './cell.js';
