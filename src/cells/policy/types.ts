@@ -39,7 +39,8 @@ export interface ResolvedPolicy {
 
 /**
  * A named port of an endpoint: a container port of its pod with a name (Cilium's k8sPorts). Named
- * ports of ingress rules resolve against the selected endpoint's own list.
+ * ports of ingress rules resolve against the selected endpoint's own list, those of egress rules
+ * against the named-port map (every endpoint the node knows, by identity).
  */
 export interface NamedPort {
   readonly name: string;
@@ -72,6 +73,14 @@ export interface ImportOptions {
   readonly replaceWithLabels?: readonly string[];
 }
 
+/**
+ * One change of a batch: an import (its rules replace the rules with the same labels and those
+ * carrying all of `replaceWithLabels`), or a delete of the rules carrying all of `delete`.
+ */
+export type PolicyBatchChange =
+  | { readonly import: string; readonly replaceWithLabels?: readonly string[] }
+  | { readonly delete: readonly string[] };
+
 /** The policy repository. */
 export interface PolicyRepository {
   /**
@@ -84,6 +93,14 @@ export interface PolicyRepository {
   import(text: string, opts?: ImportOptions): PolicyChange;
   /** Deletes rules whose labels include every given label (all rules with `all`); durable like import. */
   delete(labels: readonly string[] | 'all'): PolicyChange;
+  /**
+   * Several imports and deletes as one change: one store write, one revision, one event, so no
+   * endpoint ever sees part of it (the Kubernetes policy caches applied at once after their sync).
+   * Each change acts on the rules as they were before the batch (not on each other's). Throws like
+   * import (PolicyError naming the field, PolicyStoreError); nothing changes then. An empty batch
+   * changes nothing and keeps the revision.
+   */
+  batch(changes: readonly PolicyBatchChange[]): PolicyChange;
   /** The rules (all, or those matching the labels). */
   get(labels?: readonly string[]): PolicyRule[];
   /** The current revision (> 0, bumped on every change). */
@@ -91,7 +108,8 @@ export interface PolicyRepository {
   /**
    * The map state for an endpoint identity; `namedPorts` are the endpoint's own (its pod's named
    * container ports): a rule's named ingress port allows the number declared under that name and
-   * protocol, and nothing when none is.
+   * protocol, and nothing when none is. A named egress port allows, to each peer identity, the
+   * numbers the NamedPortMap holds for it (nothing when it holds none).
    */
   resolve(identity: Identity, namedPorts?: readonly NamedPort[]): ResolvedPolicy;
   /** The verdict for traffic from src to dst on dport/proto, with the deciding rules. */
@@ -104,6 +122,34 @@ export interface PolicyRepository {
 
 /** Token for the PolicyRepository. */
 export const PolicyRepositoryToken = token<PolicyRepository>('PolicyRepository');
+
+/**
+ * The node's named-port map (Cilium's NamedPortMultiMap; named-port-map.ts): the endpoint cell
+ * feeds it this node's endpoints, the CiliumEndpoint watch those of other nodes; the repository
+ * resolves egress names through it and recomputes the endpoints a change concerns.
+ */
+export interface NamedPortMap {
+  /** Sets what `owner` (`endpoint:<id>`, `cep:<namespace>/<name>`) contributes: its identity and named ports. */
+  upsert(owner: string, identity: number, ports: readonly NamedPort[]): void;
+  /** Removes what `owner` contributed. */
+  remove(owner: string): void;
+  /** The numbers `name`/`protocol` stands for at peer `identity` (0: at any endpoint), sorted; empty when none. */
+  ports(name: string, protocol: number, identity: number): number[];
+  /** Registers a listener called (synchronously) with the names a change may have changed ('all': every name). */
+  onChange(fn: (names: ReadonlySet<string> | 'all') => void): void;
+  /**
+   * Registers a source that has not listed yet (the CiliumEndpoint watch before its first sync):
+   * until every such source called its `done`, the map is not `complete`. Completion reports 'all'.
+   */
+  pending(source: string): () => void;
+  /** Whether every registered source has listed (a deny by name denies every port until then). */
+  readonly complete: boolean;
+  /** How many owners contribute. */
+  readonly size: number;
+}
+
+/** Token for the node's named-port map. */
+export const NamedPortMapToken = token<NamedPortMap>('NamedPortMap');
 
 /** What the policy restore found. */
 export interface PolicyRestoreOutcome {
