@@ -10,11 +10,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { MetricsServerToken } from '../../src/cells/api-metrics/index.js';
+import { ServiceManagerToken } from '../../src/cells/loadbalancer/index.js';
+import { fe, svc } from '../loadbalancer/helpers.js';
 import { needs } from '../needs.js';
 import { SMALL_CT, appPolicy, peerPorts } from './ct-fixtures.js';
 import { Cleanup, allocatePod, bpfRoot, cli, connects, endpointRequest, skipReason, startBpfAgent, tempDir, until } from './fixtures.js';
 
 const POOL = '10.244.9.0/24';
+const EMPTY_VIP = '10.161.97.11';
 const run = promisify(execFile);
 
 /** The hubble binary scripts/hubble.sh built. */
@@ -105,6 +108,21 @@ t.test('the hubble CLI against the agent: dropped and forwarded flows, follow, p
   t.match(status, /Current\/Max Flows: [\d,]+\/1,023/);
   const nodes = await hubble('list', 'nodes', '-o', 'json');
   t.match(nodes, /"state":\s*"NODE_CONNECTED"/);
+
+  // a service without backends: the drop names the service (its frontend is the destination)
+  const mgr = agent.h.get(ServiceManagerToken);
+  mgr.upsert({ service: svc('default/empty'), frontends: [fe(EMPTY_VIP, 80)], backends: [] });
+  t.ok(await until(() => mgr.status().pending === 0 && mgr.status().done > 0, 5000, 50), 'the frontend is in the LB maps', { status: mgr.status() });
+  const id = client.traffic.nextId();
+  client.traffic.command(`connect ${EMPTY_VIP} 80 - 600 ${id}`);
+  t.equal(await client.traffic.waitFor(['connected', 'failed'], id, 5000), 'failed', 'no backend: the connection fails');
+  let svcDrops: Json[] = [];
+  // the monitor hands events over every 50 ms: the drop is in the ring within a poll or two
+  await until(async () => (svcDrops = flowsOf(await hubble('observe', '--verdict', 'DROPPED', '-o', 'json', '--last', '100', '--to-service', 'default/empty'))).length > 0, 3000, 100);
+  t.match(svcDrops[0], {
+    drop_reason_desc: 'SERVICE_BACKEND_NOT_FOUND', event_type: { type: 1, sub_type: 158 }, IP: { source: client.ip, destination: EMPTY_VIP },
+    destination_service: { name: 'empty', namespace: 'default' }, source: { pod_name: 'hclient' }, traffic_direction: 'EGRESS',
+  }, '--to-service: the no-backend drop with the service', { svcDrops });
 
   // the Hubble metrics with Hubble's names and labels
   const scrape = await agent.h.get(MetricsServerToken).scrape();
