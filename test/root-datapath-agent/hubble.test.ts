@@ -4,7 +4,8 @@
 // pod accepts 80/TCP from the client and nothing else: `hubble observe --verdict DROPPED -o json`
 // shows the policy-denied connection with both pods, labels, identities, Hubble's drop reason;
 // `--follow` streams new flows; `--pod` and `--label` filter; `hubble status` and `hubble list
-// nodes` report the ring; the Hubble metrics count on /metrics.
+// nodes` report the ring; a service without backends shows as the destination_service of its
+// no-backend drop (`--to-service`); the Hubble metrics count on /metrics.
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
