@@ -15,7 +15,7 @@ const cellFace = (up) => ({ regex: `^${up}[^./][^/]*/(?!(index|types)\\.js$)`, m
 const datapathImpl = (up) => ({ regex: `^${up}datapath-(bpf|memory)/`, message: 'a cell uses the datapath contract (src/datapath: types, tokens, bpf-config), not an implementation cell: what it needs goes into the contract, the implementation provides it' });
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'bpf-loader-native/build/**', '.tap/**', 'api/generated/**', 'build/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'bpf-loader-native/build/**', '.tap/**', 'api/generated/**', 'src/hubble/gen/**', 'build/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -26,7 +26,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/{lib,bpf,maps,datapath,monitor,netlink,cni,api,hive}/**/*.ts'],
+    files: ['src/{lib,bpf,maps,datapath,monitor,hubble,netlink,cni,api,hive}/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', { patterns: [library] }],
     },

@@ -17,5 +17,8 @@ done
 # outlasts tap's per-file timeout; where Go or its module proxy is missing, one line says why they skip.
 echo "test: Kubernetes control-plane binaries (scripts/k8s.sh prepare)"
 bash scripts/k8s.sh prepare
+# The real hubble CLI (test/root-datapath-agent/hubble.test.ts), cached like the Kubernetes binaries.
+echo "test: the hubble CLI (scripts/hubble.sh prepare)"
+bash scripts/hubble.sh prepare
 echo "test: tap (every tier; npm run test:unit runs the unit tier alone)"
 bash scripts/tap.sh "$@"

@@ -22,6 +22,7 @@ import { k8sServicesCell } from './cells/k8s-services/index.js';
 import { lbRebindCell, loadBalancerCell } from './cells/loadbalancer/index.js';
 import { kvstoreCell } from './cells/kvstore/index.js';
 import { monitorCell } from './cells/monitor/index.js';
+import { hubbleCell } from './cells/hubble/index.js';
 import { cidrIPCacheCell, policyCell, PolicyRepositoryToken } from './cells/policy/index.js';
 import { policyK8sCell } from './cells/policy-k8s/index.js';
 import { statedirCell } from './cells/statedir/index.js';
@@ -54,9 +55,10 @@ export const controlPlane: ModuleCell = module('controlplane', 'Control plane', 
 /**
  * Datapath (module `datapath-plane`): the selection (memory or BPF), the BPF datapath (pinned maps
  * and their reconcilers, the bpf_lxc loader), the memory datapath, the monitor (its events
- * streamed to `cellium monitor`).
+ * streamed to `cellium monitor`), Hubble (the monitor's events as flows on the Hubble Observer API,
+ * with --enable-hubble).
  */
-export const datapath: ModuleCell = module('datapath-plane', 'Datapath', datapathCell, memoryDatapathCell, bpfDatapathCell, monitorCell);
+export const datapath: ModuleCell = module('datapath-plane', 'Datapath', datapathCell, memoryDatapathCell, bpfDatapathCell, monitorCell, hubbleCell);
 
 /**
  * What the agent runs besides what the API server pulls in: invoking these constructs them (and

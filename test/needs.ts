@@ -21,12 +21,13 @@ import { k8sUnavailable } from '../bench/lib/k8s-cluster.js';
  * - `bpftool`: the bpftool command;
  * - `etcd`: an etcd binary to start (CELLIUM_TEST_ETCD or etcd on PATH);
  * - `k8s`: a Kubernetes control plane from scripts/k8s.sh (Go, its module proxy, etcd);
- * - `built`: dist/ built (`npm run build`), for tests that run the agent or CLI as a process.
+ * - `built`: dist/ built (`npm run build`), for tests that run the agent or CLI as a process;
+ * - `hubble`: the real hubble CLI from scripts/hubble.sh (Go and its module proxy).
  */
-export type Need = 'root' | 'bpf' | 'bpftool' | 'etcd' | 'k8s' | 'built';
+export type Need = 'root' | 'bpf' | 'bpftool' | 'etcd' | 'k8s' | 'built' | 'hubble';
 
 /** Needs the unit tier leaves out: a kernel, root, or a server outside this process tree. */
-const PRIVILEGED: ReadonlySet<Need> = new Set<Need>(['root', 'bpf', 'bpftool', 'etcd', 'k8s']);
+const PRIVILEGED: ReadonlySet<Need> = new Set<Need>(['root', 'bpf', 'bpftool', 'etcd', 'k8s', 'hubble']);
 
 /** The environment variable that selects the unit tier. */
 export const TIER_ENV = 'CELLIUM_TEST_TIER';
@@ -64,6 +65,13 @@ function unmet(need: Need, doing: string | undefined): string | false {
       const etcd = unmet('etcd', undefined);
       if (etcd) return etcd;
       return k8sUnavailable();
+    }
+    case 'hubble': {
+      const check = spawnSync('bash', [join(ROOT_DIR, 'scripts', 'hubble.sh'), 'check'], { encoding: 'utf8' });
+      // 0: built; 4: buildable but not built (hubbleCli() then fails naming the build: CI must run these); 3: cannot be built here
+      if (check.status === 3) return `needs the hubble CLI: ${check.stdout.trim().replace(/^hubble: /, '')}`;
+      if (check.status !== 0 && check.status !== 4) return `needs the hubble CLI: scripts/hubble.sh check failed (${String(check.status)}): ${(check.stderr ?? '').trim()}`;
+      return false;
     }
     case 'built':
       return existsSync(join(ROOT_DIR, 'dist', 'src', 'cmd', 'agent.js')) ? false : 'needs dist/ built: run npm run build (npm test builds it)';

@@ -21,5 +21,6 @@ export { createApiApp, createApiHttpServer } from './app.js';
 export { errorAnswer } from './error-handler.js';
 export { sendJsonText } from './reply.js';
 export { ApiServerImpl, listen } from './server.js';
+export { prepareSocket, restrictSocket, removeSocket, socketIsLive } from './socket.js';
 export { loadTcpAuth, bearerAuth, tokenMatches, MIN_TOKEN_LENGTH, type TcpAuth, type ApiTlsMaterial } from './auth.js';
 export * from './cell.js';

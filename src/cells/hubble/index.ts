@@ -1,0 +1,16 @@
+/**
+ * The hubble cell (module `hubble`): with --enable-hubble, the Hubble Observer gRPC API
+ * (observer.Observer: GetFlows, ServerStatus, GetNodes; gRPC health) on --hubble-socket-path,
+ * serving the monitor's events as Hubble flows from a ring of the last
+ * --hubble-event-buffer-capacity flows, and the Hubble metrics named in --hubble-metrics.
+ * docs/cells/hubble.md describes it.
+ */
+export * from './types.js';
+export * from './errors.js';
+export { HubbleConfigToken, hubbleConfigSchema, defaultHubbleSocketPath, HUBBLE_METRICS, MAX_EVENT_BUFFER_CAPACITY, type HubbleConfig, type HubbleMetric } from './config.js';
+export { HubbleObserver, type ObserverItem, type ObserverStats, type ServiceLookup } from './observer.js';
+export { HubbleServer, HEALTH_SERVICES } from './server.js';
+export { checkRequest, storedFlows, serveGetFlows } from './get-flows.js';
+export { registerHubbleMetrics, flowProtocol, type FlowCounter } from './metrics.js';
+export { frontendServices } from './services.js';
+export * from './cell.js';
