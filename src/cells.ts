@@ -17,6 +17,7 @@ import { identityCell, IdentityAllocatorToken } from './cells/identity/index.js'
 import { ipamCell, IPAMToken } from './cells/ipam/index.js';
 import { k8sCell, k8sPodLabelsCell, k8sResourcesCell, K8sStatusToken, type K8sStatusReporter } from './cells/k8s/index.js';
 import { k8sEndpointSyncCell } from './cells/k8s-endpoint-sync/index.js';
+import { k8sIdentityCell } from './cells/k8s-identity/index.js';
 import { k8sServicesCell } from './cells/k8s-services/index.js';
 import { lbRebindCell, loadBalancerCell } from './cells/loadbalancer/index.js';
 import { kvstoreCell } from './cells/kvstore/index.js';
@@ -36,11 +37,11 @@ export const infrastructure: ModuleCell = module('infra', 'Infrastructure', stat
  * Resource per kind the agent watches (Pods of this node, Namespaces, Nodes, Services,
  * EndpointSlices, NetworkPolicies, CiliumNetworkPolicies, CiliumClusterwideNetworkPolicies) with the
  * `kubernetes` status line, pod endpoints' labels from their Pods and Namespaces (at CNI ADD and on
- * every change), policies from the apiserver, and Services with their EndpointSlices into the load
- * balancer. Without either, nothing is loaded or started and
- * the status says Disabled.
+ * every change), policies from the apiserver, Services with their EndpointSlices into the load
+ * balancer, and identities as CiliumIdentity objects (with their GC by one elected agent). Without
+ * either, nothing is loaded or started and the status says Disabled.
  */
-export const kubernetes: ModuleCell = module('kubernetes', 'Kubernetes', k8sCell, k8sResourcesCell, k8sPodLabelsCell, policyK8sCell, k8sEndpointSyncCell, k8sServicesCell);
+export const kubernetes: ModuleCell = module('kubernetes', 'Kubernetes', k8sCell, k8sResourcesCell, k8sPodLabelsCell, policyK8sCell, k8sEndpointSyncCell, k8sServicesCell, k8sIdentityCell);
 
 /**
  * Control plane (module `controlplane`): identities, policy (with its CIDR identities in the

@@ -253,7 +253,8 @@ t.test('CRDs and RBAC on a real apiserver, as the agent\'s ServiceAccount', { sk
       'list ciliumnetworkpolicies.cilium.io', 'watch ciliumclusterwidenetworkpolicies.cilium.io',
       'update ciliumnetworkpolicies.cilium.io --subresource=status',
       'get ciliumendpoints.cilium.io', 'list ciliumendpoints.cilium.io', 'create ciliumendpoints.cilium.io', 'patch ciliumendpoints.cilium.io', 'delete ciliumendpoints.cilium.io',
-      'create ciliumidentities.cilium.io', 'delete ciliumidentities.cilium.io',
+      'create ciliumidentities.cilium.io', 'delete ciliumidentities.cilium.io', 'patch ciliumidentities.cilium.io', 'watch ciliumidentities.cilium.io',
+      'create leases.coordination.k8s.io',
       'create ciliumnodes.cilium.io', 'update ciliumnodes.cilium.io', 'update ciliumnodes.cilium.io --subresource=status',
       'create events', 'create events.events.k8s.io', 'get leases.coordination.k8s.io', 'update leases.coordination.k8s.io',
     ];

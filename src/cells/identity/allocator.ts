@@ -5,6 +5,7 @@
  * the reserved identities is reference counted: the last release frees an identity, and `gc`
  * frees those nobody references (restored from the backend but not re-allocated).
  */
+import { createHash } from 'node:crypto';
 import { Subject } from 'rxjs';
 import type { Logger } from '../../hive/logger.js';
 import { formatLabels, labelsKey, parseLabel, sortLabels, type Label } from '../../lib/labels.js';
@@ -50,6 +51,8 @@ export class LocalIdentityAllocator implements IdentityAllocator {
   private readonly byId = new Map<number, Entry>();
   private readonly byKey = new Map<string, Entry>();
   private readonly pending = new Map<string, Promise<Entry>>();
+  /** Label sets with more than one number in a cluster-wide backend: the numbers not in byKey. */
+  private readonly seconds = new Map<string, Entry[]>();
   /** Numbers offered to the backend and not answered yet. */
   private readonly claiming = new Set<number>();
   private nextGlobal = IDENTITY_RANGE.minGlobal;
@@ -68,7 +71,7 @@ export class LocalIdentityAllocator implements IdentityAllocator {
   load(): Promise<void> {
     this.loaded ??= this.backend.load().then((stored) => {
       const shared = !!this.backend.events$;
-      for (const s of stored) this.mirror(s, !shared);
+      for (const s of stored) this.mirror(s, !shared || s.held === true);
       this.log?.info({ backend: this.backend.name, restored: stored.length }, 'identities restored');
       // numbers start at a random point when agents share the range, so that they rarely race for one
       if (shared) this.jumpGlobal();
@@ -108,7 +111,7 @@ export class LocalIdentityAllocator implements IdentityAllocator {
       return out;
     } catch (err) {
       if (this.limits.stopping?.aborted) throw allocatorStopping(key);
-      if (timer.signal.aborted) throw allocationTimeout(key, this.limits.timeoutMs, err);
+      if (timer.signal.aborted) throw allocationTimeout(key, this.limits.timeoutMs, this.backend.name, err);
       throw err;
     } finally {
       clearTimeout(t);
@@ -180,12 +183,25 @@ export class LocalIdentityAllocator implements IdentityAllocator {
     this.nextGlobal = IDENTITY_RANGE.minGlobal + Math.floor(Math.random() * (IDENTITY_RANGE.maxGlobal - IDENTITY_RANGE.minGlobal));
   }
 
-  /** Records a stored identity (no references) unless its number or labels are known already. */
+  /**
+   * Records a stored identity (no references) unless its number is known already. A second number
+   * for a known label set (two agents created one each: possible in a backend without
+   * transactions, the CiliumIdentity one) is known by number, so traffic of the endpoints that
+   * have it resolves; the label set's own number becomes the lowest, the one every agent picks,
+   * unless this node holds the other (it keeps it until released, then takes the lowest).
+   */
   private mirror(s: { readonly id: number; readonly labels: readonly string[] }, held: boolean): void {
+    if (this.byId.has(s.id) || s.id < IDENTITY_RANGE.minGlobal || s.id > IDENTITY_RANGE.maxGlobal) return;
     const ls = sortLabels(s.labels.map(parseLabel));
     const key = labelsKey(ls);
-    if (this.byKey.has(key) || this.byId.has(s.id) || s.id < IDENTITY_RANGE.minGlobal || s.id > IDENTITY_RANGE.maxGlobal) return;
-    this.insert({ identity: makeIdentity(s.id, ls, false), key, scope: 'global', refs: 0, held });
+    const e: Entry = { identity: makeIdentity(s.id, ls, false), key, scope: 'global', refs: 0, held };
+    const have = this.byKey.get(key);
+    if (!have) return this.insert(e);
+    this.byId.set(s.id, e);
+    this.seconds.set(key, [...(this.seconds.get(key) ?? []), e]);
+    this.subject.next({ kind: 'add', identity: e.identity });
+    if (s.id < have.identity.id && !have.held) this.promote(key);
+    this.log?.warn({ labels: key, ids: [have.identity.id, s.id] }, 'the label set has two identities in the backend: the lowest is used for new references; the other is collected once unused');
   }
 
   /**
@@ -203,9 +219,34 @@ export class LocalIdentityAllocator implements IdentityAllocator {
       e.held = false;
       return;
     }
+    this.forget(e);
+  }
+
+  /** Drops an unreferenced identity; the label set falls back to another number it has, if any. */
+  private forget(e: Entry): void {
     this.byId.delete(e.identity.id);
-    this.byKey.delete(e.key);
+    const others = this.seconds.get(e.key)?.filter((o) => o !== e) ?? [];
+    if (others.length) this.seconds.set(e.key, others);
+    else this.seconds.delete(e.key);
+    if (this.byKey.get(e.key) === e) {
+      this.byKey.delete(e.key);
+      if (others.length) this.promote(e.key);
+    }
     this.subject.next({ kind: 'delete', identity: e.identity });
+  }
+
+  /**
+   * Makes the lowest number of a label set with two its own (new references take it); the one it
+   * replaces stays known by number, with its references.
+   */
+  private promote(key: string): void {
+    const all = [...(this.seconds.get(key) ?? []), ...[this.byKey.get(key)].filter((x): x is Entry => !!x)];
+    const lowest = all.sort((a, b) => a.identity.id - b.identity.id)[0];
+    if (!lowest) return;
+    this.byKey.set(key, lowest);
+    const rest = all.filter((o) => o !== lowest);
+    if (rest.length) this.seconds.set(key, rest);
+    else this.seconds.delete(key);
   }
 
   private async acquire(key: string, create: () => Promise<Entry>): Promise<{ identity: Identity; isNew: boolean }> {
@@ -238,8 +279,9 @@ export class LocalIdentityAllocator implements IdentityAllocator {
         return known;
       }
     }
+    const refused = new Set<number>();
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-      const id = attempt === 0 && this.isFree('global', prefer) ? prefer! : this.freeNumber('global');
+      const id = attempt === 0 && this.isFree('global', prefer) ? prefer! : this.backend.hashedNumbers ? this.hashedNumber(key, refused) : this.freeNumber('global');
       this.claiming.add(id); // hold the number while the backend records it
       let stored: number | undefined;
       try {
@@ -249,12 +291,13 @@ export class LocalIdentityAllocator implements IdentityAllocator {
       }
       if (signal.aborted) throw signal.reason as Error;
       if (stored === undefined) {
+        refused.add(id);
         // another agent took the number: its neighbours are likely taken too, so go elsewhere
-        if (this.backend.events$) this.jumpGlobal();
+        if (this.backend.events$ && !this.backend.hashedNumbers) this.jumpGlobal();
         continue;
       }
-      const mirrored = this.byKey.get(key);
-      if (mirrored?.identity.id === stored) {
+      const mirrored = this.byId.get(stored);
+      if (mirrored?.key === key) {
         mirrored.held = true;
         return mirrored;
       }
@@ -295,6 +338,25 @@ export class LocalIdentityAllocator implements IdentityAllocator {
     throw rangeExhausted(scope, min, max);
   }
 
+  /**
+   * The number a backend with hashed numbers is offered for a label set: from the one its hash
+   * names on, the first that no other label set has in this node's view and was not refused in
+   * this allocation. Numbers other label sets are claiming here are offered too: the backend's
+   * create-only answer decides, so every agent walks the same sequence.
+   */
+  private hashedNumber(key: string, refused: ReadonlySet<number>): number {
+    const { minGlobal: min, maxGlobal: max } = IDENTITY_RANGE;
+    const span = max - min + 1;
+    const start = createHash('sha256').update(key).digest().readUInt32BE(0) % span;
+    for (let i = 0; i < span; i++) {
+      const n = min + ((start + i) % span);
+      const have = this.byId.get(n);
+      if ((have && have.key !== key) || refused.has(n) || (!have && this.backend.isTaken?.(n))) continue;
+      return n;
+    }
+    throw rangeExhausted('global', min, max);
+  }
+
   private insert(e: Entry): void {
     this.byId.set(e.identity.id, e);
     this.byKey.set(e.key, e);
@@ -307,14 +369,14 @@ export class LocalIdentityAllocator implements IdentityAllocator {
       // shared with the cluster: withdraw this node's claim; the identity stays known until deleted there
       e.held = false;
       this.log?.debug({ id: e.identity.id }, 'identity released');
-      await this.backend.remove(e.key);
+      // a label set with two numbers: its lowest is used from now on
+      if (this.seconds.has(e.key)) this.promote(e.key);
+      await this.backend.remove(e.key, e.identity.id);
       return;
     }
-    this.byId.delete(e.identity.id);
-    this.byKey.delete(e.key);
-    this.subject.next({ kind: 'delete', identity: e.identity });
+    this.forget(e);
     this.log?.debug({ id: e.identity.id }, 'identity freed');
-    if (e.scope === 'global') await this.backend.remove(e.key);
+    if (e.scope === 'global') await this.backend.remove(e.key, e.identity.id);
   }
 }
 

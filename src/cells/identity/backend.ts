@@ -11,6 +11,12 @@ export interface StoredIdentity {
   readonly id: number;
   /** Sorted `source:key=value` labels. */
   readonly labels: readonly string[];
+  /**
+   * A cluster-wide backend's identity this node held before its restart (the CiliumIdentity
+   * backend's journal): taken by restored endpoints without asking the backend, which checks it
+   * once it answers.
+   */
+  readonly held?: boolean;
 }
 
 /** A store of global identities. */
@@ -26,8 +32,8 @@ export interface IdentityBackend {
    * back a claim that etcd committed after the abort).
    */
   claim(key: string, labels: readonly string[], id: number, signal?: AbortSignal): Promise<number | undefined>;
-  /** Forgets a key (its last reference on this node was released). */
-  remove(key: string): Promise<void>;
+  /** Forgets a key (its last reference on this node was released); `id` is the number it had here. */
+  remove(key: string, id?: number): Promise<void>;
   /** Waits for pending writes. */
   close(): Promise<void>;
   /**
@@ -38,6 +44,13 @@ export interface IdentityBackend {
   readonly events$?: Observable<IdentityBackendEvent>;
   /** Whether a number is taken in the cluster (the allocator does not offer it). */
   isTaken?(id: number): boolean;
+  /**
+   * Numbers derive from the label set (the CiliumIdentity backend): the allocator offers a new
+   * label set the number its hash names first, then the next ones free in its view, so agents
+   * racing for one label set offer the same numbers and the store's create-only answers settle
+   * it, instead of each agent creating its own number.
+   */
+  readonly hashedNumbers?: boolean;
 }
 
 /** An identity appearing or disappearing in a cluster-wide backend. */
@@ -46,12 +59,19 @@ export interface IdentityBackendEvent {
   readonly identity: StoredIdentity;
 }
 
+/** Where identities are kept cluster-wide (`--identity-allocation-mode`). */
+export type IdentityAllocationMode = 'crd' | 'kvstore';
+
 /**
- * A backend another cell offers (the kvstore cell's etcd backend with --kvstore=etcd): the first
- * choice with a backend wins over the embedded one.
+ * A backend another cell offers: the kvstore cell's etcd backend (`kvstore`, with --kvstore=etcd),
+ * the k8s-identity cell's CiliumIdentity backend (`crd`, with Kubernetes). The one of
+ * --identity-allocation-mode wins, else any offered, else the embedded file. `create` is undefined
+ * when the cell cannot offer one, and is called only for the chosen backend (nothing of the others
+ * starts).
  */
 export interface IdentityBackendChoice {
-  readonly backend: IdentityBackend | undefined;
+  readonly mode: IdentityAllocationMode;
+  readonly create: (() => IdentityBackend) | undefined;
 }
 
 /** Value group of the backend choices (provideInto); empty in a single-node agent. */

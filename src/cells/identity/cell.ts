@@ -9,6 +9,7 @@ import { StateDirConfigToken } from '../statedir/index.js';
 import { LocalIdentityAllocator } from './allocator.js';
 import { IdentityBackendChoicesToken, IdentityBackendToken, type IdentityBackend } from './backend.js';
 import { IdentityConfigToken, identityConfigSchema } from './config.js';
+import { kvstoreModeUnavailable } from './errors.js';
 import { EmbeddedBackend } from './embedded-backend.js';
 import { IdentityAllocatorToken } from './types.js';
 
@@ -20,11 +21,20 @@ export function identityStateFile(stateDir: string): string {
 }
 
 /** What the backend is chosen from. */
-const backendDeps = { sd: StateDirConfigToken, choices: IdentityBackendChoicesToken } as const;
+const backendDeps = { sd: StateDirConfigToken, cfg: IdentityConfigToken, choices: IdentityBackendChoicesToken, log: LoggerToken } as const;
 
-/** The backend: a cluster-wide one another cell contributed (the kvstore's), else the embedded file. */
+/**
+ * The backend: the cluster-wide one of --identity-allocation-mode another cell offers (crd: the
+ * k8s-identity cell's, kvstore: the kvstore cell's), else (crd without Kubernetes) another one
+ * offered, else the embedded file. kvstore asked for and not offered is refused at start.
+ */
 function newBackend(d: DepsValues<typeof backendDeps>): IdentityBackend {
-  return d.choices.find((c) => c.backend)?.backend ?? new EmbeddedBackend(identityStateFile(d.sd.stateDir));
+  const offered = d.choices.filter((c) => c.create);
+  const chosen = offered.find((c) => c.mode === d.cfg.identityAllocationMode) ?? (d.cfg.identityAllocationMode === 'crd' ? offered[0] : undefined);
+  if (!chosen && d.cfg.identityAllocationMode === 'kvstore') throw kvstoreModeUnavailable();
+  const backend = chosen?.create?.() ?? new EmbeddedBackend(identityStateFile(d.sd.stateDir));
+  d.log.info({ mode: d.cfg.identityAllocationMode, backend: backend.name }, 'identity backend chosen');
+  return backend;
 }
 
 /** What the allocator is built from. */

@@ -34,10 +34,19 @@ export function backendConflict(key: string, attempts: number): IdentityError {
   return new IdentityError('backend', `identity backend refused ${attempts} numbers for labels "${key}": another allocator holds them; retry later`);
 }
 
-/** A new identity was not recorded by the backend in time (etcd unreachable). */
-export function allocationTimeout(key: string, ms: number, cause?: unknown): IdentityError {
+/** A new identity was not recorded by the backend in time (etcd or the apiserver unreachable). */
+export function allocationTimeout(key: string, ms: number, backend: string, cause?: unknown): IdentityError {
   const why = cause instanceof Error && !/aborted|timed out/i.test(cause.message) ? ` (${cause.message})` : '';
-  return new IdentityError('backend', `no identity for labels "${key}" within ${ms} ms (--identity-allocation-timeout): the kvstore did not answer${why}; nothing was allocated: check etcd (cellium status shows the kvstore line) and retry`);
+  const store = backend === 'crd'
+    ? 'the apiserver did not answer'
+    : 'the kvstore did not answer';
+  const check = backend === 'crd' ? 'check the apiserver (cellium status shows the kubernetes line)' : 'check etcd (cellium status shows the kvstore line)';
+  return new IdentityError('backend', `no identity for labels "${key}" within ${ms} ms (--identity-allocation-timeout): ${store}${why}; nothing was allocated: ${check} and retry`);
+}
+
+/** --identity-allocation-mode=kvstore without an etcd to keep them in. */
+export function kvstoreModeUnavailable(): IdentityError {
+  return new IdentityError('backend', '--identity-allocation-mode=kvstore needs --kvstore=etcd (and --kvstore-opt etcd.config=FILE): give both, or use --identity-allocation-mode=crd (CiliumIdentity objects, with Kubernetes)');
 }
 
 /** The agent began stopping: no identity is allocated any more. */

@@ -44,14 +44,22 @@ function newKVStore({ cfg, lc, jobs, health, log, shutdown }: DepsValues<typeof 
 /** What the etcd identity backend is built from. */
 const identityBackendDeps = { kv: KVStoreToken, cfg: IdentityConfigToken, jobs: JobsToken, log: LoggerToken } as const;
 
-/** With --kvstore=etcd: the etcd identity backend, and cluster-wide identity GC every --identity-gc-interval. */
+/**
+ * With --kvstore=etcd: the etcd identity backend, and cluster-wide identity GC every
+ * --identity-gc-interval (both made only when the identity cell chooses it).
+ */
 function newIdentityBackend({ kv, cfg, jobs, log }: DepsValues<typeof identityBackendDeps>): IdentityBackendChoice {
-  if (!kv.enabled) return { backend: undefined };
-  const gc = new KVIdentityGC(kv.etcd, log);
-  jobs.timer('identity-gc-kvstore', async () => {
-    await gc.run();
-  }, cfg.identityGcInterval);
-  return { backend: new EtcdIdentityBackend(kv, jobs, log) };
+  if (!kv.enabled) return { mode: 'kvstore', create: undefined };
+  return {
+    mode: 'kvstore',
+    create: () => {
+      const gc = new KVIdentityGC(kv.etcd, log);
+      jobs.timer('identity-gc-kvstore', async () => {
+        await gc.run();
+      }, cfg.identityGcInterval);
+      return new EtcdIdentityBackend(kv, jobs, log);
+    },
+  };
 }
 
 /** The kvstore cell. */
