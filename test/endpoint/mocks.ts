@@ -10,7 +10,8 @@ import { MemoryMaps } from '../../src/cells/datapath-memory/maps.js';
 import { IdentityAllocatorToken } from '../../src/cells/identity/types.js';
 import { IPAMToken, type EndpointAddress, type IPAM, type IPAllocation } from '../../src/cells/ipam/types.js';
 import { IPAMError } from '../../src/cells/ipam/errors.js';
-import { PolicyRepositoryToken, PolicyRestoreToken, type PolicyRestore } from '../../src/cells/policy/types.js';
+import { NamedPortMapToken, PolicyRepositoryToken, PolicyRestoreToken, type PolicyRestore } from '../../src/cells/policy/types.js';
+import { NamedPortMultiMap } from '../../src/cells/policy/index.js';
 
 /** The identity cell's fake (reserved identities as the real cell has them, ids from 256, reference counts). */
 export { FakeIdentityAllocator as MockIdentities } from '../../src/cells/identity/index.js';
@@ -109,6 +110,8 @@ export interface Mocks {
   policy: MockPolicy;
   /** The policy restore the endpoint restore waits for (settled unless a test replaces it). */
   policyRestore: PolicyRestore;
+  /** The node's named-port map (the policy cell's own, a plain data structure). */
+  namedPorts: NamedPortMultiMap;
   ipam: MockIPAM;
   datapath: MockDatapath;
   links: MockLinks;
@@ -117,13 +120,14 @@ export interface Mocks {
 
 /** Fresh mocks. */
 export function mocks(): Mocks {
-  const m = { identities: new MockIdentities(), policy: new MockPolicy(), policyRestore: { done: Promise.resolve() } as PolicyRestore, ipam: new MockIPAM(), datapath: new MockDatapath(), links: new MockLinks() };
+  const m = { identities: new MockIdentities(), policy: new MockPolicy(), policyRestore: { done: Promise.resolve() } as PolicyRestore, namedPorts: new NamedPortMultiMap(), ipam: new MockIPAM(), datapath: new MockDatapath(), links: new MockLinks() };
   return {
     ...m,
     replace: [
       [IdentityAllocatorToken, m.identities],
       [PolicyRepositoryToken, m.policy],
       [PolicyRestoreToken, m.policyRestore],
+      [NamedPortMapToken, m.namedPorts],
       [IPAMToken, m.ipam],
       [DatapathToken, m.datapath],
       [LinkCheckerToken, m.links.check],

@@ -52,22 +52,23 @@ t.test('with a kubeconfig: every resource syncs; missing CRDs degrade until inst
   t.match(node(tree.snapshot(), cnp)?.message, /retrying: kubernetes: GET \/apis\/cilium.io\/v2\/ciliumnetworkpolicies: 404: the apiserver does not serve this API; install its CustomResourceDefinition/, 'the CNP resource names the 404 and the fix');
   const before = await until('the version and the core resources', async () => {
     const k = (await a.client.status()).kubernetes;
-    return k?.msg?.includes('6/8 resources synced') && /^v1\.\d+/.test(k.msg) ? k : undefined;
+    return k?.msg?.includes(`6/${AGENT_RESOURCES.length} resources synced`) && /^v1\.\d+/.test(k.msg) ? k : undefined;
   });
   t.equal(before.state, 'Warning');
-  t.match(before.msg, /not synced: ciliumnetworkpolicies, ciliumclusterwidenetworkpolicies; last error: ciliumclusterwidenetworkpolicies: .*404/, 'the status names what is not synced and why');
+  t.match(before.msg, /not synced: ciliumnetworkpolicies, ciliumclusterwidenetworkpolicies, ciliumendpoints; last error: (ciliumclusterwidenetworkpolicies|ciliumnetworkpolicies|ciliumendpoints): .*404/, 'the status names what is not synced and why');
   t.ok((await a.client.status()).cilium?.msg?.includes('k8s-resources/ciliumnetworkpolicies'), 'the agent state names the degraded resource');
 
   await kubectlOk(c, ['apply', '-f', '-'], crd('CiliumNetworkPolicy', 'ciliumnetworkpolicies', 'Namespaced'));
   await kubectlOk(c, ['apply', '-f', '-'], crd('CiliumClusterwideNetworkPolicy', 'ciliumclusterwidenetworkpolicies', 'Cluster'));
+  await kubectlOk(c, ['apply', '-f', '-'], crd('CiliumEndpoint', 'ciliumendpoints', 'Namespaced'));
   const after = await until('every resource synced', async () => {
     const k = (await a.client.status()).kubernetes;
     return k?.state === 'Ok' ? k : undefined;
   });
-  t.match(after.msg, new RegExp(`^v1\\.\\d+\\S* at ${c.server.replace(/[.]/g, '\\.')}; 8/8 resources synced$`), 'Ok: the version, the server, all synced');
+  t.match(after.msg, new RegExp(`^v1\\.\\d+\\S* at ${c.server.replace(/[.]/g, '\\.')}; 9/9 resources synced$`), 'Ok: the version, the server, all synced');
   t.equal(after['k8s-api-versions']?.length, AGENT_RESOURCES.length);
   t.equal(node(tree.snapshot(), cnp)?.message, 'synced');
-  t.match(renderStatus(await a.client.status(), false), /Kubernetes:\s+Ok\s+v1\.\d+.*8\/8 resources synced/, 'cellium status shows it');
+  t.match(renderStatus(await a.client.status(), false), /Kubernetes:\s+Ok\s+v1\.\d+.*9\/9 resources synced/, 'cellium status shows it');
 
   // The Pods resource holds only this node's pods.
   const pods = a.h.get(LocalPodsToken)!;
@@ -102,7 +103,7 @@ t.test('the agent registers the shipped Cilium CRDs at start, and its CNP/CCNP r
     const s = (await a.client.status()).kubernetes;
     return s?.state === 'Ok' ? s : undefined;
   }, 60_000);
-  t.match(k.msg, /8\/8 resources synced$/, 'the CNP and CCNP resources synced on the registered CRDs');
+  t.match(k.msg, /9\/9 resources synced$/, 'the CNP and CCNP resources synced on the registered CRDs');
 });
 
 /** A TCP forwarder on 127.0.0.1:port to `target` (started later: the apiserver "comes up"). */
@@ -151,7 +152,7 @@ t.test('apiserver unreachable at start: the agent starts degraded, then syncs', 
     return k?.msg?.includes('last error: version:') ? k : undefined;
   });
   t.equal(down.state, 'Warning', 'degraded, not down');
-  t.match(down.msg, /^version unknown at https:\/\/127\.0\.0\.1:\d+; 0\/8 resources synced; not synced: pods, .*; last error: version: .*ECONNREFUSED/, 'the status names the error');
+  t.match(down.msg, /^version unknown at https:\/\/127\.0\.0\.1:\d+; 0\/9 resources synced; not synced: pods, .*; last error: version: .*ECONNREFUSED/, 'the status names the error');
   t.equal((await a.client.status()).cilium?.state, 'Warning', 'the agent state is Warning');
   t.ok(node(a.h.get(HealthTreeToken).snapshot(), ['kubernetes', 'k8s-resources', 'apiserver'])?.level === 'degraded', 'the health tree says the apiserver is unreachable');
 
@@ -160,5 +161,5 @@ t.test('apiserver unreachable at start: the agent starts degraded, then syncs', 
     const k = (await a.client.status()).kubernetes;
     return k?.state === 'Ok' ? k : undefined;
   });
-  t.match(up.msg, /^v1\.\d+\S* at https:\/\/127\.0\.0\.1:\d+; 8\/8 resources synced$/, 'Ok once the apiserver answers');
+  t.match(up.msg, /^v1\.\d+\S* at https:\/\/127\.0\.0\.1:\d+; 9\/9 resources synced$/, 'Ok once the apiserver answers');
 });

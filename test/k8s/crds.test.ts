@@ -252,7 +252,7 @@ t.test('CRDs and RBAC on a real apiserver, as the agent\'s ServiceAccount', { sk
       'update customresourcedefinitions.apiextensions.k8s.io/ciliumnodes.cilium.io',
       'list ciliumnetworkpolicies.cilium.io', 'watch ciliumclusterwidenetworkpolicies.cilium.io',
       'update ciliumnetworkpolicies.cilium.io --subresource=status',
-      'get ciliumendpoints.cilium.io', 'list ciliumendpoints.cilium.io', 'create ciliumendpoints.cilium.io', 'patch ciliumendpoints.cilium.io', 'delete ciliumendpoints.cilium.io',
+      'get ciliumendpoints.cilium.io', 'list ciliumendpoints.cilium.io', 'watch ciliumendpoints.cilium.io', 'create ciliumendpoints.cilium.io', 'patch ciliumendpoints.cilium.io', 'delete ciliumendpoints.cilium.io',
       'create ciliumidentities.cilium.io', 'delete ciliumidentities.cilium.io', 'patch ciliumidentities.cilium.io', 'watch ciliumidentities.cilium.io',
       'create leases.coordination.k8s.io',
       'create ciliumnodes.cilium.io', 'update ciliumnodes.cilium.io', 'update ciliumnodes.cilium.io --subresource=status',
@@ -263,7 +263,7 @@ t.test('CRDs and RBAC on a real apiserver, as the agent\'s ServiceAccount', { sk
       'create networkpolicies.networking.k8s.io', 'update services', 'create endpointslices.discovery.k8s.io',
       'delete customresourcedefinitions.apiextensions.k8s.io', 'update customresourcedefinitions.apiextensions.k8s.io/widgets.example.com',
       'create ciliumnetworkpolicies.cilium.io', 'update ciliumnetworkpolicies.cilium.io', 'delete ciliumclusterwidenetworkpolicies.cilium.io',
-      'update ciliumidentities.cilium.io', 'delete ciliumnodes.cilium.io', 'update ciliumendpoints.cilium.io', 'watch ciliumendpoints.cilium.io', 'delete leases.coordination.k8s.io',
+      'update ciliumidentities.cilium.io', 'delete ciliumnodes.cilium.io', 'update ciliumendpoints.cilium.io', 'delete leases.coordination.k8s.io',
       'create serviceaccounts/token', 'create clusterrolebindings.rbac.authorization.k8s.io', 'impersonate users',
     ];
     for (const q of allowed) {

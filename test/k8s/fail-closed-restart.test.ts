@@ -54,7 +54,7 @@ t.test('agent killed, a NetworkPolicy deleted and one added while it is down, re
     const s = await e.ap.client.status();
     return s.kubernetes?.state === 'Warning' && /not synced: /.test(s.kubernetes.msg ?? '') && /k8s-resources\//.test(s.cilium?.msg ?? '') ? s : undefined;
   }, 30_000);
-  t.match(st.kubernetes?.msg, /0\/8 resources synced/, `cellium status: ${st.kubernetes?.msg}`);
+  t.match(st.kubernetes?.msg, /0\/9 resources synced/, `cellium status: ${st.kubernetes?.msg}`);
   t.match(st.cilium?.state, /Warning|Failure/, 'the agent state is degraded, naming the resources');
   await until('the endpoints restored', async () => (await e.ap.client.listEndpoints()).length === 3 && (await e.ap.client.listEndpoints()).every((x) => x.status?.state === 'ready'), 60_000);
   t.ok(await untilPorts(e, PORTS, [81], 5_000), 'apiserver down: the restored state is enforced');

@@ -5,6 +5,10 @@
 // stands outside the cluster (two "world" addresses, one inside an ipBlock's except). Each case
 // replaces the NetworkPolicies (kubectl), waits until every endpoint realized the policy revision
 // that holds exactly them, and checks TCP connects both ways: what must pass and what must not.
+// Last, a named egress port follows the destination pods: a pod added under the name opens its
+// number (the node's named-port map changed, the client's policy map recomputed), its removal
+// closes it, the same through a CiliumEndpoint of another node, and ports the name never stood
+// for are probed all along and never pass.
 import t from 'tap';
 import { existsSync, writeFileSync } from 'node:fs';
 import { exchange, ip, TrafficAgent, uniq } from '../bpf/fixtures/topology.js';
@@ -110,6 +114,16 @@ const CASES: readonly Case[] = [
       ['client', 'web', 8080, 'open'], ['client', 'web', 9090, 'closed'], ['client', 'web', 80, 'closed'],
       ['client', 'db', 9090, 'open'], ['client', 'db', 8080, 'closed'],
       ['web', 'client', 8080, 'closed'], ['web', 'client', 9090, 'closed'],
+    ],
+  },
+  {
+    name: 'named egress port: each destination pod\'s own number for the name; another port, and a name nobody declares, allow nothing',
+    policies: [np('client-to-http', 'prod', { podSelector: sel({ app: 'client' }), policyTypes: ['Egress'], egress: [{ to: [{ podSelector: {} }], ports: [{ port: 'http' }, { port: 'nope' }] }] })],
+    probes: [
+      ['client', 'web', 8080, 'open'], ['client', 'web', 9090, 'closed'], ['client', 'web', 80, 'closed'],
+      ['client', 'db', 9090, 'open'], ['client', 'db', 8080, 'closed'], ['client', 'db', 5432, 'closed'],
+      ['client', 'devOther', 8080, 'closed'], ['client', 'ext', 8080, 'closed'],
+      ['web', 'db', 5432, 'open'], ['devClient', 'web', 9090, 'open'],
     ],
   },
   {
@@ -246,4 +260,67 @@ t.test('NetworkPolicy semantics on real packets', { skip, timeout: 600_000 }, as
       t.ok(settled, `every probe as the table says: ${k.probes.map(([f, to, p, w]) => `${f}->${to}:${p} ${w}`).join('; ')}`, { wrong: got, log: settled ? undefined : agent.log().slice(-3000) });
     });
   }
+
+  await t.test('a named egress port follows the destination pods: added under the name it opens, removed it closes; a denied port never passes meanwhile', async (t) => {
+    await applyOnly(cluster, [np('client-to-web-http', 'prod', { podSelector: sel({ app: 'client' }), policyTypes: ['Egress'], egress: [{ to: [{ podSelector: sel({ app: 'web' }) }], ports: [{ port: 'http' }] }] })]);
+    const probe = (to: Peer, port: number, ms = 600) => exchange('tcp', peers.client.traffic, to.traffic, peers.client.ip, to.ip, port, ms);
+    await until('client -> web:8080 open and web:8081 closed (web declares http=8080)', async () => (await probe(peers.web, 8080)) && !(await probe(peers.web, 8081)), 30_000);
+    // all along: ports the name never stands for stay closed (web's 9090, db's 9090: db is no peer)
+    const leaks: string[] = [];
+    let probing = true;
+    const watcher = (async () => {
+      let rounds = 0;
+      while (probing) {
+        if (await probe(peers.web, 9090, 250)) leaks.push('client -> web:9090');
+        if (await probe(peers.db, 9090, 250)) leaks.push('client -> db:9090');
+        rounds++;
+      }
+      return rounds;
+    })();
+
+    // a second web pod (same labels, so the same identity) declares http=8081
+    await kubectlOk(cluster, ['create', '-f', '-'], podObject('web-2', 'prod', 'web', [{ name: 'http', containerPort: 8081 }]));
+    const where = netns(c, 'npt-web2');
+    const args = 'IgnoreUnknown=1;K8S_POD_NAMESPACE=prod;K8S_POD_NAME=web-2';
+    const add = await cni('ADD', { containerId: 'npt-web2', netns: where.path, args }, conf);
+    t.equal(add.code, 0, 'CNI ADD of prod/web-2', { out: add.stdout, err: add.stderr, log: agent.log().slice(-2000) });
+    const traffic = new TrafficAgent(where.name);
+    c.teardown(() => traffic.stop());
+    const web2: Peer = { ip: (JSON.parse(add.stdout) as { ips: { address: string }[] }).ips[0]!.address.split('/')[0]!, traffic };
+    const began = performance.now();
+    await until('client -> web-2:8081 to open (the name re-resolved)', () => probe(web2, 8081), 30_000);
+    t.pass(`client -> web-2:8081 opened ${Math.round(performance.now() - began)} ms after the CNI ADD answered`);
+    t.ok(await probe(peers.web, 8081), 'client -> web:8081 open too: the name stands for the union of the identity\'s pods (as in Cilium)');
+    t.notOk(await probe(web2, 8082), 'client -> web-2:8082 closed: no pod\'s http');
+    t.ok(await probe(peers.web, 8080), 'client -> web:8080 still open');
+
+    // web-2 goes: 8081 is no longer anyone's http
+    const del = await cni('DEL', { containerId: 'npt-web2', netns: where.path, args }, conf);
+    t.equal(del.code, 0, 'CNI DEL of prod/web-2', { out: del.stdout, err: del.stderr });
+    await kubectlOk(cluster, ['delete', 'pod', '-n', 'prod', 'web-2', '--wait=false']);
+    await until('client -> web:8081 to close again (the name re-resolved without web-2)', async () => !(await probe(peers.web, 8081)), 30_000);
+    t.ok(await probe(peers.web, 8080), 'client -> web:8080 still open');
+
+    // a web pod of ANOTHER node, known by its CiliumEndpoint (as that node's agent writes it): http=8082
+    const webIdentity = (await ap.client.listEndpoints()).find((e) => e.status?.['external-identifiers']?.['k8s-pod-name'] === 'web')?.status?.identity?.id;
+    t.ok(webIdentity, `web's identity (${webIdentity})`);
+    const remote = {
+      apiVersion: 'cilium.io/v2', kind: 'CiliumEndpoint', metadata: { name: 'web-remote', namespace: 'prod' },
+      status: {
+        id: 77, state: 'ready', identity: { id: webIdentity, labels: [] }, networking: { addressing: [{ ipv4: '10.247.99.7' }], node: '10.247.99.1' },
+        'external-identifiers': { 'k8s-namespace': 'prod', 'k8s-pod-name': 'web-remote' }, 'named-ports': [{ name: 'http', port: 8082, protocol: 'TCP' }],
+        policy: { ingress: { enforcing: false, state: 'non-enforcing' }, egress: { enforcing: false, state: 'non-enforcing' } },
+      },
+    };
+    await kubectlOk(cluster, ['create', '-f', '-'], JSON.stringify(remote));
+    await until('client -> web:8082 to open (the remote CiliumEndpoint\'s http, same identity)', () => probe(peers.web, 8082), 30_000);
+    t.pass('a remote CiliumEndpoint\'s named port reached the client\'s policy map');
+    await kubectlOk(cluster, ['delete', 'ciliumendpoint', '-n', 'prod', 'web-remote']);
+    await until('client -> web:8082 to close again (the remote CiliumEndpoint deleted)', async () => !(await probe(peers.web, 8082)), 30_000);
+    t.ok(await probe(peers.web, 8080), 'client -> web:8080 still open');
+    probing = false;
+    const rounds = await watcher;
+    t.ok(rounds > 0, `the denied ports were probed all along (${rounds} rounds)`);
+    t.same(leaks, [], 'no denied packet passed while the name was re-resolved');
+  });
 });

@@ -72,7 +72,7 @@ t.test('an invalid CNP or CCNP is rejected whole, naming the field', async (t) =
   const bad: [string, () => unknown, string][] = [
     ['second spec invalid', () => translateCNP(cnp({ spec: ingressFromClient, specs: [ingressFromClient, { endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: '80', protocol: 'tcp' }] }] }] }] })), '/specs/1/ingress/0/toPorts/0/ports/0/protocol'],
     ['unknown rule field', () => translateCNP(cnp({ spec: { ...ingressFromClient, egres: [] } })), '/spec/egres'],
-    ['named egress port', () => translateCNP(cnp({ spec: { endpointSelector: {}, egress: [{ toPorts: [{ ports: [{ port: 'http' }] }] }] } })), '/spec/egress/0/toPorts/0/ports/0/port'],
+    ['endPort with a named egress port', () => translateCNP(cnp({ spec: { endpointSelector: {}, egress: [{ toPorts: [{ ports: [{ port: 'http', endPort: 90 }] }] }] } })), '/spec/egress/0/toPorts/0/ports/0/endPort'],
     ['invalid port name', () => translateCNP(cnp({ spec: { endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: 'web_port' }] }] }] } })), '/spec/ingress/0/toPorts/0/ports/0/port'],
     ['except outside cidr', () => translateCNP(cnp({ spec: { endpointSelector: {}, egress: [{ toCIDRSet: [{ cidr: '10.0.0.0/8', except: ['192.168.0.0/16'] }] }] } })), '/spec/egress/0/toCIDRSet/0/except/0'],
     ['bad CIDR in a set', () => translateCNP(cnp({ spec: { endpointSelector: {}, egress: [{ toCIDRSet: [{ cidr: 'ten/8' }] }] } })), '/spec/egress/0/toCIDRSet/0/cidr'],

@@ -1,7 +1,7 @@
 // Named ports (Kubernetes `port: http`): an ingress rule's named port resolves, per endpoint, to the
 // number the endpoint's pod declares under that name and protocol; a name it does not declare
 // allows nothing (never every port); a deny by name denies the declared number; the shared
-// distillation is per named-port set; egress names are refused naming the field.
+// distillation is per named-port set. Egress names: test/policy/egress-named-ports.test.ts.
 import t from 'tap';
 import { Proto } from '../../src/datapath/types.js';
 import { PolicyError, resolveNamedPorts, type NamedPort } from '../../src/cells/policy/index.js';
@@ -81,10 +81,10 @@ t.test('resolveNamedPorts leaves numeric ports and drops undeclared names', asyn
   t.same(resolveNamedPorts([{ protocol: TCP, port: 0, name: 'http' }], []), []);
 });
 
-t.test('named ports are checked: egress, endPort, ICMP and invalid names are refused naming the field; trace never matches a name', async (t) => {
+t.test('named ports are checked: endPort (both directions), ICMP and invalid names are refused naming the field; trace never matches a name', async (t) => {
   const { repo, alloc } = await policyHive(t);
   const bad: [object, string, RegExp][] = [
-    [{ endpointSelector: {}, egress: [{ toPorts: [{ ports: [{ port: 'dns', protocol: 'UDP' }] }] }] }, '/0/egress/0/toPorts/0/ports/0/port', /on egress/],
+    [{ endpointSelector: {}, egress: [{ toPorts: [{ ports: [{ port: 'dns', protocol: 'UDP', endPort: 60 }] }] }] }, '/0/egress/0/toPorts/0/ports/0/endPort', /endPort with a named port/],
     [{ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: 'http', endPort: 90 }] }] }] }, '/0/ingress/0/toPorts/0/ports/0/endPort', /endPort with a named port/],
     [{ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: 'ping', protocol: 'ICMP' }] }] }] }, '/0/ingress/0/toPorts/0/ports/0/port', /ICMP has no ports/],
     [{ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: 'a--b' }] }] }] }, '/0/ingress/0/toPorts/0/ports/0/port', /not a port number nor a port name/],

@@ -11,7 +11,7 @@ t.test('errors name the field (JSON pointer) and the fix', async (t) => {
     [cnp({ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: '80', protocol: 'HTTP' }] }] }] }), /at \/spec\/ingress\/0\/toPorts\/0\/ports\/0\/protocol: "HTTP" is not allowed; fix: use one of TCP, UDP, SCTP, ICMP, ANY/],
     [cnp({ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: 'HTTP' }] }] }] }), /\/ports\/0\/port: "HTTP" is not a port number nor a port name.*port name of lowercase letters/],
     [cnp({ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: '8080x--y' }] }] }] }), /\/ports\/0\/port: "8080x--y" is not a port number nor a port name/],
-    [cnp({ endpointSelector: {}, egress: [{ toPorts: [{ ports: [{ port: 'dns' }] }] }] }), /\/spec\/egress\/0\/toPorts\/0\/ports\/0\/port: named port "dns" on egress.*fix: give the port number/],
+    [cnp({ endpointSelector: {}, egress: [{ toPorts: [{ ports: [{ port: 'dns', endPort: 60 }] }] }] }), /\/spec\/egress\/0\/toPorts\/0\/ports\/0\/endPort: endPort with a named port.*fix: drop endPort, or give port numbers/],
     [cnp({ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: 'http', endPort: 90 }] }] }] }), /\/ports\/0\/endPort: endPort with a named port/],
     [cnp({ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: '90', endPort: 80 }] }] }] }), /\/ports\/0\/endPort: endPort 80 is below port 90; fix: set endPort >= 90/],
     [cnp({ endpointSelector: {}, ingress: [{ toPorts: [{ ports: [{ port: '7', protocol: 'ICMP' }] }] }] }), /\/ports\/0\/port: ICMP has no ports/],

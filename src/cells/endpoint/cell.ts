@@ -10,15 +10,15 @@ import { token } from '../../hive/token.js';
 import { DatapathToken, LinkCheckerToken } from '../../datapath/types.js';
 import { IdentityAllocatorToken } from '../identity/types.js';
 import { IPAMToken } from '../ipam/types.js';
-import { PolicyRepositoryToken, PolicyRestoreToken } from '../policy/types.js';
+import { NamedPortMapToken, PolicyRepositoryToken, PolicyRestoreToken, type NamedPortMap } from '../policy/types.js';
 import { StateDirConfigToken, type StateDirConfig } from '../statedir/index.js';
 import { EndpointAPIManagerImpl } from './api-manager.js';
 import { EndpointConfigToken, endpointConfigSchema } from './config.js';
 import { DefaultEndpointCreator, EndpointCreatorToken } from './creator.js';
 import { gcRound } from './gc.js';
 import type { Endpoint } from './endpoint.js';
-import { EndpointManagerImpl } from './manager.js';
-import { Regenerator, type RegenerationOutcome } from './regeneration.js';
+import { asEndpoint, EndpointManagerImpl } from './manager.js';
+import { endpointOwner, Regenerator, type RegenerationOutcome } from './regeneration.js';
 import { EndpointRestorer } from './restore.js';
 import { isTerminating } from './state.js';
 import { EndpointStateStore } from './state-store.js';
@@ -36,6 +36,7 @@ const RegeneratorToken = token<Regenerator>('EndpointRegenerator');
 const regeneratorDeps = {
   identities: IdentityAllocatorToken,
   policy: PolicyRepositoryToken,
+  namedPorts: NamedPortMapToken,
   datapath: DatapathToken,
   ipam: IPAMToken,
   store: EndpointStateStoreToken,
@@ -54,6 +55,7 @@ const managerDeps = {
   datapath: DatapathToken,
   cfg: EndpointConfigToken,
   policy: PolicyRepositoryToken,
+  namedPorts: NamedPortMapToken,
   linkExists: LinkCheckerToken,
   lc: LifecycleToken,
   jobs: JobsToken,
@@ -92,10 +94,25 @@ function reportHealth(m: EndpointManagerImpl, regenerator: Regenerator, jobs: Jo
   update();
 }
 
+/**
+ * Keeps this node's endpoints in the named-port map: a restored endpoint with its identity as soon
+ * as it is exposed (before any restored endpoint regenerates, so egress names resolve against all
+ * of them), a deleted one removed. Regeneration records the rest (new endpoints, identity and port
+ * changes).
+ */
+function feedNamedPorts(m: EndpointManagerImpl, jobs: Jobs, map: NamedPortMap): void {
+  jobs.observer('endpoint-named-ports-restored', m.restored$, (view) => {
+    const ep = asEndpoint(view);
+    if (ep.securityIdentity) map.upsert(endpointOwner(ep.id), ep.securityIdentity.id, ep.namedPorts);
+  }, { immediate: true, sync: true });
+  jobs.observer('endpoint-named-ports-deleted', m.deleted$, (ep) => map.remove(endpointOwner(ep.id)), { immediate: true, sync: true });
+}
+
 /** Builds the manager with its stop hook, its health and its GC, periodic and policy-change jobs. */
 function newManager(d: DepsValues<typeof managerDeps>): EndpointManagerImpl {
   const m = new EndpointManagerImpl(d.regenerator, d.log);
   reportHealth(m, d.regenerator, d.jobs, d.health);
+  feedNamedPorts(m, d.jobs, d.namedPorts);
   d.lc.append({
     name: 'endpoint-manager',
     onStop: async () => {

@@ -17,7 +17,7 @@ import { parseLabels } from '../../lib/labels.js';
 import type { Datapath, EndpointDatapathConfig, LxcEntry } from '../../datapath/types.js';
 import type { IdentityAllocator } from '../identity/types.js';
 import type { IPAM } from '../ipam/types.js';
-import type { PolicyRepository } from '../policy/types.js';
+import type { NamedPortMap, PolicyRepository } from '../policy/types.js';
 import { canonicalJSON } from './canonical-json.js';
 import type { Endpoint } from './endpoint.js';
 import { EndpointError, hostAddressTaken } from './errors.js';
@@ -26,6 +26,11 @@ import { claimEndpointIPs, releaseEndpointIPs } from './ip-claims.js';
 import type { EndpointRuntime, RemoveOptions } from './manager.js';
 import type { EndpointStateStore } from './state-store.js';
 
+/** The owner key of a local endpoint in the named-port map. */
+export function endpointOwner(id: number): string {
+  return `endpoint:${id}`;
+}
+
 /** The reason the recovery controller regenerates with. */
 export const RECOVERY_REASON = 'retry after failed regeneration';
 
@@ -33,6 +38,8 @@ export const RECOVERY_REASON = 'retry after failed regeneration';
 export interface RegeneratorDeps {
   readonly identities: IdentityAllocator;
   readonly policy: PolicyRepository;
+  /** The node's named-port map: each build records the endpoint's identity and named ports there. */
+  readonly namedPorts: NamedPortMap;
   readonly datapath: Datapath;
   readonly ipam: IPAM;
   readonly store: EndpointStateStore;
@@ -140,6 +147,8 @@ export class Regenerator implements EndpointRuntime {
     const { maps, loader } = this.d.datapath;
     for (const ip of [ep.ipv4, ep.ipv6]) if (ip && this.d.datapath.isHostAddress?.(ip)) throw hostAddressTaken(ip);
     const identity = ep.securityIdentity!;
+    // other endpoints' egress names resolve against this one's ports (a change recomputes them)
+    this.d.namedPorts.upsert(endpointOwner(ep.id), identity.id, ep.namedPorts);
     const resolved = this.d.policy.resolve(identity, ep.namedPorts);
     const { entries, ...summary } = resolved;
     ep.recordDesiredPolicy({ ...summary, identity: identity.id });

@@ -9,10 +9,12 @@ import { token } from '../../hive/token.js';
 import { abortable } from '../../lib/abortable.js';
 import { detectNodeIP } from '../cluster/index.js';
 import { EndpointCreationHooksToken, EndpointManagerToken, EndpointRestorerToken, type EndpointCreationHook } from '../endpoint/index.js';
-import { K8sClientToken, K8sConfigToken, LocalPodsToken } from '../k8s/index.js';
+import { CiliumEndpointsToken, K8sClientToken, K8sConfigToken, LocalPodsToken } from '../k8s/index.js';
+import { NamedPortMapToken } from '../policy/index.js';
 import { KVStoreConfigToken } from '../kvstore/index.js';
 import { CepApi } from './api.js';
 import { EndpointSyncConfigToken, endpointSyncConfigSchema } from './config.js';
+import { cepNamedPorts } from './remote-named-ports.js';
 import { EndpointSynchronizer } from './synchronizer.js';
 
 /** Token for the synchronizer (undefined without Kubernetes or with --disable-endpoint-crd). */
@@ -57,6 +59,39 @@ function creationHook(s: EndpointSynchronizer | undefined): EndpointCreationHook
   return s ?? { name: 'CiliumEndpoint (disabled)', created: () => Promise.resolve() };
 }
 
+const remoteDeps = { ceps: CiliumEndpointsToken, namedPorts: NamedPortMapToken, kv: KVStoreConfigToken, jobs: JobsToken, log: LoggerToken } as const;
+
+/**
+ * Feeds the named-port map with the endpoints of other nodes, from the CiliumEndpoint watch
+ * (remote-named-ports.ts): upserted as they come, removed when deleted or when they no longer
+ * contribute. Until the first list synced the map is not complete (registered at construction, so
+ * restored endpoints regenerate with it incomplete: an egress deny by name denies every port of its
+ * protocol meanwhile). Without Kubernetes there is nothing to watch.
+ */
+function watchRemoteNamedPorts({ ceps, namedPorts, kv, jobs, log }: DepsValues<typeof remoteDeps>): void {
+  if (!ceps) return;
+  const localNode = detectNodeIP(kv.nodeIp);
+  const reported = new Map<string, string>();
+  const listed = namedPorts.pending('ciliumendpoints');
+  jobs.observer('cep-named-ports', ceps.events(), (ev) => {
+    if (ev.kind === 'sync') {
+      listed();
+      return;
+    }
+    const got = cepNamedPorts(ev.object, localNode);
+    if (ev.kind === 'delete' || !got.contribution) {
+      namedPorts.remove(got.owner);
+      reported.delete(got.owner);
+      return;
+    }
+    namedPorts.upsert(got.owner, got.contribution.identity, got.contribution.ports);
+    const problems = got.problems.join('; ');
+    if (problems && reported.get(got.owner) !== problems) log.warn({ ciliumEndpoint: got.owner.slice(4), problems: got.problems }, 'named ports of a CiliumEndpoint left out (they allow nothing)');
+    if (problems) reported.set(got.owner, problems);
+    else reported.delete(got.owner);
+  });
+}
+
 /** The k8s-endpoint-sync cell. */
 export const k8sEndpointSyncCell = module(
   'k8s-endpoint-sync',
@@ -65,4 +100,5 @@ export const k8sEndpointSyncCell = module(
   provide(EndpointSynchronizerToken, newSynchronizer, syncDeps),
   provideInto(EndpointCreationHooksToken, creationHook, EndpointSynchronizerToken),
   invoke('k8s-endpoint-sync', (_s: EndpointSynchronizer | undefined) => undefined, EndpointSynchronizerToken),
+  invoke('cep-named-ports', watchRemoteNamedPorts, remoteDeps),
 );

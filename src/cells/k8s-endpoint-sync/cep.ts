@@ -1,7 +1,8 @@
 /**
  * The CiliumEndpoint (cilium.io/v2, deploy/crds/ciliumendpoints.yaml) of a pod endpoint, as
  * Cilium's GetCiliumEndpointStatus fills it: the endpoint id, its security identity (id and
- * labels), its addresses and node, the policy enforcement per direction, its state (compressed as
+ * labels), its addresses and node, its named container ports (`named-ports`: other nodes resolve
+ * named egress ports against them), the policy enforcement per direction, its state (compressed as
  * Cilium does: every state of a working endpoint is `ready`, so a regeneration writes nothing) and
  * its health. Named after the pod, in the pod's namespace, owner-referenced to the Pod (its uid),
  * and carrying the pod's labels (Cilium mirrors them for label selection of CiliumEndpoints).
@@ -19,12 +20,20 @@ export interface CepPolicyDirection {
   readonly state: 'enforcing' | 'non-enforcing';
 }
 
+/** A named port as a CiliumEndpoint carries it (Cilium's models.Port: protocol TCP, UDP or SCTP). */
+export interface CepNamedPort {
+  readonly name: string;
+  readonly port: number;
+  readonly protocol: string;
+}
+
 /** Cilium's cilium.io/v2 EndpointStatus (the fields Cellium writes, Cilium's names). */
 export interface CepStatus {
   readonly id: number;
   readonly identity?: { readonly id: number; readonly labels: readonly string[] };
   readonly networking: { readonly addressing: readonly { readonly ipv4?: string; readonly ipv6?: string }[]; readonly node: string };
   readonly 'external-identifiers': Readonly<Record<string, string>>;
+  readonly 'named-ports'?: readonly CepNamedPort[];
   readonly policy: { readonly ingress: CepPolicyDirection; readonly egress: CepPolicyDirection };
   readonly state: string;
   readonly health?: Readonly<Record<string, unknown>>;
@@ -74,11 +83,13 @@ export function cepStatus(ep: EndpointView, nodeIP: string, pod?: Pod): CepStatu
   }
   const addr = s.networking.addressing[0] ?? {};
   const sa = pod?.spec?.serviceAccountName;
+  const named = (s.namedPorts ?? []) as readonly CepNamedPort[];
   return {
     id: m.id,
     ...(s.identity ? { identity: { id: s.identity.id, labels: [...s.identity.labels].sort() } } : {}),
     networking: { addressing: [{ ...(addr.ipv4 ? { ipv4: addr.ipv4 } : {}), ...(addr.ipv6 ? { ipv6: addr.ipv6 } : {}) }], node: nodeIP },
     'external-identifiers': ids,
+    ...(named.length ? { 'named-ports': named.map((p) => ({ name: p.name, port: p.port, protocol: p.protocol })) } : {}),
     policy: { ingress: direction(enabled === 'both' || enabled === 'ingress'), egress: direction(enabled === 'both' || enabled === 'egress') },
     state: READY_STATES.has(s.state) ? 'ready' : s.state,
     ...(s.health ? { health: { ...s.health } } : {}),

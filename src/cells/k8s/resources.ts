@@ -1,7 +1,8 @@
 /**
  * The agent's Kubernetes resources, one token each (Cilium's k8s.ResourcesCell): the Pods of this
- * node, Namespaces, Nodes, Services, EndpointSlices, NetworkPolicies, CiliumNetworkPolicies and
- * CiliumClusterwideNetworkPolicies. With Kubernetes disabled each token is `undefined` and nothing
+ * node, Namespaces, Nodes, Services, EndpointSlices, NetworkPolicies, CiliumNetworkPolicies,
+ * CiliumClusterwideNetworkPolicies and CiliumEndpoints (of every node: their named ports resolve
+ * named egress ports). With Kubernetes disabled each token is `undefined` and nothing
  * is listed or watched. A resource whose API is missing (a CRD not installed: 404) stays unsynced
  * and degraded, retrying with backoff, like any other failure; the agent runs on.
  */
@@ -13,7 +14,7 @@ import { token, type Token } from '../../hive/token.js';
 import { K8sClientToken, newResource } from './cell.js';
 import { K8sConfigToken, type K8sConfig } from './config.js';
 import type { K8sObject, Resource } from './resource.js';
-import type { CiliumNetworkPolicy, EndpointSlice, Namespace, NetworkPolicy, Node, Pod, Service } from './types.js';
+import type { CiliumEndpointObject, CiliumNetworkPolicy, EndpointSlice, Namespace, NetworkPolicy, Node, Pod, Service } from './types.js';
 
 /** A resource of the agent, or undefined when Kubernetes is disabled. */
 export type AgentResource<T extends K8sObject> = Resource<T> | undefined;
@@ -45,6 +46,8 @@ export const NetworkPoliciesToken = token<AgentResource<NetworkPolicy>>('K8sNetw
 export const CiliumNetworkPoliciesToken = token<AgentResource<CiliumNetworkPolicy>>('K8sCiliumNetworkPolicies');
 /** CiliumClusterwideNetworkPolicies (cilium.io/v2 CRD). */
 export const CiliumClusterwideNetworkPoliciesToken = token<AgentResource<CiliumNetworkPolicy>>('K8sCiliumClusterwideNetworkPolicies');
+/** CiliumEndpoints of every node (cilium.io/v2 CRD): other nodes' endpoints' identities and named ports. */
+export const CiliumEndpointsToken = token<AgentResource<CiliumEndpointObject>>('K8sCiliumEndpoints');
 
 /** Every resource the agent watches, in status order. */
 export const AGENT_RESOURCES: readonly ResourceSpec<K8sObject>[] = [
@@ -59,6 +62,7 @@ export const AGENT_RESOURCES: readonly ResourceSpec<K8sObject>[] = [
     name: 'ciliumclusterwidenetworkpolicies', apiVersion: 'cilium.io/v2', kind: 'CiliumClusterwideNetworkPolicy',
     token: CiliumClusterwideNetworkPoliciesToken, path: () => '/apis/cilium.io/v2/ciliumclusterwidenetworkpolicies',
   },
+  { name: 'ciliumendpoints', apiVersion: 'cilium.io/v2', kind: 'CiliumEndpoint', token: CiliumEndpointsToken, path: () => '/apis/cilium.io/v2/ciliumendpoints' },
 ] as readonly ResourceSpec<K8sObject>[];
 
 /** Backoff of the agent's resources: quick at first (an apiserver starting), at most 30 s apart. */

@@ -74,3 +74,12 @@ export interface CiliumNetworkPolicy extends LabelledObject {
   readonly spec?: Readonly<Record<string, unknown>>;
   readonly specs?: readonly Readonly<Record<string, unknown>>[];
 }
+
+/**
+ * A cilium.io/v2 CiliumEndpoint as the named-port map reads those of other nodes: the node that
+ * owns it, its security identity and its named ports (its status is checked where it is read: other
+ * agents write it).
+ */
+export interface CiliumEndpointObject extends LabelledObject {
+  readonly status?: Readonly<Record<string, unknown>>;
+}

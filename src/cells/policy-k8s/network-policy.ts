@@ -6,9 +6,9 @@
  * a CIDR set with except; `from`/`to` absent or empty allow every peer, `ports` absent or empty
  * every port; a port's protocol defaults to TCP, no port means every port of the protocol, endPort
  * makes a range; policyTypes decide which directions the selected pods default-deny (absent:
- * Ingress, plus Egress when there are egress rules). A named ingress port stays a name, resolved
- * per selected pod from its container ports; named egress ports are left out (fail closed: the
- * peers' port names are not known on this node).
+ * Ingress, plus Egress when there are egress rules). A named port stays a name: on ingress the
+ * policy cell resolves it per selected pod from its container ports, on egress per peer identity
+ * from the node's named-port map (the destination pods' container ports).
  */
 import { formatLabel } from '../../lib/labels.js';
 import { cidrContains, formatCidr, parseCidr } from '../../lib/addr.js';
@@ -48,7 +48,7 @@ export function translateNetworkPolicy(np: unknown): Translation {
       if (list.length) warnings.push(`/spec/${field}: ignored, policyTypes does not list ${type}`);
       continue;
     }
-    const entries = list.flatMap((r, i) => ruleEntries(r, dir, `/spec/${field}/${i}`, namespace, warnings));
+    const entries = list.flatMap((r, i) => ruleEntries(r, dir, `/spec/${field}/${i}`, namespace));
     if (entries.length) rule[field] = entries;
   }
   rule.enableDefaultDeny = { ingress: types.has('Ingress'), egress: types.has('Egress') };
@@ -79,12 +79,8 @@ function checkSelectors(spec: NetworkPolicy['spec']): void {
 }
 
 /** The rule entries of one NetworkPolicy rule: one per peer (all sharing its ports). */
-function ruleEntries(r: NetworkPolicyRule, dir: Dir, pointer: string, namespace: string, warnings: string[]): Entry[] {
-  const toPorts = ports(r.ports ?? [], dir, pointer, warnings);
-  if (toPorts === 'none') {
-    warnings.push(`${pointer}/ports: every port is a named egress port; the rule allows nothing`);
-    return [];
-  }
+function ruleEntries(r: NetworkPolicyRule, dir: Dir, pointer: string, namespace: string): Entry[] {
+  const toPorts = ports(r.ports ?? [], pointer);
   const peers = r[dir] ?? [];
   const l3: Entry[] = peers.length ? peers.map((p, j) => peerEntry(p, dir, `${pointer}/${dir}/${j}`, namespace)) : [{ [`${dir}Entities`]: ['all'] }];
   return l3.map((e) => (toPorts ? { ...e, toPorts } : e));
@@ -120,10 +116,10 @@ function checkedCidr(text: string, pointer: string): string {
 }
 
 /**
- * toPorts of a rule: undefined = every port; 'none' when every port listed is a named egress port
- * (left out). A named ingress port stays a name (the policy cell resolves it per selected pod).
+ * toPorts of a rule: undefined = every port. A named port stays a name (the policy cell resolves
+ * it: per selected pod on ingress, per peer identity on egress).
  */
-function ports(list: readonly NetworkPolicyPort[], dir: Dir, pointer: string, warnings: string[]): Entry[] | undefined | 'none' {
+function ports(list: readonly NetworkPolicyPort[], pointer: string): Entry[] | undefined {
   if (list.length === 0) return undefined;
   const out: Entry[] = [];
   list.forEach((p, j) => {
@@ -131,10 +127,6 @@ function ports(list: readonly NetworkPolicyPort[], dir: Dir, pointer: string, wa
     if (typeof p.port === 'string') {
       if (!isPortName(p.port)) throw invalidObject(`${at}/port`, `${JSON.stringify(p.port)} is not a port name`, 'give a number, or a name of at most 15 lowercase letters, digits and inner single dashes, with a letter (e.g. http)');
       if (p.endPort !== undefined) throw invalidObject(`${at}/endPort`, 'endPort with a named port', 'give port as a number, or drop endPort');
-      if (dir === 'to') {
-        warnings.push(`${at}/port: named egress port ${JSON.stringify(p.port)} is not supported (the peers' port names are not known on this node) and is not allowed`);
-        return;
-      }
       out.push({ port: p.port, protocol: p.protocol ?? 'TCP' });
       return;
     }
@@ -142,5 +134,5 @@ function ports(list: readonly NetworkPolicyPort[], dir: Dir, pointer: string, wa
     if (p.endPort !== undefined && p.endPort < p.port!) throw invalidObject(`${at}/endPort`, `endPort ${p.endPort} is below port ${p.port}`, `set endPort >= ${p.port}`);
     out.push({ port: String(p.port ?? 0), protocol: p.protocol ?? 'TCP', ...(p.endPort !== undefined && p.endPort > p.port! ? { endPort: p.endPort } : {}) });
   });
-  return out.length ? [{ ports: out }] : 'none';
+  return [{ ports: out }];
 }

@@ -55,8 +55,8 @@ export interface Translation {
    */
   readonly origin: string[];
   /**
-   * Parts that could not be expressed and were left out. Leaving out only ever allows less (fail
-   * closed): e.g. a named egress port is not allowed, and a rule whose ports are all named egress ports allows nothing.
+   * Parts that could not be expressed and were left out, or were ignored (rules of a direction
+   * policyTypes does not list). Leaving out only ever allows less (fail closed).
    */
   readonly warnings: string[];
 }

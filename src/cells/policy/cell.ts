@@ -6,11 +6,12 @@ import { LoggerToken } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
 import { IdentityAllocatorToken } from '../identity/types.js';
 import { StateDirConfigToken } from '../statedir/index.js';
+import { NamedPortMultiMap } from './named-port-map.js';
 import { Repository } from './repository.js';
 import { PolicyRestorer } from './restore.js';
 import { SelectorCache } from './selector-cache.js';
 import { PolicyStore, policyStoreFile } from './store.js';
-import { PolicyRepositoryToken, PolicyRestoreToken, type PolicyRestore } from './types.js';
+import { NamedPortMapToken, PolicyRepositoryToken, PolicyRestoreToken, type PolicyRestore } from './types.js';
 
 const RepositoryImplToken = token<Repository>('PolicyRepositoryImpl');
 const PolicyStoreToken = token<PolicyStore>('PolicyStore');
@@ -24,22 +25,23 @@ function newStore({ sd, log }: DepsValues<typeof storeDeps>): PolicyStore {
 }
 
 /** What the repository is built from. */
-const repositoryDeps = { allocator: IdentityAllocatorToken, store: PolicyStoreToken, lc: LifecycleToken, jobs: JobsToken, log: LoggerToken } as const;
+const repositoryDeps = { allocator: IdentityAllocatorToken, store: PolicyStoreToken, namedPorts: NamedPortMapToken, lc: LifecycleToken, jobs: JobsToken, log: LoggerToken } as const;
 
 /**
  * Builds the repository over the store. Its selector cache follows the identities by the observer
  * job `selector-cache-identities` from construction on, inside the allocator's `next` (identities
  * allocated while endpoints are restored, in start hooks, are selected before the allocation
- * returns); pending store writes finish at stop.
+ * returns); pending store writes finish at stop. Egress named ports resolve through the node's
+ * named-port map.
  */
-function newRepository({ allocator, store, lc, jobs, log }: DepsValues<typeof repositoryDeps>): Repository {
+function newRepository({ allocator, store, namedPorts, lc, jobs, log }: DepsValues<typeof repositoryDeps>): Repository {
   const cache = new SelectorCache(allocator);
   jobs.observer('selector-cache-identities', allocator.changes$, (c) => cache.onIdentity(c), { immediate: true, sync: true });
   lc.append({
     name: 'policy-repository',
     onStop: () => store.flush(),
   });
-  return new Repository(cache, allocator, log, store);
+  return new Repository(cache, allocator, log, store, namedPorts);
 }
 
 /** What the restorer is built from. */
@@ -60,6 +62,7 @@ export const policyCell = module(
   'policy',
   'Network policy repository',
   providePrivate(PolicyStoreToken, newStore, storeDeps),
+  provide(NamedPortMapToken, () => new NamedPortMultiMap()),
   providePrivate(RepositoryImplToken, newRepository, repositoryDeps),
   provide(PolicyRestoreToken, newRestorer, restorerDeps),
   // the repository is handed out only once its restore is wired: nobody can use it before the store is loaded

@@ -117,7 +117,7 @@ function compileSection(raw: RawPeerRule, pointer: string, direction: Direction,
   cidrList?.forEach((c, i) => peers.push(cidrSelector(checkCidr(c, `${pointer}/${dir}CIDR/${i}`, cidrs))));
   const cidrSet = raw[`${dir}CIDRSet`];
   cidrSet?.forEach((r, i) => peers.push(cidrRuleSelector(r, `${pointer}/${dir}CIDRSet/${i}`, cidrs)));
-  const ports = parsePorts(raw.toPorts, pointer, direction);
+  const ports = parsePorts(raw.toPorts, pointer);
   const noL3 = endpoints === undefined && entities === undefined && cidrList === undefined && cidrSet === undefined;
   // An entry with ports but no peer field allows those ports from/to everyone (an L4-only rule).
   if (noL3 && ports.length > 0) peers.push(WILDCARD);
@@ -173,6 +173,7 @@ export function compileRule(input: RuleInput, seq: number): CompiledRule {
     sections,
     defaultDeny: { ingress: dd.ingress ?? (has('ingress') || has('ingressDeny')), egress: dd.egress ?? (has('egress') || has('egressDeny')) },
     namedPorts: sections.some((s) => s.direction === 'ingress' && s.ports.some((p) => p.name !== undefined)),
+    egressPortNames: [...new Set(sections.filter((s) => s.direction === 'egress').flatMap((s) => s.ports.flatMap((p) => (p.name === undefined ? [] : [p.name]))))].sort(),
     cidrs: [...cidrs],
     raw: Object.freeze({ ...spec, labels }),
   };

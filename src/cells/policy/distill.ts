@@ -12,9 +12,13 @@
  * cut: the overlapping ports leave the allow (which may split in two or vanish), unless the allow
  * is a single LPM prefix strictly wider than the deny (then the deny is the longer match anyway).
  *
- * A named port resolves to the endpoint's own port of that name and protocol (its pod's container
- * port); a name the endpoint does not declare drops out, and a section whose ports all drop out
- * allows (or denies) nothing: never every port.
+ * A named port of an ingress section resolves to the endpoint's own port of that name and protocol
+ * (its pod's container port); one of an egress section resolves per peer identity, to the numbers
+ * the endpoints of that identity declare under the name (the node's named-port map; the wildcard
+ * peer: any endpoint's). A name nobody declares drops out, and a section whose ports all drop out
+ * allows (or denies) nothing for that peer: never every port. While the named-port map is not
+ * complete (another node's endpoints not listed yet), an egress deny by name denies every port of
+ * its protocol to the peers it selects: the name might stand for any number there.
  */
 import type { Direction, PolicyEntry } from '../../datapath/types.js';
 import { contains, isPrefixBlock, rangeOf, subtract, type Range } from './ports.js';
@@ -24,6 +28,11 @@ import type { NamedPort, ResolvedPolicy } from './types.js';
 
 /** Identities a peer selector stands for; the wildcard stands for identity 0. */
 export type PeerResolver = (sel: Selector) => Iterable<number>;
+
+/** The numbers a named port stands for at a peer identity (0: at any endpoint); the named-port map's `ports`. */
+export type EgressPortResolver = (name: string, protocol: number, identity: number) => readonly number[];
+
+const NO_EGRESS_NAMES: EgressPortResolver = () => [];
 
 const DIRECTIONS: readonly Direction[] = ['ingress', 'egress'];
 
@@ -57,8 +66,25 @@ export function resolveNamedPorts(ports: readonly PortProto[], named: readonly N
   return ports.flatMap((p) => (p.name === undefined ? [p] : named.filter((n) => n.name === p.name && n.protocol === p.protocol).map((n) => ({ protocol: p.protocol, port: n.port }))));
 }
 
-/** Computes the map state of an endpoint selected by `rules` (in evaluation order), with its named ports. */
-export function distill(rules: readonly CompiledRule[], peers: PeerResolver, revision: number, namedPorts: readonly NamedPort[] = []): ResolvedPolicy {
+/** `ports` with every named port replaced by the numbers it stands for at peer `identity` (dropped when none). */
+export function resolveEgressNamedPorts(ports: readonly PortProto[], identity: number, egressPorts: EgressPortResolver): PortProto[] {
+  return ports.flatMap((p) => (p.name === undefined ? [p] : egressPorts(p.name, p.protocol, identity).map((port) => ({ protocol: p.protocol, port }))));
+}
+
+/** `ports` with every named port widened to every port of its protocol (a deny while the map is not complete). */
+function widenNamedPorts(ports: readonly PortProto[]): PortProto[] {
+  return ports.map((p) => (p.name === undefined ? p : { protocol: p.protocol, port: 0 }));
+}
+
+/**
+ * Computes the map state of an endpoint selected by `rules` (in evaluation order), with its named
+ * ports (ingress names) and the node's named-port map (egress names; `egressComplete` false while
+ * it may miss endpoints: egress denies by name then deny every port of their protocol).
+ */
+export function distill(
+  rules: readonly CompiledRule[], peers: PeerResolver, revision: number, namedPorts: readonly NamedPort[] = [],
+  egressPorts: EgressPortResolver = NO_EGRESS_NAMES, egressComplete = true,
+): ResolvedPolicy {
   const out = new EntryMap();
   const enforced = { ingress: false, egress: false };
   for (const r of rules) {
@@ -69,6 +95,14 @@ export function distill(rules: readonly CompiledRule[], peers: PeerResolver, rev
   const expanded = new Set<string>();
   for (const r of rules) {
     for (const s of r.sections) {
+      if (s.direction === 'egress' && s.ports.some((p) => p.name !== undefined)) {
+        // the numbers depend on the peer: resolved per peer identity
+        const widened = s.deny && !egressComplete ? widenNamedPorts(s.ports) : undefined;
+        for (const sel of s.peers) {
+          for (const identity of peers(sel)) for (const p of widened ?? resolveEgressNamedPorts(s.ports, identity, egressPorts)) out.put(identity, s.direction, p, s.deny);
+        }
+        continue;
+      }
       const resolved = resolveNamedPorts(s.ports, namedPorts);
       if (s.ports.length && !resolved.length) continue; // only named ports, none declared: nothing
       const ports = resolved.length ? resolved : ANY_PORT;

@@ -8,11 +8,12 @@
 export * from './types.js';
 export { PolicyError, PolicyStoreError, type PolicyErrorCode } from './errors.js';
 export { Repository } from './repository.js';
+export { NamedPortMultiMap, type NamedPortListener } from './named-port-map.js';
 export { PolicyStore, policyStoreFile, POLICY_STORE_FILE, type StoredPolicy } from './store.js';
 export { PolicyRestorer } from './restore.js';
 export { SelectorCache } from './selector-cache.js';
 export { ENTITIES, ENTITY_NAMES } from './entities.js';
-export { distill, resolveDenies, resolveNamedPorts } from './distill.js';
+export { distill, resolveDenies, resolveEgressNamedPorts, resolveNamedPorts, type EgressPortResolver } from './distill.js';
 export { protocolNumber } from './trace.js';
 export { POD_NAMESPACE_KEY, resourceLabels, compileRule } from './compile.js';
 export { isPortName } from './port-rules.js';

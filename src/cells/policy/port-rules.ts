@@ -1,9 +1,10 @@
 /**
  * toPorts of a rule entry -> protocol/port keys: ports checked, ANY with a port expanded to TCP, UDP
- * and SCTP. A port may be a name (Kubernetes IANA_SVC_NAME, e.g. `http`) on ingress: it is resolved
- * per endpoint from its pod's container ports when the map state is computed.
+ * and SCTP. A port may be a name (Kubernetes IANA_SVC_NAME, e.g. `http`): on ingress it is resolved
+ * per endpoint from its pod's container ports, on egress per peer identity from the node's
+ * named-port map, when the map state is computed.
  */
-import { Proto, type Direction } from '../../datapath/types.js';
+import { Proto } from '../../datapath/types.js';
 import { invalidField } from './errors.js';
 import type { PortProto } from './rule.js';
 
@@ -18,17 +19,16 @@ export function isPortName(text: string): boolean {
 }
 
 /** A named port entry (or entries, for ANY) of the entry at `at`; throws on what a name cannot be used with. */
-function namedPort(name: string, protocol: number, endPort: number | undefined, direction: Direction, at: string): PortProto[] {
+function namedPort(name: string, protocol: number, endPort: number | undefined, at: string): PortProto[] {
   if (!isPortName(name)) throw invalidField(`${at}/port`, `${JSON.stringify(name)} is not a port number nor a port name`, 'give 0-65535, or a name of at most 15 lowercase letters, digits and inner single dashes, with a letter (e.g. http)');
-  if (direction === 'egress') throw invalidField(`${at}/port`, `named port ${JSON.stringify(name)} on egress: the peers' port names are not known on this node`, 'give the port number');
   if (endPort !== undefined && endPort !== 0) throw invalidField(`${at}/endPort`, 'endPort with a named port', 'drop endPort, or give port numbers');
   if (protocol === Proto.ICMP) throw invalidField(`${at}/port`, 'ICMP has no ports', 'use port "0" with protocol ICMP');
   const protos = protocol === Proto.ANY ? [Proto.TCP, Proto.UDP, Proto.SCTP] : [protocol];
   return protos.map((p) => ({ protocol: p, port: 0, name }));
 }
 
-/** Parses the toPorts of the entry at `pointer` (of a `direction` section); empty means every protocol and port. */
-export function parsePorts(raw: RawPortRules | undefined, pointer: string, direction: Direction): PortProto[] {
+/** Parses the toPorts of the entry at `pointer`; empty means every protocol and port. */
+export function parsePorts(raw: RawPortRules | undefined, pointer: string): PortProto[] {
   const out: PortProto[] = [];
   (raw ?? []).forEach((pr, i) => {
     if (!pr.ports || pr.ports.length === 0) {
@@ -39,7 +39,7 @@ export function parsePorts(raw: RawPortRules | undefined, pointer: string, direc
       const protoName = pp.protocol ?? 'ANY';
       const protocol = PROTO_NUMBER[protoName]!;
       if (typeof pp.port === 'string' && !/^[0-9]+$/.test(pp.port)) {
-        out.push(...namedPort(pp.port, protocol, pp.endPort, direction, at));
+        out.push(...namedPort(pp.port, protocol, pp.endPort, at));
         return;
       }
       const port = Number(pp.port);

@@ -5,7 +5,8 @@
  * affects. CIDRs named by rules get CIDR identities from the allocator while the rules exist.
  * With a PolicyStore, every import and delete is written to it before it takes effect (a failed
  * write changes nothing), and `restore` brings the stored rules, revision and CIDR identity numbers
- * back at start.
+ * back at start. Egress named ports resolve through the node's NamedPortMap: a change of a name
+ * there is a change of every endpoint whose rules use the name on egress (a new revision).
  */
 import { Subject } from 'rxjs';
 import type { Logger } from '../../hive/logger.js';
@@ -14,7 +15,7 @@ import { parseLabels, type Label } from '../../lib/labels.js';
 import { cidrLabel } from '../identity/index.js';
 import { parseCidr } from '../../lib/addr.js';
 import { compileRule } from './compile.js';
-import { distill } from './distill.js';
+import { distill, type EgressPortResolver } from './distill.js';
 import { invalidField } from './errors.js';
 import { addTo, hasLabels, removeFrom, subjectIdentity } from './repository-helpers.js';
 import { parsePolicyText } from './parse.js';
@@ -23,7 +24,7 @@ import type { SelectorCache } from './selector-cache.js';
 import type { Selector } from './selector.js';
 import type { PolicyStore, StoredPolicy } from './store.js';
 import { tracePolicy } from './trace.js';
-import type { CachedSelector, ImportOptions, NamedPort, PolicyChange, PolicyRepository, PolicyRule, ResolvedPolicy, TraceResult, TraceSubject } from './types.js';
+import type { CachedSelector, ImportOptions, NamedPort, NamedPortMap, PolicyChange, PolicyRepository, PolicyRule, ResolvedPolicy, TraceResult, TraceSubject } from './types.js';
 
 const ZERO: readonly number[] = [0];
 
@@ -51,9 +52,15 @@ export class Repository implements PolicyRepository {
     private readonly allocator: IdentityAllocator,
     private readonly log?: Logger,
     private readonly store?: PolicyStore,
+    /** The node's named ports (egress names); without one every egress name resolves to nothing. */
+    private readonly namedPortMap?: NamedPortMap,
   ) {
     cache.onSelectionChange((keys, change) => this.onSelection(keys, change));
+    this.egressPorts = namedPortMap ? (name, protocol, id) => namedPortMap.ports(name, protocol, id) : () => [];
+    namedPortMap?.onChange((names) => this.onNamedPorts(names));
   }
+
+  private readonly egressPorts: EgressPortResolver;
 
   /** See PolicyRepository. */
   get revision(): number {
@@ -131,7 +138,7 @@ export class Repository implements PolicyRepository {
     const key = rules.map((r) => r.seq).join(',') + (named ? `|${namedPortsKey(namedPorts)}` : '');
     let resolved = this.resolved.get(key);
     if (!resolved) {
-      resolved = distill(rules, (sel) => this.identitiesOf(sel), this.rev, named ? namedPorts : []);
+      resolved = distill(rules, (sel) => this.identitiesOf(sel), this.rev, named ? namedPorts : [], this.egressPorts, this.namedPortMap?.complete ?? true);
       this.resolved.set(key, resolved);
     }
     return resolved;
@@ -274,6 +281,26 @@ export class Repository implements PolicyRepository {
     const change: PolicyChange = { revision: this.rev, affected, rules: this.rules.size, ...counts };
     this.subject.next(change);
     return change;
+  }
+
+  /**
+   * Names of the named-port map changed (or all of them: the map became complete): the endpoints
+   * selected by rules that use one of them on egress must be regenerated (a new revision, like a
+   * selection change); nothing else is.
+   */
+  private onNamedPorts(names: ReadonlySet<string> | 'all'): void {
+    const affected = this.mutation ?? new Set<number>();
+    let used = false;
+    for (const r of this.rules.values()) {
+      if (!r.egressPortNames.some((n) => names === 'all' || names.has(n))) continue;
+      used = true;
+      for (const id of this.cache.identitiesOf(r.subject.key)) affected.add(id);
+    }
+    if (!used) return;
+    this.resolved.clear();
+    if (this.mutation || affected.size === 0) return;
+    this.commit(affected, {});
+    this.store?.saveLater(() => this.snapshot());
   }
 
   /** An identity appeared or went: the endpoints whose rules' peers changed must be regenerated. */

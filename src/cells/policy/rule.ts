@@ -10,8 +10,9 @@ export interface PortProto {
   /** Inclusive end of a range, only when > port. */
   readonly endPort?: number;
   /**
-   * A named port (port is then 0 and means nothing by itself): resolved per endpoint to the
-   * number its pod declares under this name and protocol (distill.ts); unresolved it allows nothing.
+   * A named port (port is then 0 and means nothing by itself): on ingress resolved per endpoint to
+   * the number its pod declares under this name and protocol, on egress per peer identity through
+   * the node's named-port map (distill.ts); unresolved it allows nothing.
    */
   readonly name?: string;
 }
@@ -41,6 +42,8 @@ export interface CompiledRule {
   readonly defaultDeny: Readonly<Record<Direction, boolean>>;
   /** Whether an ingress section names a port (its map state then depends on the endpoint's named ports). */
   readonly namedPorts: boolean;
+  /** The port names of its egress sections (its map state then depends on the node's named-port map). */
+  readonly egressPortNames: readonly string[];
   /** CIDRs the rule names (their identities are allocated while the rule exists). */
   readonly cidrs: readonly string[];
   /** The rule as stored and returned by `get`. */

@@ -38,7 +38,7 @@ const portProtocol = {
     port: {
       anyOf: [
         { type: 'string', pattern: '^[0-9]{1,5}$' },
-        // a named port (Kubernetes IANA_SVC_NAME): resolved per endpoint from its pod's container ports
+        // a named port (Kubernetes IANA_SVC_NAME): on ingress the selected endpoint's own, on egress the peers' (named-port map)
         { type: 'string', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 15 },
         { type: 'integer', minimum: 0, maximum: 65535 },
       ],

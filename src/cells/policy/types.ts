@@ -39,7 +39,8 @@ export interface ResolvedPolicy {
 
 /**
  * A named port of an endpoint: a container port of its pod with a name (Cilium's k8sPorts). Named
- * ports of ingress rules resolve against the selected endpoint's own list.
+ * ports of ingress rules resolve against the selected endpoint's own list, those of egress rules
+ * against the named-port map (every endpoint the node knows, by identity).
  */
 export interface NamedPort {
   readonly name: string;
@@ -91,7 +92,8 @@ export interface PolicyRepository {
   /**
    * The map state for an endpoint identity; `namedPorts` are the endpoint's own (its pod's named
    * container ports): a rule's named ingress port allows the number declared under that name and
-   * protocol, and nothing when none is.
+   * protocol, and nothing when none is. A named egress port allows, to each peer identity, the
+   * numbers the NamedPortMap holds for it (nothing when it holds none).
    */
   resolve(identity: Identity, namedPorts?: readonly NamedPort[]): ResolvedPolicy;
   /** The verdict for traffic from src to dst on dport/proto, with the deciding rules. */
@@ -104,6 +106,34 @@ export interface PolicyRepository {
 
 /** Token for the PolicyRepository. */
 export const PolicyRepositoryToken = token<PolicyRepository>('PolicyRepository');
+
+/**
+ * The node's named-port map (Cilium's NamedPortMultiMap; named-port-map.ts): the endpoint cell
+ * feeds it this node's endpoints, the CiliumEndpoint watch those of other nodes; the repository
+ * resolves egress names through it and recomputes the endpoints a change concerns.
+ */
+export interface NamedPortMap {
+  /** Sets what `owner` (`endpoint:<id>`, `cep:<namespace>/<name>`) contributes: its identity and named ports. */
+  upsert(owner: string, identity: number, ports: readonly NamedPort[]): void;
+  /** Removes what `owner` contributed. */
+  remove(owner: string): void;
+  /** The numbers `name`/`protocol` stands for at peer `identity` (0: at any endpoint), sorted; empty when none. */
+  ports(name: string, protocol: number, identity: number): number[];
+  /** Registers a listener called (synchronously) with the names a change may have changed ('all': every name). */
+  onChange(fn: (names: ReadonlySet<string> | 'all') => void): void;
+  /**
+   * Registers a source that has not listed yet (the CiliumEndpoint watch before its first sync):
+   * until every such source called its `done`, the map is not `complete`. Completion reports 'all'.
+   */
+  pending(source: string): () => void;
+  /** Whether every registered source has listed (a deny by name denies every port until then). */
+  readonly complete: boolean;
+  /** How many owners contribute. */
+  readonly size: number;
+}
+
+/** Token for the node's named-port map. */
+export const NamedPortMapToken = token<NamedPortMap>('NamedPortMap');
 
 /** What the policy restore found. */
 export interface PolicyRestoreOutcome {
