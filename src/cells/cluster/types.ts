@@ -43,7 +43,8 @@ export interface IPCacheListEntry {
   readonly cidr: string;
   readonly identity: number;
   readonly hostIP?: string;
-  readonly source: 'local' | 'kvstore';
+  /** Where it comes from: this node, etcd, or CiliumEndpoints and CiliumNodes (Cilium's names). */
+  readonly source: 'local' | 'kvstore' | 'custom-resource';
   readonly namespace?: string;
   readonly name?: string;
 }
