@@ -18,6 +18,7 @@ import { CiliumNodeApi, type CiliumNode } from './ciliumnode.js';
 import { K8sPodCIDR } from './k8s-pod-cidr.js';
 import { CiliumNodeRegistry } from './k8s-nodes.js';
 import { PodCIDRAllocator } from './pod-cidr-allocator.js';
+import { AllocatorLoop } from './allocator-loop.js';
 import { StateDirConfigToken } from '../statedir/index.js';
 import { clusterPoolNeedsKVStore, ipamCannotSetPool } from './errors.js';
 import { ClusterConfigToken, clusterConfigSchema } from './config.js';
@@ -56,9 +57,9 @@ const podCIDRDeps = {
 /**
  * Builds the pod CIDR claim: with --cluster-pool-ipv4-cidr, claimed in etcd at start (claimed again
  * after every new session lease: the observer job `pod-cidr-reclaim`), or in Kubernetes mode
- * waited for in this node's CiliumNode (the job `pod-cidr-allocator` runs the Lease election and,
- * on the holder, the allocation rounds), then set as the IPAM's IPv4 pool; otherwise the pool
- * stays --ipv4-range.
+ * waited for in this node's CiliumNode (the loop started by the hook `pod-cidr-allocator` runs the
+ * Lease election and, on the holder, the allocation rounds), then set as the IPAM's IPv4 pool;
+ * otherwise the pool stays --ipv4-range.
  */
 function newPodCIDR(d: DepsValues<typeof podCIDRDeps>): PodCIDR {
   const { kv, client, cfg, ipam, sd, lc, jobs, log } = d;
@@ -80,20 +81,13 @@ function newPodCIDR(d: DepsValues<typeof podCIDRDeps>): PodCIDR {
 }
 
 /** Kubernetes mode of newPodCIDR: the elected allocator, and this node's wait for its CIDR. */
-function newK8sPodCIDR({ kv, client, k8s, cfg, ipam, lc, jobs, health, log }: DepsValues<typeof podCIDRDeps>, stateFile: string): PodCIDR {
+function newK8sPodCIDR({ kv, client, k8s, cfg, ipam, lc, health, log }: DepsValues<typeof podCIDRDeps>, stateFile: string): PodCIDR {
   const api = new CiliumNodeApi(client);
   const timing = electionTiming(POD_CIDR_LEASE_MS);
   const elector = new LeaseElector(new IdentityApi(client), POD_CIDR_LEASE_NAMESPACE, POD_CIDR_LEASE_NAME, k8s.k8sNodeName, timing, log, undefined, 'pod CIDR allocator');
   const allocator = new PodCIDRAllocator(api, cfg.clusterPoolIpv4Cidr, cfg.clusterPoolIpv4MaskSize, () => elector.isLeader(), log);
-  const h = health.scope('pod-cidr-allocator');
-  jobs.timer('pod-cidr-allocator', async ({ signal }) => {
-    const leading = await elector.step(signal);
-    if (!leading) return h.ok('follower: another agent allocates pod CIDRs');
-    const r = await allocator.round(signal);
-    if (r.shared.size > 0) h.degraded(`leader: pod CIDR(s) ${[...r.shared.keys()].join(', ')} held by several CiliumNodes`);
-    else if (r.waiting.length > 0) h.degraded(`leader: ${r.waiting.length} CiliumNode(s) still without a pod CIDR (${r.waiting.join(', ')})`);
-    else h.ok(`leader: allocates pod CIDRs from ${cfg.clusterPoolIpv4Cidr} (Lease ${POD_CIDR_LEASE_NAMESPACE}/${POD_CIDR_LEASE_NAME})`);
-  }, timing.retryMs);
+  const loop = new AllocatorLoop(elector, allocator, health.scope('pod-cidr-allocator'), log);
+  lc.append({ name: 'pod-cidr-allocator', onStart: () => loop.start(), onStop: () => loop.stop() });
   const wait = new K8sPodCIDR(api, {
     node: k8s.k8sNodeName, ipv4: detectNodeIP(kv.config.nodeIp), pool: cfg.clusterPoolIpv4Cidr, mask: cfg.clusterPoolIpv4MaskSize, stateFile, waitMs: cfg.clusterPoolWaitTimeout,
   }, log);
@@ -102,7 +96,6 @@ function newK8sPodCIDR({ kv, client, k8s, cfg, ipam, lc, jobs, health, log }: De
     onStart: async () => {
       ipam.setPool!('ipv4', await wait.claim());
     },
-    onStop: () => elector.release(),
   });
   return wait;
 }

@@ -32,7 +32,7 @@ function poolField(): Field<string> {
 export const clusterConfigSchema = {
   clusterPoolIpv4Cidr: poolField(),
   clusterPoolIpv4MaskSize: int(24, 'Prefix length of the pod CIDR each node claims from --cluster-pool-ipv4-cidr', { min: 8, max: 30 }),
-  clusterPoolWaitTimeout: duration('2m', 'Kubernetes mode: how long the agent waits for the elected allocator to write its pod CIDR into its CiliumNode before it gives up'),
+  clusterPoolWaitTimeout: duration('50s', 'Kubernetes mode: how long the agent waits for the elected allocator to write its pod CIDR into its CiliumNode before it gives up (keep it below --hive-hook-timeout)'),
   autoDirectNodeRoutes: bool(false, 'Route every other node\'s pod CIDR via its node IP (nodes on one L2 network, native routing)'),
 };
 
