@@ -11,7 +11,7 @@ import { ApiOperationsToken, ApiRoutersToken } from '../api-server/index.js';
 import { EndpointManagerToken } from '../endpoint/index.js';
 import { IPAMToken } from '../ipam/index.js';
 import { KVStoreToken } from '../kvstore/index.js';
-import { CiliumEndpointsToken, K8sClientToken, K8sConfigToken, newResource, type K8sClient } from '../k8s/index.js';
+import { CiliumEndpointsToken, K8sClientToken, K8sConfigToken, K8sCrdsToken, newResource, type K8sClient } from '../k8s/index.js';
 import { electionTiming, IdentityApi, LeaseElector } from '../k8s-identity/index.js';
 import { CepIPCache } from './cep-ipcache.js';
 import { CiliumNodeApi, type CiliumNode } from './ciliumnode.js';
@@ -48,9 +48,9 @@ function crdMode(kvEnabled: boolean, client: K8sClient): boolean {
   return !kvEnabled && client.enabled;
 }
 
-/** What the pod CIDR claim is built from. */
+/** What the pod CIDR claim is built from (`crds`: the CRD registration starts before its wait for the CiliumNode). */
 const podCIDRDeps = {
-  kv: KVStoreToken, client: K8sClientToken, k8s: K8sConfigToken, cfg: ClusterConfigToken, ipam: IPAMToken, sd: StateDirConfigToken,
+  kv: KVStoreToken, client: K8sClientToken, crds: K8sCrdsToken, k8s: K8sConfigToken, cfg: ClusterConfigToken, ipam: IPAMToken, sd: StateDirConfigToken,
   lc: LifecycleToken, jobs: JobsToken, health: HealthToken, log: LoggerToken,
 } as const;
 
@@ -100,9 +100,9 @@ function newK8sPodCIDR({ kv, client, k8s, cfg, ipam, lc, health, log }: DepsValu
   return wait;
 }
 
-/** What the node registry is built from (`podCIDR` only orders it after the claim). */
+/** What the node registry is built from (`podCIDR` only orders it after the claim, `crds` after the CRD registration). */
 const nodeRegistryDeps = {
-  kv: KVStoreToken, client: K8sClientToken, k8s: K8sConfigToken, ipam: IPAMToken, podCIDR: PodCIDRToken, lc: LifecycleToken, jobs: JobsToken, health: HealthToken, log: LoggerToken,
+  kv: KVStoreToken, client: K8sClientToken, crds: K8sCrdsToken, k8s: K8sConfigToken, ipam: IPAMToken, podCIDR: PodCIDRToken, lc: LifecycleToken, jobs: JobsToken, health: HealthToken, log: LoggerToken,
 } as const;
 
 /**

@@ -49,7 +49,7 @@ export function nodeOf(cn: CiliumNode, self: string, cluster: string): { node?: 
   const ip = addrs.find((a) => a?.type === 'InternalIP' && typeof a.ip === 'string' && isIP(a.ip) === 4)?.ip;
   if (!ip) return { problem: `CiliumNode ${cn.metadata.name}: /spec/addresses has no InternalIP with an IPv4 address; fix: that node's agent writes it (--node-ip), or add {type: InternalIP, ip: <IPv4>}` };
   const cidr = podCIDRsOf(cn)[0];
-  return { node: { name: cn.metadata.name, cluster, ipv4: ip, ...(cidr ? { ipv4AllocCidr: cidr } : {}), local: cn.metadata.name === self } };
+  return { node: { name: cn.metadata.name, cluster, ipv4: ip, ...(cidr ? { ipv4AllocCidr: cidr } : {}), local: cn.metadata.name === self, source: 'custom-resource' } };
 }
 
 function ok(a: Answer): boolean {

@@ -15,6 +15,8 @@ export interface ClusterNode {
   readonly ipv4AllocCidr?: string;
   /** Whether this is the local node. */
   readonly local: boolean;
+  /** Where another node was learnt from (Cilium's names; default kvstore). */
+  readonly source?: 'kvstore' | 'custom-resource';
 }
 
 /** A node appearing, changing or going. */
