@@ -88,7 +88,7 @@ async function main(): Promise<void> {
       t0 = performance.now();
       const got = await Promise.all(kv.map((h, i) => allocateAll(h.get(IdentityAllocatorToken), wanted[i]!)));
       secs = (performance.now() - t0) / 1000;
-      rows.push(['3 agents on etcd, kvstore mode (baseline)', allocations, secs, allocations / secs, '-', disagreements(got)]);
+      rows.push(['3 agents on etcd, kvstore mode (baseline)', allocations, secs, allocations / secs, '-', String(disagreements(got))]);
     } else {
       console.log(`identity-crd bench: the etcd baseline is skipped: ${etcdSkip()}`);
     }
@@ -115,8 +115,8 @@ async function main(): Promise<void> {
       byLabels.set(k, (byLabels.get(k) ?? 0) + 1);
     }
     const twice = [...byLabels.values()].filter((c) => c > 1).length;
-    rows.push([`3 agents on the apiserver, CRD mode (${items.length} CiliumIdentities)`, allocations, secs, allocations / secs, taken, disagreements(got) + twice]);
-    rows.push(['goal', '-', '-', '-', '-', 0]);
+    rows.push([`3 agents on the apiserver, CRD mode (${items.length} CiliumIdentities)`, allocations, secs, allocations / secs, taken, String(disagreements(got) + twice)]);
+    rows.push(['goal', '-', '-', '-', '-', '0']);
     printTable(`identity-crd: 10,000 identity allocations at once (${SETS} new label sets, each wanted by 2 agents)`, ['what', 'allocations', 'seconds', 'per second', '409s (number taken first)', 'conflicts (two ids / disagree)'], rows);
   } finally {
     for (const h of hives.reverse()) await h.stop().catch(() => undefined);

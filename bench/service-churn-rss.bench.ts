@@ -16,23 +16,16 @@
  * test: the numbers are for reading. Needs root for the BPF datapath (CELLIUM_DATAPATH_MODE=memory
  * runs the memory one).
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startAgent, scratchBase } from './lib/agent-process.js';
+import { rss, startAgent, scratchBase } from './lib/agent-process.js';
 import { printTable } from './lib/report.js';
 
 /** Rounds (CELLIUM_BENCH_ROUNDS overrides, e.g. 1 for a quick look). */
 const ROUNDS = Number(process.env.CELLIUM_BENCH_ROUNDS ?? 3);
 const SERVICES = 4000;
 const IDLE_MS = 30_000;
-
-/** VmRSS and VmHWM of a process, in MB. */
-function rss(pid: number): { rss: number; hwm: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? NaN);
-  return { rss: Math.round(kb('VmRSS') / 1024), hwm: Math.round(kb('VmHWM') / 1024) };
-}
 
 /** The heap after the last mark-compact (`Mark-Compact 41.2 (60.5) -> 30.1 (47.0) MB`): used and committed, MB. */
 class GcTrace {

@@ -17,6 +17,13 @@ if grep -q 'from "@tapjs/typescript"' node_modules/@tapjs/test/test-built/dist/e
 fi
 # the agent's default BPF root: a test that pins there (socket LB links on the machine's root
 # cgroup) escaped its own root; absent before the run, it must be absent after it
+# tap expands a folder given as an argument to the files of the extensions its plugins declare:
+# without its TypeScript plugin, .js only. A folder here becomes the glob of its test files.
+args=()
+for a in "$@"; do
+  if [ -d "$a" ]; then args+=("${a%/}/**/*.test.ts"); else args+=("$a"); fi
+done
+set -- "${args[@]}"
 default_root=/sys/fs/bpf/cellium
 had_root=0; [ -e "$default_root" ] && had_root=1
 status=0

@@ -12,6 +12,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { bpfAvailable } from '../src/bpf/index.js';
 import { etcdSkip } from '../bench/lib/etcd.js';
+import { k8sUnavailable } from '../bench/lib/k8s-cluster.js';
 
 /**
  * A capability a test needs:
@@ -62,11 +63,7 @@ function unmet(need: Need, doing: string | undefined): string | false {
     case 'k8s': {
       const etcd = unmet('etcd', undefined);
       if (etcd) return etcd;
-      const check = spawnSync('bash', [join(ROOT_DIR, 'scripts', 'k8s.sh'), 'check'], { encoding: 'utf8' });
-      // 0: built; 4: buildable but not built (startCluster then fails naming the build: CI must run these); 3: cannot be built here
-      if (check.status === 3) return `needs a Kubernetes control plane: ${check.stdout.trim().replace(/^k8s: /, '')}`;
-      if (check.status !== 0 && check.status !== 4) return `needs a Kubernetes control plane: scripts/k8s.sh check failed (${String(check.status)}): ${(check.stderr ?? '').trim()}`;
-      return false;
+      return k8sUnavailable();
     }
     case 'built':
       return existsSync(join(ROOT_DIR, 'dist', 'src', 'cmd', 'agent.js')) ? false : 'needs dist/ built: run npm run build (npm test builds it)';

@@ -1,6 +1,6 @@
 /** The `cellium-agent` process as the CNI benches run it: its own process, paths and pool of the run's own. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -76,4 +76,19 @@ export async function startAgent(run: AgentRun): Promise<AgentProcess> {
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** VmRSS and VmHWM (its high-water mark) of a process, in MB (/proc/<pid>/status). */
+export function rss(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? NaN);
+  return { rss: Math.round(kb('VmRSS') / 1024), hwm: Math.round(kb('VmHWM') / 1024) };
+}
+
+/** CPU time a process has used so far (user + system), in ms (/proc/<pid>/stat, clock ticks of 10 ms). */
+export function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+  // fields from the state (3rd of stat(5)) on: utime is the 14th, stime the 15th
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }

@@ -2,6 +2,12 @@
  * Benchmark helpers shared by every bench/*.bench.ts: timing, percentiles and table output.
  * Benchmarks print tables with a baseline measured in the same run; they never assert.
  */
+import { cpus, loadavg } from 'node:os';
+
+/** The machine's load as a table title says it: `load 3.2 on 2 cores` (the 1-minute load average). */
+export function machineLoad(): string {
+  return `load ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores`;
+}
 
 /** Summary statistics of a list of durations in ms. */
 export interface Stats {

@@ -6,7 +6,7 @@
  */
 import { Subject } from 'rxjs';
 import { PolicyError } from '../../src/cells/policy/errors.js';
-import type { ImportOptions, PolicyChange, PolicyRepository, PolicyRule, ResolvedPolicy } from '../../src/cells/policy/types.js';
+import type { ImportOptions, PolicyBatchChange, PolicyChange, PolicyRepository, PolicyRule, ResolvedPolicy } from '../../src/cells/policy/types.js';
 import type { Identity } from '../../src/cells/identity/types.js';
 import type { PolicyEntry } from '../../src/datapath/types.js';
 
@@ -46,6 +46,23 @@ export class FakePolicyRepository implements PolicyRepository {
     this.rules = labels === 'all' ? [] : this.rules.filter((r) => !labels.every((l) => (r.labels ?? []).includes(l)));
     const deleted = before - this.rules.length;
     return deleted ? this.bump(0, deleted) : { revision: this.revision, affected: new Set(), rules: this.rules.length, deleted: 0 };
+  }
+
+  /** Each change in turn (the real one acts on the rules before the batch), one revision; all or nothing. */
+  batch(changes: readonly PolicyBatchChange[]): PolicyChange {
+    const [rules, revision] = [this.rules, this.revision];
+    try {
+      for (const c of changes) {
+        if ('delete' in c) this.delete(c.delete);
+        else this.import(c.import, c.replaceWithLabels ? { replaceWithLabels: c.replaceWithLabels } : {});
+      }
+    } catch (err) {
+      [this.rules, this.revision] = [rules, revision];
+      throw err;
+    }
+    if (this.revision === revision) return { revision, affected: new Set(), rules: this.rules.length, added: 0, deleted: 0 };
+    this.revision = revision;
+    return this.bump(Math.max(0, this.rules.length - rules.length), Math.max(0, rules.length - this.rules.length));
   }
 
   get(labels?: readonly string[]): PolicyRule[] {

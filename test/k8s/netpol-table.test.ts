@@ -232,6 +232,12 @@ t.test('NetworkPolicy semantics on real packets', { skip, timeout: 600_000 }, as
   const endpoints = await ap.client.listEndpoints();
   const web = endpoints.find((e) => e.status?.['external-identifiers']?.['k8s-pod-name'] === 'web');
   t.same(web?.status?.namedPorts, [{ name: 'http', port: 8080, protocol: 'TCP' }], 'the web pod\'s named port reached its endpoint');
+  const cep = await until('web\'s CiliumEndpoint to carry its named ports', async () => {
+    const got = await kubectlOk(cluster, ['get', 'ciliumendpoint', 'web', '-n', 'prod', '-o', 'json']);
+    const status = (JSON.parse(got) as { status?: { 'named-ports'?: unknown[] } }).status;
+    return status?.['named-ports'] ? status : undefined;
+  }, 30_000);
+  t.same(cep['named-ports'], [{ name: 'http', port: 8080, protocol: 'TCP' }], 'and its CiliumEndpoint (status.named-ports, for the other nodes)');
 
   for (const k of CASES) {
     await t.test(k.name, async (t) => {

@@ -270,7 +270,7 @@ t.test('Services and EndpointSlices from the apiserver into the kernel LB maps, 
   t.ok(await ap.up(agent), 'the agent starts without the apiserver', { log: agent.log().slice(-3000) });
   const gate = await until('the status to say the resources are not synced', async () => {
     const st = await ap.client.status();
-    return /0\/8 resources synced/.test(st.kubernetes?.msg ?? '') ? st.kubernetes?.msg : undefined;
+    return /0\/9 resources synced/.test(st.kubernetes?.msg ?? '') ? st.kubernetes?.msg : undefined;
   }, 30_000);
   t.match(gate, /not synced: .*services/, `cellium status: ${gate}`);
   await new Promise((r) => setTimeout(r, 2500)); // a prune round of the LB maps (--bpf-map-prune-interval=1s) has run

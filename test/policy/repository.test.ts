@@ -101,3 +101,31 @@ t.test('trace: verdict, deciding rules and a readable log', async (t) => {
   t.equal(lpmVerdict(entries, 'ingress', c.id, Proto.TCP, 80), 'allowed');
   t.equal(lpmVerdict(entries, 'ingress', 2, Proto.TCP, 80), 'denied');
 });
+
+t.test('batch: imports and deletes as one change (one revision, one event), each acting on the rules before it; a bad change changes nothing', async (t) => {
+  const { repo, alloc } = await policyHive(t);
+  const w = alloc.id('k8s:app=web');
+  const db = alloc.id('k8s:app=db');
+  repo.import(rules({ ...web, labels: ['k8s:obj=a', 'k8s:kind=x'] }));
+  repo.import(rules({ endpointSelector: { matchLabels: { app: 'db' } }, ingress: [{}], labels: ['k8s:obj=b', 'k8s:kind=x'] }));
+  const seen: PolicyChange[] = [];
+  repo.changes$.subscribe((c) => seen.push(c));
+  const before = repo.revision;
+  const c = repo.batch([
+    { import: rules({ ...web, ingress: [{}], labels: ['k8s:obj=a', 'k8s:kind=x', 'k8s:v=2'] }), replaceWithLabels: ['k8s:obj=a'] },
+    { import: rules({ endpointSelector: { matchLabels: { app: 'db' } }, ingress: [{}], labels: ['k8s:obj=c'] }) },
+    { delete: ['k8s:obj=b'] },
+    { delete: ['k8s:obj=none'] },
+  ]);
+  t.equal(c.revision, before + 1, 'one revision');
+  t.same(seen.map((s) => s.revision), [before + 1], 'one change event');
+  t.match(c, { added: 2, deleted: 2, rules: 2 });
+  t.same([...(c.affected as Set<number>)].sort(), [w.id, db.id].sort(), 'the identities of every part');
+  t.same(repo.get().map((r) => r.labels).sort(), [['k8s:kind=x', 'k8s:obj=a', 'k8s:v=2'], ['k8s:obj=c']], 'a replaced by its new version, b deleted, c added');
+
+  const rev = repo.revision;
+  t.throws(() => repo.batch([{ delete: ['k8s:obj=c'] }, { import: '[{"endpointSelector":{},"ingress":[{"toPorts":[{"ports":[{"port":"99999"}]}]}]}]' }]), /port/);
+  t.equal(repo.revision, rev, 'a bad change: no revision');
+  t.equal(repo.get(['k8s:obj=c']).length, 1, 'and nothing of the batch applied');
+  t.same(repo.batch([]), { revision: rev, affected: new Set(), rules: 2, added: 0, deleted: 0 }, 'an empty batch changes nothing');
+});

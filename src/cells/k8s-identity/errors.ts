@@ -34,7 +34,8 @@ export function requestFailed(verb: string, resource: string, name: string, stat
 
 /** The apiserver did not answer at all (connection refused, no answer in time). */
 export function noAnswer(verb: string, resource: string, name: string, cause: unknown): IdentityRequestError {
-  const e = new IdentityRequestError(0, `kubernetes: ${verb} ${resource} ${name}: no answer (${(cause as Error)?.message ?? String(cause)}); check that the apiserver is reachable`);
+  const why = ((cause as Error)?.message ?? String(cause)).replace(/; check that the apiserver is reachable$/, '');
+  const e = new IdentityRequestError(0, `kubernetes: ${verb} ${resource} ${name}: no answer (${why}); check that the apiserver is reachable`);
   e.cause = cause;
   return e;
 }

@@ -49,7 +49,7 @@ function watchPolicies(d: DepsValues<typeof policyDeps>): void {
   for (const [kind, resource] of [['NetworkPolicy', d.nps], ['CiliumNetworkPolicy', d.cnps], ['CiliumClusterwideNetworkPolicy', d.ccnps]] as const) {
     if (resource) kinds.set(kind, { rec: new PolicyReconciler(kind, d.repo, d.log, report), exists: (key) => resource.get(key) !== undefined, resource });
   }
-  const gated = new GatedPolicySync(kinds);
+  const gated = new GatedPolicySync(kinds, d.repo, d.log);
   const healthOf = new Map<PolicyKind, Health>();
   const release = d.gate.hold('policy-k8s');
   for (const [kind, k] of kinds) {

@@ -4,7 +4,7 @@
  * show the field and the fix. Events of a cluster-scoped CCNP go to namespace `default`, as
  * Kubernetes does for cluster-scoped objects.
  */
-import type { K8sClient } from '../k8s/index.js';
+import { createEvent, warningEvent, type K8sClient, type LabelledObject } from '../k8s/index.js';
 import type { PolicyError } from '../policy/index.js';
 import type { InvalidReporter, PolicyKind, PolicyObject } from './reconcile.js';
 
@@ -16,38 +16,13 @@ const API_VERSION: Record<PolicyKind, string> = {
 
 /** The Event reporting `err` on `obj` (also what the unit test checks). */
 export function invalidPolicyEvent(kind: PolicyKind, obj: PolicyObject, err: PolicyError, node: string): Record<string, unknown> {
-  const m = obj.metadata ?? {};
-  const namespace = kind === 'CiliumClusterwideNetworkPolicy' ? 'default' : m.namespace || 'default';
-  const now = new Date();
-  return {
-    apiVersion: 'v1',
-    kind: 'Event',
-    metadata: { generateName: `${m.name ?? 'policy'}.`, namespace },
-    involvedObject: {
-      apiVersion: API_VERSION[kind], kind, name: m.name,
-      ...(kind === 'CiliumClusterwideNetworkPolicy' ? {} : { namespace }),
-      ...(m.uid ? { uid: m.uid } : {}), ...(m.resourceVersion ? { resourceVersion: m.resourceVersion } : {}),
-    },
-    type: 'Warning',
-    reason: 'InvalidPolicy',
-    message: `not applied (the previous version, if any, stays): ${err.message}`.slice(0, 1024),
-    source: { component: 'cellium-agent', ...(node ? { host: node } : {}) },
-    reportingComponent: 'cellium-agent',
-    ...(node ? { reportingInstance: node } : {}),
-    firstTimestamp: now,
-    lastTimestamp: now,
-    count: 1,
-  };
+  const subject = { object: obj as LabelledObject, kind, apiVersion: API_VERSION[kind], clusterScoped: kind === 'CiliumClusterwideNetworkPolicy' };
+  return warningEvent(subject, 'InvalidPolicy', `not applied (the previous version, if any, stays): ${err.message}`, node);
 }
 
 /** A reporter creating Events through the agent's Kubernetes client (a plain create). */
 export function eventReporter(client: K8sClient, node: string): InvalidReporter {
-  return async (kind, obj, err) => {
-    const lib = await import('@kubernetes/client-node');
-    const api = client.kubeConfig().makeApiClient(lib.CoreV1Api);
-    const body = invalidPolicyEvent(kind, obj, err, node);
-    await api.createNamespacedEvent({ namespace: (body.metadata as { namespace: string }).namespace, body: body as never });
-  };
+  return (kind, obj, err) => createEvent(client, invalidPolicyEvent(kind, obj, err, node));
 }
 
 /** How many reported objects `onceReporter` remembers (the oldest is forgotten first). */

@@ -92,6 +92,18 @@ export class PolicyReconciler {
    * one turn is seen whole by every regeneration); an invalid one is reported in the background.
    */
   apply(key: string, obj: PolicyObject): void {
+    const change = this.prepare(key, obj);
+    if (!change) return;
+    const done = this.repo.import(change.import, { replaceWithLabels: change.replaceWithLabels });
+    this.log.info({ kind: this.kind, object: key, revision: done.revision }, 'Kubernetes policy applied');
+  }
+
+  /**
+   * What applying an added or updated object changes in the repository: an import of its rules
+   * replacing its previous ones; undefined when nothing changes (invalid: reported in the
+   * background, its previous version stays; or unchanged).
+   */
+  prepare(key: string, obj: PolicyObject): { readonly import: string; readonly replaceWithLabels: string[] } | undefined {
     const at = { kind: this.kind, object: key };
     let t: Translation;
     try {
@@ -102,7 +114,7 @@ export class PolicyReconciler {
       const kept = this.repo.get(objectLabels(this.kind, obj)).length;
       this.log.warn({ ...at, field: err.pointer || '/', err: err.message, keptRules: kept }, 'invalid Kubernetes policy not applied; its previous version stays');
       void this.report(this.kind, obj, err).catch((e: Error) => this.log.warn({ ...at, err: e.message }, 'could not report the invalid policy as a Kubernetes Event'));
-      return;
+      return undefined;
     }
     for (const w of t.warnings) this.log.warn({ ...at, warning: w }, 'part of a Kubernetes policy left out (allows less)');
     this.invalid.delete(key);
@@ -110,31 +122,42 @@ export class PolicyReconciler {
     if (JSON.stringify(this.repo.get(labels)) === JSON.stringify(t.rules)) {
       // unchanged (the replay at start of what the policy store restored): no new revision, no regeneration
       this.log.debug(at, 'Kubernetes policy unchanged');
-      return;
+      return undefined;
     }
     // one change: the object's previous rules go as its new ones come
-    const change = this.repo.import(JSON.stringify(t.rules), { replaceWithLabels: labels });
-    this.log.info({ ...at, rules: t.rules.length, revision: change.revision }, 'Kubernetes policy applied');
+    return { import: JSON.stringify(t.rules), replaceWithLabels: labels };
   }
 
   /** Deletes a deleted object's rules. */
   remove(key: string, obj: PolicyObject): void {
-    this.invalid.delete(key);
-    const change = this.repo.delete(objectLabels(this.kind, obj));
+    const change = this.repo.delete(this.removal(key, obj));
     this.log.info({ kind: this.kind, object: key, deleted: change.deleted, revision: change.revision }, 'Kubernetes policy deleted');
+  }
+
+  /** A deleted object: it is no longer invalid; the labels naming its rules (every version's). */
+  removal(key: string, obj: PolicyObject): string[] {
+    this.invalid.delete(key);
+    return objectLabels(this.kind, obj);
   }
 
   /** Deletes the rules of this kind whose object `exists` does not know (deleted while the agent was down). */
   prune(exists: (key: string) => boolean): void {
+    for (const { key, labels } of this.stale(exists)) {
+      const change = this.repo.delete(labels);
+      this.log.info({ kind: this.kind, object: key, deleted: change.deleted }, 'rules of a Kubernetes policy deleted while the agent was down removed at sync');
+    }
+  }
+
+  /** The objects of this kind that have rules and that `exists` does not know, with the labels naming their rules. */
+  stale(exists: (key: string) => boolean): { readonly key: string; readonly labels: string[] }[] {
     const gone = new Set<string>();
     for (const rule of this.repo.get([`k8s:${LABEL}derived-from=${this.kind}`])) {
       const key = ruleObjectKey(this.kind, rule);
       if (key !== undefined && !exists(key)) gone.add(key);
     }
-    for (const key of gone) {
+    return [...gone].map((key) => {
       const [namespace, name] = key.includes('/') ? key.split('/', 2) : [undefined, key];
-      const change = this.repo.delete(objectLabels(this.kind, { metadata: { name, ...(namespace ? { namespace } : {}) } }));
-      this.log.info({ kind: this.kind, object: key, deleted: change.deleted }, 'rules of a Kubernetes policy deleted while the agent was down removed at sync');
-    }
+      return { key, labels: objectLabels(this.kind, { metadata: { name, ...(namespace ? { namespace } : {}) } }) };
+    });
   }
 }

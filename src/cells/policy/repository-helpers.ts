@@ -8,10 +8,14 @@ import type { TraceSubject } from './types.js';
 
 export { addTo, removeFrom } from '../../lib/multi-index.js';
 
+/** A rule's labels parsed, once per rule (rules are immutable; a filter is matched against every rule). */
+const parsed = new WeakMap<CompiledRule, readonly Label[]>();
+
 /** Whether a rule's labels include every label of the filter (a filter label without source matches any source). */
 export function hasLabels(rule: CompiledRule, filter: readonly Label[]): boolean {
-  const mine = rule.labels.map(parseLabel);
-  return filter.every((f) => mine.some((l) => l.key === f.key && l.value === f.value && (f.source === 'unspec' || l.source === f.source)));
+  let mine = parsed.get(rule);
+  if (!mine) parsed.set(rule, (mine = rule.labels.map(parseLabel)));
+  return filter.every((f) => mine!.some((l) => l.key === f.key && l.value === f.value && (f.source === 'unspec' || l.source === f.source)));
 }
 
 /** The identity a trace subject stands for: a known number, or a label set (allocated or not). */

@@ -24,7 +24,7 @@ import type { SelectorCache } from './selector-cache.js';
 import type { Selector } from './selector.js';
 import type { PolicyStore, StoredPolicy } from './store.js';
 import { tracePolicy } from './trace.js';
-import type { CachedSelector, ImportOptions, NamedPort, NamedPortMap, PolicyChange, PolicyRepository, PolicyRule, ResolvedPolicy, TraceResult, TraceSubject } from './types.js';
+import type { CachedSelector, ImportOptions, NamedPort, NamedPortMap, PolicyBatchChange, PolicyChange, PolicyRepository, PolicyRule, ResolvedPolicy, TraceResult, TraceSubject } from './types.js';
 
 const ZERO: readonly number[] = [0];
 
@@ -85,6 +85,32 @@ export class Repository implements PolicyRepository {
     if (victims.length === 0) return { revision: this.rev, affected: new Set(), rules: this.rules.size, deleted: 0 };
     const change = this.transact(victims, [], { deleted: victims.length });
     this.log?.info({ deleted: victims.length, revision: this.rev }, 'policy rules deleted');
+    return change;
+  }
+
+  /** See PolicyRepository. */
+  batch(changes: readonly PolicyBatchChange[]): PolicyChange {
+    if (changes.length === 0) return { revision: this.rev, affected: new Set(), rules: this.rules.size, added: 0, deleted: 0 };
+    // the rules with labels by their label set, once for the whole batch
+    const byLabels = new Map<string, Set<CompiledRule>>();
+    for (const r of this.rules.values()) if (r.labels.length) addTo(byLabels, r.labels.join(';'), r);
+    const removed = new Set<CompiledRule>();
+    const added: CompiledRule[] = [];
+    let seq = this.seq;
+    for (const c of changes) {
+      if ('delete' in c) {
+        for (const r of this.matching(c.delete, '/labels')) removed.add(r);
+        continue;
+      }
+      const compiled = parsePolicyText(c.import).map((input, i) => compileRule(input, seq + i + 1));
+      seq += compiled.length;
+      for (const r of compiled) for (const old of (r.labels.length && byLabels.get(r.labels.join(';'))) || []) removed.add(old);
+      if (c.replaceWithLabels?.length) for (const r of this.matching(c.replaceWithLabels, '/replaceWithLabels')) removed.add(r);
+      added.push(...compiled);
+    }
+    const change = this.transact([...removed], added, { added: added.length, deleted: removed.size });
+    this.seq = seq;
+    this.log?.info({ changes: changes.length, added: added.length, deleted: removed.size, revision: this.rev }, 'policy changed in one batch');
     return change;
   }
 

@@ -73,6 +73,14 @@ export interface ImportOptions {
   readonly replaceWithLabels?: readonly string[];
 }
 
+/**
+ * One change of a batch: an import (its rules replace the rules with the same labels and those
+ * carrying all of `replaceWithLabels`), or a delete of the rules carrying all of `delete`.
+ */
+export type PolicyBatchChange =
+  | { readonly import: string; readonly replaceWithLabels?: readonly string[] }
+  | { readonly delete: readonly string[] };
+
 /** The policy repository. */
 export interface PolicyRepository {
   /**
@@ -85,6 +93,14 @@ export interface PolicyRepository {
   import(text: string, opts?: ImportOptions): PolicyChange;
   /** Deletes rules whose labels include every given label (all rules with `all`); durable like import. */
   delete(labels: readonly string[] | 'all'): PolicyChange;
+  /**
+   * Several imports and deletes as one change: one store write, one revision, one event, so no
+   * endpoint ever sees part of it (the Kubernetes policy caches applied at once after their sync).
+   * Each change acts on the rules as they were before the batch (not on each other's). Throws like
+   * import (PolicyError naming the field, PolicyStoreError); nothing changes then. An empty batch
+   * changes nothing and keeps the revision.
+   */
+  batch(changes: readonly PolicyBatchChange[]): PolicyChange;
   /** The rules (all, or those matching the labels). */
   get(labels?: readonly string[]): PolicyRule[];
   /** The current revision (> 0, bumped on every change). */
