@@ -207,3 +207,15 @@ t.test('restore: endpoints re-reserve their addresses in a fresh IPAM, out-of-po
   t.throws(() => after.useForEndpoint('fd00:9::20', 300, 'default/other'), { code: 'in-use' }, 'a restored address is not handed to another endpoint');
   t.notOk([1, 2, 3].map(() => after.allocateNext('ipv4', 'api').ip).includes(cni.ip), 'nor by allocateNext');
 });
+
+t.test('a pool set after endpoints were restored takes their addresses: it never hands them out again', async (t) => {
+  const ipam = small('10.200.0.0/16');
+  // restored before the pool claimed from the cluster (CiliumNode, etcd) was set: out of the default pool
+  t.equal(ipam.useForEndpoint('10.172.1.2', 7, 'demo/server').outOfPool, true);
+  t.equal(ipam.useForEndpoint('10.172.1.0', 8, 'demo/odd').outOfPool, true, 'the network address of the pool to come');
+  ipam.setPool('ipv4', '10.172.1.0/29');
+  const handed = [0, 1, 2, 3].map((i) => ipam.allocateNext('ipv4', `demo/new-${i}`).ip);
+  t.notOk(handed.includes('10.172.1.2'), `the restored endpoint's address is not handed out: ${handed.join(', ')}`);
+  t.throws(() => ipam.release('10.172.1.2'), { code: 'in-use' }, 'it is held by its endpoint in the new pool');
+  t.throws(() => ipam.allocateNext('ipv4', 'demo/one-too-many'), 'the /29 is full: 5 usable, 4 handed out and 1 restored');
+});

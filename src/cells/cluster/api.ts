@@ -12,7 +12,7 @@ export function nodeElement(n: ClusterNode): Record<string, unknown> {
   return {
     name: `${n.cluster}/${n.name}`,
     'primary-address': { ipv4: { enabled: true, ip: n.ipv4, ...(n.ipv4AllocCidr ? { 'alloc-range': n.ipv4AllocCidr } : {}), 'address-type': 'InternalIP' } },
-    source: n.local ? 'local' : 'kvstore',
+    source: n.local ? 'local' : (n.source ?? 'kvstore'),
   };
 }
 

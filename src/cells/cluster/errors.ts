@@ -1,7 +1,7 @@
 /** Errors of the cluster cell, each naming the flag or the condition and the fix. */
 
 /** What went wrong. */
-export type ClusterErrorCode = 'config' | 'pool-exhausted';
+export type ClusterErrorCode = 'config' | 'pool-exhausted' | 'api' | 'pod-cidr';
 
 /** A cluster error. */
 export class ClusterError extends Error {
@@ -25,9 +25,33 @@ export function badMaskSize(mask: number, poolPrefix: number): ClusterError {
   return new ClusterError('config', `--cluster-pool-ipv4-mask-size=${mask} is shorter than the pool's /${poolPrefix}: give ${poolPrefix} or more`);
 }
 
-/** The cluster pool was asked for without a kvstore to claim in. */
+/** The cluster pool was asked for without a kvstore or Kubernetes to allocate in. */
 export function clusterPoolNeedsKVStore(): ClusterError {
-  return new ClusterError('config', '--cluster-pool-ipv4-cidr needs a kvstore to claim the node\'s pod CIDR in: add --kvstore=etcd --kvstore-opt=etcd.config=FILE, or use --ipv4-range for a fixed pool');
+  return new ClusterError('config', '--cluster-pool-ipv4-cidr needs a kvstore or Kubernetes to allocate the node\'s pod CIDR in: add --kvstore=etcd --kvstore-opt=etcd.config=FILE or --k8s-kubeconfig-path=FILE, or use --ipv4-range for a fixed pool');
+}
+
+/** A CiliumNode request got an error answer (or none); a 403 names the verb and deploy/rbac.yaml. */
+export function nodeRequestFailed(verb: string, name: string, status: number, message: string, cause?: unknown): ClusterError {
+  const what = `kubernetes: ${verb} ciliumnodes.cilium.io${name ? ` ${name}` : ''}`;
+  if (status === 0) return new ClusterError('api', `${what}: no answer (${message}); check that the apiserver is reachable`, { cause });
+  if (status === 403) return new ClusterError('api', `${what} is forbidden (${message}); the agent's ClusterRole needs verb "${verb}" on ciliumnodes: kubectl apply -f deploy/rbac.yaml`);
+  if (status === 404) return new ClusterError('api', `${what}: 404 ${message}; the CiliumNode CRD is not installed: let the agent register it (no --skip-crd-creation) or kubectl apply -f deploy/crds/`);
+  return new ClusterError('api', `${what} failed: ${status} ${message}; check that the apiserver is reachable`);
+}
+
+/** No pod CIDR was written into this node's CiliumNode in time. */
+export function podCIDRTimeout(node: string, waitMs: number, last?: Error): ClusterError {
+  return new ClusterError('pod-cidr', `no pod CIDR in spec.ipam.podCIDRs of CiliumNode ${node} after ${Math.round(waitMs / 1000)} s${last ? ` (last error: ${last.message})` : ''}: the allocator is the agent holding the Lease kube-system/cellium-pod-cidr-allocator, started with the same --cluster-pool-ipv4-cidr; check its log (pool exhausted?) and kubectl get lease -n kube-system cellium-pod-cidr-allocator, or raise --cluster-pool-wait-timeout`);
+}
+
+/** This node's CiliumNode has a pod CIDR outside the pool. */
+export function podCIDRNotInPool(node: string, cidr: string, pool: string, mask: number): ClusterError {
+  return new ClusterError('pod-cidr', `CiliumNode ${node}: /spec/ipam/podCIDRs/0 ${cidr} is not a /${mask} of the cluster pool ${pool}: give every agent the same --cluster-pool-ipv4-cidr and --cluster-pool-ipv4-mask-size, or clear spec.ipam.podCIDRs so the allocator gives one`);
+}
+
+/** This node's pod CIDR is another node's too: the agent does not use it. */
+export function podCIDRShared(node: string, cidr: string, others: readonly string[]): ClusterError {
+  return new ClusterError('pod-cidr', `CiliumNode ${node}: pod CIDR ${cidr} is also in spec.ipam.podCIDRs of ${others.join(', ')}: two nodes must never share one; remove it from all but one CiliumNode (kubectl edit ciliumnode), then restart this agent`);
 }
 
 /** The IPAM in use cannot change its pool. */

@@ -16,6 +16,7 @@ import { ReservedIdentity } from '../../datapath/types.js';
 import type { EndpointManager, EndpointView } from '../endpoint/index.js';
 import { KEYS, PrefixMirror, type KVStore, type MirrorEvent } from '../kvstore/index.js';
 import { ipJson, parseIPJson, type IPRecord } from './ip-json.js';
+import { localEntries, podOf, sortedEntries } from './local-entries.js';
 import type { ClusterIPCache, IPCacheListEntry, NodeEvent, NodeRegistry } from './types.js';
 
 /** How soon an endpoint still waiting for its identity is looked at again. */
@@ -181,19 +182,12 @@ export class KVIPCache implements ClusterIPCache {
 
   /** See ClusterIPCache. */
   list(): IPCacheListEntry[] {
-    const self = this.nodes.self();
-    const out = new Map<string, IPCacheListEntry>();
-    for (const [ip, name] of this.remoteNodes) out.set(hostCidr(ip), { cidr: hostCidr(ip), identity: ReservedIdentity.remoteNode, hostIP: ip, source: 'kvstore', name });
+    const entries: IPCacheListEntry[] = [];
+    for (const [ip, name] of this.remoteNodes) entries.push({ cidr: hostCidr(ip), identity: ReservedIdentity.remoteNode, hostIP: ip, source: 'kvstore', name });
     for (const r of this.remote.values()) {
-      out.set(hostCidr(r.ip), { cidr: hostCidr(r.ip), identity: r.identity, hostIP: r.hostIP, source: 'kvstore', ...(r.namespace ? { namespace: r.namespace } : {}), ...(r.podName ? { name: r.podName } : {}) });
+      entries.push({ cidr: hostCidr(r.ip), identity: r.identity, hostIP: r.hostIP, source: 'kvstore', ...(r.namespace ? { namespace: r.namespace } : {}), ...(r.podName ? { name: r.podName } : {}) });
     }
-    for (const ep of this.endpoints.getEndpoints()) {
-      if (ep.identity === undefined) continue;
-      for (const ip of [ep.ipv4, ep.ipv6]) {
-        if (ip) out.set(hostCidr(ip), { cidr: hostCidr(ip), identity: ep.identity, hostIP: self.ipv4, source: 'local', ...(ep.namespace ? { namespace: ep.namespace } : {}), ...(podOf(ep) ? { name: podOf(ep) } : {}) });
-      }
-    }
-    return [...out.values()].sort((a, b) => a.cidr.localeCompare(b.cidr, 'en', { numeric: true }));
+    return sortedEntries([...entries, ...localEntries(this.endpoints, this.nodes.self().ipv4)]);
   }
 
   /** Stops following; the published keys go with the session lease. */
@@ -203,11 +197,6 @@ export class KVIPCache implements ClusterIPCache {
     await this.syncing;
     await this.mirror?.stop();
   }
-}
-
-/** The pod's own name (the endpoint's podName is `<namespace>/<name>`). */
-function podOf(ep: EndpointView): string | undefined {
-  return ep.podName?.slice(ep.podName.indexOf('/') + 1) || undefined;
 }
 
 function record(ep: EndpointView, ip: string, hostIP: string, node: string, cluster: string): IPRecord {

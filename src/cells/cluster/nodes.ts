@@ -4,23 +4,16 @@
  * its cluster (list-then-watch); both followed by observer jobs added at start (`node-reregister`,
  * `node-records`). Without a kvstore it knows only itself.
  */
-import { Subject } from 'rxjs';
 import type { Jobs } from '../../hive/jobs.js';
 import type { Logger } from '../../hive/logger.js';
 import { KEYS, PrefixMirror, type KVStore, type MirrorEvent } from '../kvstore/index.js';
 import { nodeJson, parseNodeJson } from './node-json.js';
-import type { ClusterNode, NodeEvent, NodeRegistry } from './types.js';
+import { NodeTable } from './node-table.js';
+import type { ClusterNode } from './types.js';
 
 /** The registry; see the module comment. */
-export class KVNodeRegistry implements NodeRegistry {
-  private readonly nodes = new Map<string, ClusterNode>();
-  private readonly ids = new Map<string, number>();
-  private nextId = 1;
-  private readonly subject = new Subject<NodeEvent>();
-  /** See NodeRegistry. */
-  readonly events$ = this.subject.asObservable();
+export class KVNodeRegistry extends NodeTable {
   private mirror?: PrefixMirror;
-  private me: ClusterNode;
 
   constructor(
     private readonly kv: KVStore,
@@ -29,9 +22,7 @@ export class KVNodeRegistry implements NodeRegistry {
     private readonly jobs: Jobs,
     private readonly log: Logger,
   ) {
-    this.me = { ...self, local: true };
-    this.nodes.set(this.me.name, this.me);
-    this.idOf(this.me.name);
+    super(self);
   }
 
   /** The key of a node. */
@@ -42,8 +33,7 @@ export class KVNodeRegistry implements NodeRegistry {
   /** Registers this node and starts mirroring the others. */
   async start(): Promise<void> {
     const cidr = this.podCidr();
-    this.me = { ...this.me, ...(cidr ? { ipv4AllocCidr: cidr } : {}) };
-    this.nodes.set(this.me.name, this.me);
+    this.setSelf({ ...this.me, ...(cidr ? { ipv4AllocCidr: cidr } : {}) });
     if (!this.kv.enabled) return;
     await this.register();
     const now = { immediate: true, sync: true } as const;
@@ -67,11 +57,8 @@ export class KVNodeRegistry implements NodeRegistry {
   private onMirror(ev: MirrorEvent): void {
     if (ev.key === this.me.name) return;
     if (ev.kind === 'delete') {
-      const gone = this.nodes.get(ev.key);
-      if (!gone) return;
-      this.nodes.delete(ev.key);
-      this.subject.next({ kind: 'delete', node: gone });
-      this.log.info({ node: gone.name }, 'node left the cluster');
+      const gone = this.drop(ev.key);
+      if (gone) this.log.info({ node: gone.name }, 'node left the cluster');
       return;
     }
     const n = parseNodeJson(ev.value, this.me.name);
@@ -79,38 +66,12 @@ export class KVNodeRegistry implements NodeRegistry {
       this.log.warn({ key: ev.key }, 'ignoring a node record that is not Cilium\'s node JSON');
       return;
     }
-    this.idOf(n.name);
-    this.nodes.set(n.name, n);
-    this.subject.next({ kind: 'upsert', node: n });
-  }
-
-  private idOf(name: string): number {
-    let id = this.ids.get(name);
-    if (id === undefined) {
-      id = this.nextId++;
-      this.ids.set(name, id);
-    }
-    return id;
-  }
-
-  /** See NodeRegistry. */
-  self(): ClusterNode {
-    return this.me;
-  }
-
-  /** See NodeRegistry. */
-  list(): ClusterNode[] {
-    return [...this.nodes.values()].sort((a, b) => a.name.localeCompare(b.name));
-  }
-
-  /** See NodeRegistry. */
-  nodeIds(): { id: number; ips: string[] }[] {
-    return this.list().map((n) => ({ id: this.idOf(n.name), ips: [n.ipv4] })).sort((a, b) => a.id - b.id);
+    this.put(n);
   }
 
   /** Stops watching; this node's key goes with the session lease. */
   async stop(): Promise<void> {
     await this.mirror?.stop();
-    this.subject.complete();
+    this.complete();
   }
 }

@@ -27,7 +27,7 @@ export function* subnets(pool: string, mask: number): Generator<string> {
 }
 
 /** Whether `cidr` is one of the pool's subnets of that mask. */
-function subnetOf(pool: string, mask: number, cidr: string): boolean {
+export function subnetOf(pool: string, mask: number, cidr: string): boolean {
   try {
     const p = parseCidr(pool);
     const c = parseCidr(cidr);
@@ -35,6 +35,21 @@ function subnetOf(pool: string, mask: number, cidr: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** The pod CIDR recorded in the state file (`{"cidr"}`), or undefined. */
+export async function previousPodCIDR(stateFile: string): Promise<string | undefined> {
+  try {
+    const d = JSON.parse(await readFile(stateFile, 'utf8')) as { cidr?: unknown };
+    return typeof d.cidr === 'string' ? d.cidr : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Records the pod CIDR in the state file (kept across restarts). */
+export async function recordPodCIDR(stateFile: string, cidr: string): Promise<void> {
+  await writeFileAtomic(stateFile, `${JSON.stringify({ cidr })}\n`);
 }
 
 /** Claims this node's pod CIDR; see the module comment. */
@@ -86,7 +101,7 @@ export class PodCIDRClaimer {
       if (holder === me && !res.succeeded) await lease.put(key).value(me);
       if (holder !== me) continue;
       this.cidr = cidr;
-      await writeFileAtomic(this.stateFile, `${JSON.stringify({ cidr })}\n`);
+      await recordPodCIDR(this.stateFile, cidr);
       this.log.info({ cidr, pool: this.pool }, 'pod CIDR claimed from the cluster pool');
       return cidr;
     }
@@ -120,13 +135,8 @@ export class PodCIDRClaimer {
     this.log.error({ cidr, holder }, `pod CIDR ${cidr} was claimed by ${holder} while this node's lease had run out: its pods' addresses may clash; restart this agent (its pods too) to claim a free CIDR`);
   }
 
-  private async previous(): Promise<string | undefined> {
-    try {
-      const d = JSON.parse(await readFile(this.stateFile, 'utf8')) as { cidr?: unknown };
-      return typeof d.cidr === 'string' ? d.cidr : undefined;
-    } catch {
-      return undefined;
-    }
+  private previous(): Promise<string | undefined> {
+    return previousPodCIDR(this.stateFile);
   }
 
   /** Stops re-claiming on lease renewals. */

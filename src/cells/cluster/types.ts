@@ -15,6 +15,8 @@ export interface ClusterNode {
   readonly ipv4AllocCidr?: string;
   /** Whether this is the local node. */
   readonly local: boolean;
+  /** Where another node was learnt from (Cilium's names; default kvstore). */
+  readonly source?: 'kvstore' | 'custom-resource';
 }
 
 /** A node appearing, changing or going. */
@@ -43,7 +45,8 @@ export interface IPCacheListEntry {
   readonly cidr: string;
   readonly identity: number;
   readonly hostIP?: string;
-  readonly source: 'local' | 'kvstore';
+  /** Where it comes from: this node, etcd, or CiliumEndpoints and CiliumNodes (Cilium's names). */
+  readonly source: 'local' | 'kvstore' | 'custom-resource';
   readonly namespace?: string;
   readonly name?: string;
 }

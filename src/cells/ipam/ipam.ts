@@ -39,7 +39,21 @@ export class NodeIPAM implements IPAM {
     if (c.family !== family) throw badRange(family === 'ipv4' ? 'ipv4-range' : 'ipv6-range', cidr, `expected an ${family} CIDR`);
     const old = this.pools.get(family);
     if (old && !old.list().next().done) throw new IPAMError('in-use', `the ${family} pool ${old.cidrText} has allocations: its CIDR can only change before the first allocation`);
-    this.pools.set(family, new Pool(c));
+    const pool = new Pool(c);
+    // endpoints restored before the pool was set (their addresses recorded out of pool) keep them:
+    // those inside the new pool are taken in it, so it never hands them out again
+    for (const [text, e] of this.outside) {
+      const addr = parse(text);
+      if (e.family !== family || !pool.contains(addr)) continue;
+      try {
+        const taken = pool.claim(addr, e.owner);
+        if (e.endpoint) taken.endpoint = e.endpoint;
+        this.outside.delete(text);
+      } catch {
+        // its network, gateway or broadcast address: stays out of pool (never handed out either)
+      }
+    }
+    this.pools.set(family, pool);
     this.log?.info({ family, cidr: formatCidr(c) }, 'IPAM pool set');
   }
 

@@ -7,7 +7,7 @@ import { LifecycleToken } from '../../hive/lifecycle.js';
 import { LoggerToken } from '../../hive/logger.js';
 import { token } from '../../hive/token.js';
 import { abortable } from '../../lib/abortable.js';
-import { detectNodeIP } from '../cluster/index.js';
+import { detectNodeIP } from '../../lib/node-ip.js';
 import { EndpointCreationHooksToken, EndpointManagerToken, EndpointRestorerToken, type EndpointCreationHook } from '../endpoint/index.js';
 import { CiliumEndpointsToken, K8sClientToken, K8sConfigToken, LocalPodsToken } from '../k8s/index.js';
 import { NamedPortMapToken } from '../policy/index.js';

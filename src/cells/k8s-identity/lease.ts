@@ -38,6 +38,8 @@ export class LeaseElector {
     readonly timing: ElectionTiming,
     private readonly log: Logger,
     private readonly clock: () => number = () => performance.now(),
+    /** What the Lease elects a holder for (in the log lines). */
+    readonly purpose = 'identity GC',
   ) {}
 
   /** Whether this agent holds the Lease now. */
@@ -63,13 +65,13 @@ export class LeaseElector {
       const ok = await this.tryStep(started, signal);
       if (ok) this.validUntil = started + this.timing.renewDeadlineMs;
     } catch (err) {
-      this.log.debug({ err: (err as Error).message }, 'identity GC lease: attempt failed');
+      this.log.debug({ err: (err as Error).message }, `${this.purpose} lease: attempt failed`);
     }
     const now = this.isLeader();
     if (now !== this.leading) {
       this.leading = now;
-      if (now) this.log.info({ lease: `${this.namespace}/${this.name}`, holder: this.identity }, 'identity GC: became the leader (holds the Lease)');
-      else this.log.info({ lease: `${this.namespace}/${this.name}`, holder: this.identity }, 'identity GC: not the leader any more');
+      if (now) this.log.info({ lease: `${this.namespace}/${this.name}`, holder: this.identity }, `${this.purpose}: became the leader (holds the Lease)`);
+      else this.log.info({ lease: `${this.namespace}/${this.name}`, holder: this.identity }, `${this.purpose}: not the leader any more`);
     }
     return now;
   }
@@ -93,7 +95,7 @@ export class LeaseElector {
       if (started - this.observed.at < duration) return false;
     }
     const took = await this.api.updateLease({ ...cur, spec: this.spec(cur.spec, true) }, signal);
-    if (took) this.log.info({ lease: `${this.namespace}/${this.name}`, previous: holder || null, holder: this.identity }, 'identity GC: took the Lease over');
+    if (took) this.log.info({ lease: `${this.namespace}/${this.name}`, previous: holder || null, holder: this.identity }, `${this.purpose}: took the Lease over`);
     return !!took;
   }
 
@@ -107,9 +109,9 @@ export class LeaseElector {
       const cur = await this.api.getLease(this.namespace, this.name, signal);
       if (cur?.spec?.holderIdentity !== this.identity) return;
       await this.api.updateLease({ ...cur, spec: { ...cur.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new Date().toISOString().replace('Z', '000Z') } }, signal);
-      this.log.info({ lease: `${this.namespace}/${this.name}`, holder: this.identity }, 'identity GC: gave the Lease up');
+      this.log.info({ lease: `${this.namespace}/${this.name}`, holder: this.identity }, `${this.purpose}: gave the Lease up`);
     } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'identity GC: could not give the Lease up; another agent takes it over when it expires');
+      this.log.warn({ err: (err as Error).message }, `${this.purpose}: could not give the Lease up; another agent takes it over when it expires`);
     }
   }
 }

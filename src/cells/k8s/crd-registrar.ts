@@ -22,17 +22,28 @@ export interface CrdRegistrarDeps {
   readonly log: Logger;
 }
 
+/**
+ * The CRD registration: `registered` resolves once every CRD is registered (at once when Kubernetes
+ * is disabled or with --skip-crd-creation; never when the agent stops first). A cell whose start
+ * hook writes Cilium objects depends on it so that the registration's hook starts before its own.
+ */
+export interface CrdRegistration {
+  readonly registered: Promise<void>;
+}
+
 /** Adds the CRD registration to the lifecycle (nothing when Kubernetes is disabled or --skip-crd-creation). */
-export function registerCrds(d: CrdRegistrarDeps, opts: EnsureCrdsOptions = {}): void {
+export function registerCrds(d: CrdRegistrarDeps, opts: EnsureCrdsOptions = {}): CrdRegistration {
   if (!d.client.enabled) {
     d.health.ok('disabled: no --k8s-kubeconfig-path and not in a pod');
-    return;
+    return { registered: Promise.resolve() };
   }
   const h = d.health.scope('crds');
   if (d.cfg.skipCrdCreation) {
     h.ok('not registered (--skip-crd-creation): installed by the operator');
-    return;
+    return { registered: Promise.resolve() };
   }
+  let done!: () => void;
+  const registered = new Promise<void>((resolve) => (done = resolve));
   const sleeper = new Sleeper();
   const abort = new AbortController();
   let stopped = false;
@@ -41,9 +52,10 @@ export function registerCrds(d: CrdRegistrarDeps, opts: EnsureCrdsOptions = {}):
     let lastMsg = '';
     for (let failures = 0; !stopped; failures++) {
       try {
-        const done: CrdOutcome[] = await ensureCrds(d.client, d.log, { ...opts, signal: abort.signal });
-        h.ok(`registered: ${done.map((o) => `${o.name} ${o.action}`).join(', ')}`);
-        d.log.info({ crds: done }, 'Cilium CRDs registered');
+        const outcome: CrdOutcome[] = await ensureCrds(d.client, d.log, { ...opts, signal: abort.signal });
+        h.ok(`registered: ${outcome.map((o) => `${o.name} ${o.action}`).join(', ')}`);
+        d.log.info({ crds: outcome }, 'Cilium CRDs registered');
+        done();
         return;
       } catch (err) {
         if (stopped) return;
@@ -68,4 +80,5 @@ export function registerCrds(d: CrdRegistrarDeps, opts: EnsureCrdsOptions = {}):
       await loop;
     },
   });
+  return { registered };
 }

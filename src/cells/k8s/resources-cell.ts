@@ -13,7 +13,7 @@ import { StatusSectionsToken, type StatusSection } from '../agent-status/index.j
 import { CacheSyncGate } from './cache-sync.js';
 import { K8sClientToken } from './cell.js';
 import { K8sConfigToken } from './config.js';
-import { registerCrds } from './crd-registrar.js';
+import { registerCrds, type CrdRegistration } from './crd-registrar.js';
 import type { K8sObject } from './resource.js';
 import { AGENT_RESOURCES, resourceProviders, type AgentResource } from './resources.js';
 import { K8sStatusReporter } from './status.js';
@@ -47,6 +47,9 @@ function newGate(d: DepsValues<typeof gateDeps>): CacheSyncGate {
   return new CacheSyncGate(withSpecs(d), d.health.scope('cache-sync'));
 }
 
+/** Token for the CRD registration (its start hook runs before the hooks of whoever depends on it). */
+export const K8sCrdsToken = token<CrdRegistration>('K8sCrds');
+
 /** The k8s-resources cell. */
 export const k8sResourcesCell = module(
   'k8s-resources',
@@ -54,6 +57,7 @@ export const k8sResourcesCell = module(
   ...resourceProviders,
   provide(K8sStatusToken, newReporter, reporterDeps),
   provide(K8sCacheSyncToken, newGate, gateDeps),
-  invoke('k8s-crds', registerCrds, { client: K8sClientToken, cfg: K8sConfigToken, lc: LifecycleToken, health: HealthToken, log: LoggerToken }),
+  provide(K8sCrdsToken, registerCrds, { client: K8sClientToken, cfg: K8sConfigToken, lc: LifecycleToken, health: HealthToken, log: LoggerToken }),
+  invoke('k8s-crds', (_r: CrdRegistration) => undefined, K8sCrdsToken),
   provideInto(StatusSectionsToken, (r: K8sStatusReporter): StatusSection => ({ key: 'kubernetes', status: () => r.status() }), K8sStatusToken),
 );
