@@ -1016,7 +1016,7 @@ export interface components {
             "secondary-addresses"?: components["schemas"]["NodeAddressingElement"][];
             "health-endpoint-address"?: components["schemas"]["NodeAddressing"];
             "ingress-address"?: components["schemas"]["NodeAddressing"];
-            /** @description Where the node is known from: local or kvstore. */
+            /** @description Where the node is known from: local, kvstore or custom-resource (a CiliumNode). */
             source?: string;
         };
         /** @description Node ID with the node's IP addresses. */
@@ -1038,7 +1038,7 @@ export interface components {
         };
         /** @description Metadata of an ipcache entry. */
         IPListEntryMetadata: {
-            /** @description local (an endpoint of this node) or kvstore (published by another node). */
+            /** @description local (an endpoint of this node), kvstore (published by another node in etcd) or custom-resource (a CiliumEndpoint or CiliumNode of another node). */
             source?: string;
             namespace?: string;
             name?: string;
