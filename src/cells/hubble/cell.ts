@@ -1,5 +1,6 @@
 /** The hubble cell's wiring: its module, providers and what they are built from (index.ts is its public face). */
 import { config, invoke, module, provide, provideInto, type DepsValues } from '../../hive/cell.js';
+import { HealthToken } from '../../hive/health.js';
 import { JobsToken } from '../../hive/jobs.js';
 import { LifecycleToken } from '../../hive/lifecycle.js';
 import { LoggerToken } from '../../hive/logger.js';
@@ -24,21 +25,29 @@ function newObserver(d: DepsValues<typeof observerDeps>): HubbleObserver {
 }
 
 /** What the server works with. */
-const serverDeps = { cfg: HubbleConfigToken, observer: HubbleObserverToken, monitor: MonitorAgentToken, jobs: JobsToken, lc: LifecycleToken, log: LoggerToken } as const;
+const serverDeps = { cfg: HubbleConfigToken, observer: HubbleObserverToken, monitor: MonitorAgentToken, jobs: JobsToken, lc: LifecycleToken, health: HealthToken, log: LoggerToken } as const;
 
 /**
  * With --enable-hubble: the server on its socket from start to stop, and the observer job
  * `hubble-flows` following the monitor's records (which keeps the monitor reading the datapath's
- * ring buffer while the agent runs). Without: nothing.
+ * ring buffer while the agent runs). Health says where it serves (degraded when the monitor cannot
+ * read the datapath) or that it is disabled.
  */
 function newServer(d: DepsValues<typeof serverDeps>): HubbleServer | undefined {
-  if (!d.cfg.enableHubble) return undefined;
+  if (!d.cfg.enableHubble) {
+    d.health.ok('disabled (--enable-hubble=false)');
+    return undefined;
+  }
   const server = new HubbleServer(d.observer, d.cfg.hubbleSocketPath, packageVersion(), d.log);
   if (d.monitor.unavailable) d.log.warn({ why: d.monitor.unavailable }, 'Hubble: no flows will be observed');
   d.jobs.observer('hubble-flows', d.monitor.records$, (rec) => d.observer.onRecord(rec), { sync: true });
   d.lc.append({
     name: 'hubble-server',
-    onStart: () => server.start(),
+    onStart: async () => {
+      await server.start();
+      if (d.monitor.unavailable) d.health.degraded(`serving on ${d.cfg.hubbleSocketPath}, but no flows: ${d.monitor.unavailable}`);
+      else d.health.ok(`serving on ${d.cfg.hubbleSocketPath}`);
+    },
     onStop: async () => {
       d.observer.stop();
       await server.stop();
