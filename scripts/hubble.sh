@@ -26,23 +26,9 @@ die() {
   exit 1
 }
 
-find_go() {
-  local g v candidates=("$(command -v go || true)" /usr/local/go/bin/go)
-  [ -z "${CELLIUM_HUBBLE_GO:-}" ] || candidates=("$CELLIUM_HUBBLE_GO")
-  for g in "${candidates[@]}"; do
-    [ -n "$g" ] && [ -x "$g" ] || continue
-    v=$(GOTOOLCHAIN=local "$g" env GOVERSION 2>/dev/null) || continue
-    v=${v#go}
-    if [ "$(printf '%s\n%s\n' "$GO_NEED" "$v" | sort -V | head -n1)" = "$GO_NEED" ]; then
-      echo "$g"
-      return
-    fi
-  done
-}
-
-go_env() {
-  env GOTOOLCHAIN=local GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" GOMODCACHE="$CACHE/gomod" GOCACHE="$CACHE/gocache" "$@"
-}
+# find_go and go_env (CELLIUM_*_GO names a Go to use instead of the one found)
+# shellcheck source=lib/go.sh
+source "$ROOT/scripts/lib/go.sh"
 
 stamp() {
   cat "$MOD/go.mod" "$MOD/go.sum" | sha256sum | cut -d' ' -f1
@@ -54,7 +40,7 @@ built() {
 
 unbuildable() {
   local go out
-  go=$(find_go)
+  go=$(find_go "${CELLIUM_HUBBLE_GO:-}")
   if [ -z "$go" ]; then
     echo "no Go >= $GO_NEED (PATH's go or /usr/local/go/bin/go; Debian's golang-go is too old): the hubble CLI cannot be built"
     return
@@ -91,7 +77,7 @@ build() {
   fi
   why=$(unbuildable)
   [ -z "$why" ] || die "$why"
-  go=$(find_go)
+  go=$(find_go "${CELLIUM_HUBBLE_GO:-}")
   echo "hubble: building $PKG $VERSION (test/hubble-cli, $("$go" version | cut -d' ' -f3)) into $BIN; cold: about 15 minutes on 2 cores"
   start=$(date +%s)
   (cd "$MOD" && go_env "$go" build -trimpath -ldflags="-s -w" -o "$BIN.tmp" "$PKG") || rc=$?

@@ -37,27 +37,9 @@ die() {
 
 # --- Go and the build ------------------------------------------------------------------------
 
-# Prints the path of a Go at least as new as the harness's go.mod asks for, or nothing: the one
-# CELLIUM_K8S_GO names if set, else PATH's go, else /usr/local/go/bin/go. Debian's Go 1.19
-# (/usr/lib/go-1.19, /usr/bin/go from golang-go) is too old and never chosen.
-find_go() {
-  local g v candidates=("$(command -v go || true)" /usr/local/go/bin/go)
-  [ -z "${CELLIUM_K8S_GO:-}" ] || candidates=("$CELLIUM_K8S_GO")
-  for g in "${candidates[@]}"; do
-    [ -n "$g" ] && [ -x "$g" ] || continue
-    v=$(GOTOOLCHAIN=local "$g" env GOVERSION 2>/dev/null) || continue
-    v=${v#go}
-    if [ "$(printf '%s\n%s\n' "$GO_NEED" "$v" | sort -V | head -n1)" = "$GO_NEED" ]; then
-      echo "$g"
-      return
-    fi
-  done
-}
-
-go_env() {
-  env GOTOOLCHAIN=local GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" \
-    GOMODCACHE="$CACHE/gomod" GOCACHE="$CACHE/gocache" "$@"
-}
+# find_go and go_env (CELLIUM_*_GO names a Go to use instead of the one found)
+# shellcheck source=lib/go.sh
+source "$ROOT/scripts/lib/go.sh"
 
 # The version the binaries report (kubectl version, the apiserver's /version, what e2e tests and
 # version-skew checks read): Kubernetes' own build sets it with -X, as hack/lib/version.sh does;
@@ -91,7 +73,7 @@ built() {
 # One line on why the binaries cannot be built here, or nothing when they can.
 unbuildable() {
   local go out
-  go=$(find_go)
+  go=$(find_go "${CELLIUM_K8S_GO:-}")
   if [ -z "$go" ]; then
     local looked="PATH's go or /usr/local/go/bin/go"
     [ -z "${CELLIUM_K8S_GO:-}" ] || looked="CELLIUM_K8S_GO=$CELLIUM_K8S_GO"
@@ -130,7 +112,7 @@ build() {
   fi
   why=$(unbuildable)
   [ -z "$why" ] || die "$why"
-  go=$(find_go)
+  go=$(find_go "${CELLIUM_K8S_GO:-}")
   echo "k8s: building ${TOOLS[*]##*/} of k8s.io/kubernetes $VERSION (test/k8s/harness, $("$go" version | cut -d' ' -f3)) into $BIN"
   echo "k8s: once per version; cold (download and compile) takes tens of minutes on 2 cores, warm a minute"
   start=$(date +%s)
