@@ -1,7 +1,7 @@
 // Module hooks that run TypeScript test files: each .ts module is transpiled by TypeScript itself
 // (transpileModule with the project's tsconfig.json, as ts-node's transpile-only mode does: the same
 // decorator metadata, the same output) and the result is kept on disk, keyed by the file's content,
-// the compiler's version and tsconfig.json. A test process whose modules are all cached never loads
+// the compiler's version, tsconfig.json and this file. A test process whose modules are all cached never loads
 // the compiler. Specifiers written as './x.js' (NodeNext style) find './x.ts'.
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -24,7 +24,9 @@ export function initialize(data) {
   settings = data;
   const require = createRequire(data.tsconfig);
   const version = JSON.parse(readFileSync(require.resolve('typescript/package.json'), 'utf8')).version;
-  salt = `${version}\0${readFileSync(data.tsconfig, 'utf8')}\0`;
+  // this file is in the key too: a change to how modules are transpiled (options, source maps)
+  // must not be served from entries the old code wrote
+  salt = `${version}\0${readFileSync(data.tsconfig, 'utf8')}\0${readFileSync(new URL(import.meta.url), 'utf8')}\0`;
 }
 
 const TS_URL = /\.(ts|mts|cts)(?=[?#]|$)/;
