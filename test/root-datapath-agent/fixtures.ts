@@ -285,8 +285,8 @@ export interface AgentProcess {
   readonly dir: string;
   readonly socketPath: string;
   readonly client: CelliumClient;
-  /** Spawns the agent (bpf datapath, the pool, prune every second, no socket load balancing, plus the extra flags, which win). */
-  start(): ReturnType<typeof spawnAgent>;
+  /** Spawns the agent (bpf datapath, the pool, prune every second, no socket load balancing, plus the extra flags and then `more`, which win). */
+  start(more?: readonly string[]): ReturnType<typeof spawnAgent>;
   /** Waits (up to 60 s) until the spawned agent serves the API; false when it exited or never did. */
   up(agent: ReturnType<typeof spawnAgent>): Promise<boolean>;
 }
@@ -306,7 +306,7 @@ export function agentProcess(c: Cleanup, name: string, pool: string, extraArgs: 
   c.teardown(() => client.close());
   return {
     root, dir, socketPath, client,
-    start: () => spawnAgent(c, args),
+    start: (more = []) => spawnAgent(c, [...args, ...more]),
     up: (a) => until(async () => a.proc.exitCode === null && (await client.listEndpoints().then(() => true, () => false)), 60000, 50),
   };
 }
