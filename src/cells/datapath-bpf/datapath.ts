@@ -118,8 +118,9 @@ export class BpfDatapath implements Datapath {
     const liveIPs = new Set(live.flatMap((e) => e.ips.map(lxcKey)));
     const staleEntries = this.kernel.lxc.entries().filter(([, v]) => !keep.has(v.endpointId));
     const guarded = staleEntries.filter(([, v]) => this.attachedHere(v.endpointId, v.ifIndex)).map(([, v]) => v);
-    const ids = this.removeStalePrograms(keep, staleEntries);
+    // the guarded interfaces go first: detaching their programs before would let their pods talk unenforced meanwhile
     await this.deleteGuarded(guarded);
+    const ids = this.removeStalePrograms(keep, staleEntries);
     const ips = staleEntries.map(([ip]) => ip).filter((ip) => !this.maps.lxcTable.get(ip));
     // connections of endpoints deleted while the agent was down: their addresses may be reused
     void this.gc.scrub(ips.filter((ip) => !liveIPs.has(ip)));

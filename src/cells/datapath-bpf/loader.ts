@@ -202,7 +202,7 @@ export class BpfLoader implements Loader {
     if (this.shared) {
       const slot = this.kernel.policySlots.get(id);
       if (pinned !== undefined && slot === pinned) return undefined;
-      return `its slot in cellium_policy_maps (${slot === undefined ? 'empty' : `map id ${slot}`}) is not the pinned policy map ${policyMapName(id)} (${pinned === undefined ? 'none is pinned' : `map id ${pinned}`}): it was removed or replaced by hand`;
+      return `the shared program, through its slot in cellium_policy_maps (${slot === undefined ? 'empty' : `map id ${slot}`}), does not look up the pinned policy map ${policyMapName(id)} (${pinned === undefined ? 'none is pinned' : `the pinned one is map id ${pinned}`}): it was removed or replaced by hand`;
     }
     for (const prog of Object.keys(LXC_PROGRAMS) as LxcProgram[]) {
       let bound: number[];
