@@ -137,7 +137,7 @@ export class BpfDatapath implements Datapath {
   private attachedHere(id: number, ifIndex: number): boolean {
     try {
       const p = endpointPrograms(ifIndex);
-      return [p.from_container, p.to_container].some((h) => [...h.tcx, h.legacy].some((prog) => prog !== undefined && this.loader.owns(prog, id)));
+      return [p.from_container, p.to_container].some((h) => [...h.tcx, h.legacy].some((prog) => prog !== undefined && this.loader.owns(prog, id, ifIndex)));
     } catch {
       return false; // no such interface
     }
@@ -196,7 +196,7 @@ export class BpfDatapath implements Datapath {
     for (const id of stale) {
       try {
         for (const ifIndex of ifIndexes.get(id) ?? [0]) {
-          unloadEndpointProgram(id, ifIndex, { bpfRoot: this.cfg.bpfRoot, removePolicyMap: false, owns: (prog) => this.loader.owns(prog, id) });
+          unloadEndpointProgram(id, ifIndex, { bpfRoot: this.cfg.bpfRoot, removePolicyMap: false, owns: (prog) => this.loader.owns(prog, id, ifIndex) });
         }
         // the shared program's entries and slot of the endpoint, after its programs are detached
         for (const ifIndex of ifIndexes.get(id) ?? []) if (this.kernel.endpoints.get(ifIndex)?.endpointId === id) this.kernel.endpoints.delete(ifIndex);

@@ -135,7 +135,7 @@ export class BpfLoader implements Loader {
     this.enter(id);
     try {
       const ifIndex = ifIndexOf(ifName);
-      unloadEndpointProgram(id, ifIndex, { bpfRoot: this.kernel.root, removePolicyMap: false, owns: (prog) => this.owns(prog, id) });
+      unloadEndpointProgram(id, ifIndex, { bpfRoot: this.kernel.root, removePolicyMap: false, owns: (prog) => this.owns(prog, id, ifIndex) });
       // the shared program's entry and slot go after the detach (an attached interface never lacks its entry)
       this.forgetShared(id, known ?? (ifIndex || undefined));
       this.kernel.removePolicy(id);
@@ -163,10 +163,20 @@ export class BpfLoader implements Loader {
     return this.opts.ctTimeouts ?? DEFAULT_CT_TIMEOUTS;
   }
 
-  /** Whether the loaded program `progId` is this agent's bpf_lxc of endpoint `id` (its constants, this agent's ipcache). */
-  owns(progId: number, id: number): boolean {
+  /**
+   * Whether the loaded program `progId` is this agent's bpf_lxc of endpoint `id`: its per-endpoint
+   * program (its constants, this agent's ipcache), or this agent's shared program on an interface
+   * (`ifIndex`) whose cellium_endpoints entry is the endpoint's or missing.
+   */
+  owns(progId: number, id: number, ifIndex?: number): boolean {
+    const ids = this.shared?.ids;
     const ipcache = [this.kernel.ipcache.map.info.id];
-    return isEndpointProgram(progId, id, ipcache) || isSharedProgram(progId, ipcache);
+    if ((ids && (ids.from_container === progId || ids.to_container === progId)) || isSharedProgram(progId, ipcache)) {
+      // the shared program serves whichever endpoint the interface's cellium_endpoints entry names (none: nobody else)
+      const entry = ifIndex === undefined ? undefined : this.kernel.endpoints.get(ifIndex);
+      return entry === undefined || entry.endpointId === id;
+    }
+    return isEndpointProgram(progId, id, ipcache);
   }
 
   /**
