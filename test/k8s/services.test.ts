@@ -26,7 +26,7 @@ import {
   Cleanup, agentProcess, agentProcessSkip, allocatePod, cli, endpointRequest, tempDir, until as poll, type Pod,
 } from '../root-datapath-agent/fixtures.js';
 import { k8sSkip, startCluster, type Cluster } from './cluster.js';
-import { agentKubeconfig, kubectlOk, until } from './util.js';
+import { agentKubeconfig, kubectlOk, nodeWithHeartbeat, until } from './util.js';
 
 const skip = agentProcessSkip() || k8sSkip({ root: true });
 const NODE = 'node-a';
@@ -93,17 +93,8 @@ t.test('Services and EndpointSlices from the apiserver into the kernel LB maps, 
   const cluster = await startCluster(c);
   const dir = tempDir(c, 'k8s-services');
   const kubeconfig = await agentKubeconfig(cluster, dir);
-  // the Node the Deployment's pods run on (the EndpointSlice controller skips pods of unknown nodes)
-  await kubectlOk(cluster, ['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: NODE } }));
-  // its heartbeat, as a kubelet would post it: without one, the node lifecycle controller marks the
-  // node's pods not ready after its grace period and their endpoints leave the slices
-  const heartbeat = setInterval(() => {
-    const now = new Date().toISOString();
-    void cluster.kubectl(['patch', 'node', NODE, '--subresource=status', '--type=merge', '-p', JSON.stringify({
-      status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'test heartbeat', lastHeartbeatTime: now, lastTransitionTime: now }] },
-    })]);
-  }, 10_000);
-  t.teardown(() => clearInterval(heartbeat));
+  // the Node the Deployment's pods run on, with a kubelet's heartbeat
+  t.teardown(await nodeWithHeartbeat(cluster, NODE));
   for (const [name, app] of [['client', 'client'], ['web-a', 'web'], ['web-b', 'web']]) await kubectlOk(cluster, ['create', '-f', '-'], podManifest(name!, { app: app! }));
 
   const ap = agentProcess(c, 'k8s-services', POOL, [`--k8s-kubeconfig-path=${kubeconfig}`, `--k8s-node-name=${NODE}`]);
