@@ -8,9 +8,10 @@
 // the Service deleted: both frontends leave the kernel maps.
 import t from 'tap';
 import {
-  Cleanup, agentProcess, agentProcessSkip, allocatePod, cli, endpointRequest, tempDir, until as poll, type Pod,
+  Cleanup, agentProcess, agentProcessSkip, allocatePod, endpointRequest, tempDir, until as poll, type Pod,
 } from '../root-datapath-agent/fixtures.js';
 import { k8sSkip, startCluster } from './cluster.js';
+import { connect, hits, kernelLB, listen } from './lb-traffic.js';
 import { agentKubeconfig, kubectlOk, nodeWithHeartbeat, until } from './util.js';
 
 const skip = agentProcessSkip() || k8sSkip({ root: true });
@@ -21,34 +22,11 @@ const VIP4 = '10.96.78.10';
 /** In the harness's IPv6 service range (scripts/k8s.sh SERVICE_CIDR6). */
 const VIP6 = 'fd00:10:96::7810';
 
-interface LBEntry { service: string; backends: { backend: string }[] }
-
-async function kernelLB(socketPath: string, root: string): Promise<LBEntry[]> {
-  const r = await cli(socketPath, '-o', 'json', 'bpf', 'lb', 'list', '--bpf-root', root);
-  if (r.code !== 0) throw new Error(`cellium bpf lb list: ${r.err}`);
-  return JSON.parse(r.out) as LBEntry[];
-}
-
 /** The backends of the frontend whose service string starts with `prefix`, or undefined without one. */
 async function backendsOf(socketPath: string, root: string, prefix: string): Promise<string[] | undefined> {
   const e = (await kernelLB(socketPath, root)).find((x) => x.service.startsWith(prefix));
   return e?.backends.map((b) => b.backend.replace(/\/TCP.*$/, '')).sort();
 }
-
-async function listen(pod: Pod, addr: string, port: number): Promise<string> {
-  const id = pod.traffic.nextId();
-  pod.traffic.command(`listen tcp ${addr} ${port} ${id}`);
-  if (!(await pod.traffic.waitFor('ready', id, 10000))) throw new Error(`${pod.name} did not listen on ${addr} ${port}`);
-  return id;
-}
-
-async function connect(from: Pod, vip: string, port: number): Promise<boolean> {
-  const id = from.traffic.nextId();
-  from.traffic.command(`connect ${vip} ${port} - 1500 ${id}`);
-  return (await from.traffic.waitFor(['connected', 'failed'], id, 6000)) === 'connected';
-}
-
-const hits = (pod: Pod, id: string): number => pod.traffic.output.split('\n').filter((l) => l === `got ${id}`).length;
 
 t.test('a dual-stack Service: a ClusterIP of each family, each with its family\'s backends, reached over both', { skip }, async (t) => {
   const c = new Cleanup(t);
@@ -108,8 +86,8 @@ t.test('a dual-stack Service: a ClusterIP of each family, each with its family\'
   t.ok(await poll(async () => (await backendsOf(ap.socketPath, ap.root, `${VIP4}:80`))?.join() === want4, 30_000), `${VIP4}:80 -> the pods' IPv4 addresses in the kernel maps`, { diag: await diag() });
   t.ok(await poll(async () => (await backendsOf(ap.socketPath, ap.root, `[${VIP6}]:80`))?.join() === want6, 30_000), `[${VIP6}]:80 -> the pods' IPv6 addresses in the kernel maps`, { diag: await diag() });
 
-  const ids4 = await Promise.all(pods.map((p) => listen(p, p.ip, 8080)));
-  const ids6 = await Promise.all(pods.map((p) => listen(p, p.ipv6!, 8080)));
+  const ids4 = await Promise.all(pods.map((p) => listen(p, 8080)));
+  const ids6 = await Promise.all(pods.map((p) => listen(p, 8080, { addr: p.ipv6! })));
   let ok4 = 0;
   let ok6 = 0;
   for (let i = 0; i < 20; i++) {
