@@ -21,6 +21,7 @@ import { monitorCommands } from './commands/monitor.js';
 import { policyCommands } from './commands/policy.js';
 import { serviceCommands } from './commands/service.js';
 import { statusCommands } from './commands/status.js';
+import { uiCommands } from './commands/ui.js';
 
 /** Every command group, in help order. Add a group here (e.g. install-cni) to make it a command. */
 export const COMMAND_GROUPS: readonly CommandGroup[] = [
@@ -36,6 +37,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   configCommands,
   installCniCommands,
   clusterCommands,
+  uiCommands,
 ];
 
 /** The CLI's version (package.json's). */
