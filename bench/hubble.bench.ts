@@ -3,7 +3,9 @@
  * Hubble flows and serves to one real `hubble observe --follow` client (scripts/hubble.sh) over
  * its unix socket, against the baseline of decoding the same records alone (the monitor's raw
  * ring-buffer reading, decodeMonitorEvent), same run; goal >= 0.8x. The stages in between say
- * where the time goes: the flow and the ring (HubbleObserver.onRecord without followers), then its
+ * where the time goes: enrichment (the monitor cell's Enricher over a real endpoint manager and
+ * identity allocator: an agent in this process, memory datapath, the records' two pods as its
+ * endpoints), the flow and the ring (HubbleObserver.onRecord without followers), then its
  * protobuf encoding once, then gRPC to a client in another process that only counts messages
  * (what grpc-js and HTTP/2 add, both ends sharing this machine's cores), then to `hubble observe
  * -o json` (the real client, whose JSON printing shares the cores too). The in-process stages are
@@ -17,8 +19,12 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { silentLogger } from '../src/hive/index.js';
-import { decodeMonitorEvent, MONITOR_EVENT_SIZE, type EnrichedEvent, type FlowEndpoint } from '../src/monitor/index.js';
+import { Hive, silentLogger } from '../src/hive/index.js';
+import { agentCells } from '../src/cells.js';
+import { EndpointAPIManagerToken, EndpointManagerToken } from '../src/cells/endpoint/index.js';
+import { IdentityAllocatorToken } from '../src/cells/identity/index.js';
+import { Enricher } from '../src/cells/monitor/index.js';
+import { decodeMonitorEvent, MONITOR_EVENT_SIZE } from '../src/monitor/index.js';
 import { HubbleObserver, HubbleServer, flowResponseBytes } from '../src/cells/hubble/index.js';
 import { repoPath } from '../src/api/repo-files.js';
 import { machineLoad, printTable, ratio } from './lib/report.js';
@@ -54,13 +60,33 @@ function records(): Buffer[] {
   });
 }
 
-const client: FlowEndpoint = { ID: 1470, identity: 256, labels: ['k8s:app=hclient', 'k8s:io.kubernetes.pod.namespace=default'], pod_name: 'default/hclient', namespace: 'default' };
-const server: FlowEndpoint = { ID: 3794, identity: 257, labels: ['k8s:app=hserver', 'k8s:io.kubernetes.pod.namespace=default'], pod_name: 'default/hserver', namespace: 'default' };
+/**
+ * The agent's enricher (the monitor cell's Enricher) over a real endpoint manager and identity
+ * allocator: an agent in this process (memory datapath) with the records' two pods as endpoints,
+ * so each side is looked up and described as in the agent.
+ */
+async function startEnricher(dir: string): Promise<{ enricher: Enricher; stop: () => Promise<void> }> {
+  const hive = new Hive(agentCells, { logger: silentLogger() });
+  const flags = new Set(hive.config.entries().map((e) => e.flag));
+  const own = Object.fromEntries([['bpf-root', join(dir, 'bpf')], ['cni-delete-queue-dir', join(dir, 'delete-queue')]].filter(([f]) => flags.has(f!)));
+  hive.configure({ values: { ...own, 'state-dir': join(dir, 'state'), 'socket-path': join(dir, 'cellium.sock'), 'datapath-mode': 'memory', 'ipv4-range': '10.244.9.0/24', 'enable-api-rate-limit': false } });
+  await hive.start();
+  const api = hive.get(EndpointAPIManagerToken);
+  for (const [n, app] of [[2, 'hclient'], [3, 'hserver']] as const) {
+    await api.createEndpoint({}, {
+      'container-id': `hubble-bench-${app}`, 'container-interface-name': 'eth0', 'interface-name': `lxcbench${n}`, 'interface-index': 100 + n,
+      addressing: { ipv4: `10.244.9.${n}` }, 'k8s-pod-name': app, 'k8s-namespace': 'default', labels: [`k8s:app=${app}`], state: 'waiting-for-identity', 'sync-build-endpoint': true,
+    });
+  }
+  return { enricher: new Enricher(hive.get(EndpointManagerToken), hive.get(IdentityAllocatorToken)), stop: () => hive.stop() };
+}
 
-/** Feeds one poll's batch to the observer, as the monitor agent does (one time string a poll). */
+let enricher: Enricher;
+
+/** Feeds one poll's batch to the observer, as the monitor agent does (one time string a poll, each event enriched). */
 function feedBatch(observer: HubbleObserver, recs: readonly Buffer[]): void {
   const time = new Date().toISOString();
-  for (const r of recs) observer.onRecord({ kind: 'event', event: { event: decodeMonitorEvent(r)!, time, source: client, destination: server } satisfies EnrichedEvent });
+  for (const r of recs) observer.onRecord({ kind: 'event', event: enricher.enrich(decodeMonitorEvent(r)!, time) });
 }
 
 /** N over the CPU time `fn` took (this process's, GC threads included): steadier than wall time on a shared machine. */
@@ -80,7 +106,18 @@ function baseline(recs: readonly Buffer[]): number {
   return r;
 }
 
-/** decode + flow + ring, optionally encoding each response once (what serving adds per flow). */
+/** decode + enrich (both sides looked up as the monitor agent does). */
+function enriched(recs: readonly Buffer[]): number {
+  const time = new Date().toISOString();
+  let pods = 0;
+  const r = rate(() => {
+    for (const rec of recs) if (enricher.enrich(decodeMonitorEvent(rec)!, time).source.pod_name) pods++;
+  });
+  if (pods !== N) throw new Error(`enriched ${pods} of ${N} with the client pod: the endpoints are not the records' addresses`);
+  return r;
+}
+
+/** decode + enrich + flow + ring, optionally encoding each response once (what serving adds per flow). */
 function observed(recs: readonly Buffer[], encode: boolean): number {
   const observer = new HubbleObserver(131071, 'bench');
   let bytes = 0;
@@ -198,15 +235,30 @@ async function main(): Promise<void> {
     return;
   }
   const bin = r.stdout.trim();
+  const dir = mkdtempSync(join(tmpdir(), 'cellium-hubble-bench-agent-'));
+  const agent = await startEnricher(dir);
+  enricher = agent.enricher;
+  try {
+    await stages(bin);
+  } finally {
+    await agent.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function stages(bin: string): Promise<void> {
   const recs = records();
   baseline(recs);
+  enriched(recs);
   observed(recs, true); // warm-up
   // the machine is shared: each stage's best of ROUNDS, the rounds interleaved so load hits all alike
   let base = 0;
+  let enrich = 0;
   let flows = 0;
   let encoded = 0;
   for (let i = 0; i < ROUNDS; i++) {
     base = Math.max(base, baseline(recs));
+    enrich = Math.max(enrich, enriched(recs));
     flows = Math.max(flows, observed(recs, false));
     encoded = Math.max(encoded, observed(recs, true));
   }
@@ -221,8 +273,9 @@ async function main(): Promise<void> {
   const target = '>= 0.8x';
   printTable(`Hubble: ${N} flows to one hubble observe --follow vs decoding them alone (in-process stages: per CPU second, best of ${ROUNDS}; served: per wall second, best of ${SERVED_ROUNDS}; ${machineLoad()})`, ['path', 'flows/s', 'vs baseline', 'received', 'lost'], [
     ['decode only (raw ring-buffer reading, baseline)', base, '1x', N, 0],
-    ['decode + flow + ring (no follower)', flows, ratio(flows, base), '-', '-'],
-    ['decode + flow + ring + protobuf response', encoded, ratio(encoded, base), '-', '-'],
+    ['decode + enrich (the agent\'s Enricher)', enrich, ratio(enrich, base), '-', '-'],
+    ['decode + enrich + flow + ring (no follower)', flows, ratio(flows, base), '-', '-'],
+    ['decode + enrich + flow + ring + protobuf response', encoded, ratio(encoded, base), '-', '-'],
     ['... + gRPC to a process counting messages', counted.rate, ratio(counted.rate, base, target), counted.received, counted.lost],
     ['... + gRPC to hubble observe --follow -o json', cli.rate, ratio(cli.rate, base, target), cli.received, cli.lost],
   ]);
