@@ -74,7 +74,15 @@ export function bareName(pod: string | undefined, namespace: string | undefined)
 
 /** A side of the flow. The labels array is the enricher's own (never changed by flows), not a copy. */
 function endpoint(s: FlowEndpoint, workloads: Workload[] | undefined): Endpoint {
-  return { ID: s.ID, identity: s.identity, clusterName: '', namespace: s.namespace ?? '', labels: s.labels as string[], podName: bareName(s.pod_name, s.namespace), workloads: workloads ?? [] };
+  return { ID: s.ID, identity: s.identity, clusterName: clusterOf(s.labels), namespace: s.namespace ?? '', labels: s.labels as string[], podName: bareName(s.pod_name, s.namespace), workloads: workloads ?? [] };
+}
+
+const CLUSTER_LABEL = 'k8s:io.cilium.k8s.policy.cluster=';
+
+/** A side's cluster, as Hubble reads it: its `io.cilium.k8s.policy.cluster` label ('' without one). */
+export function clusterOf(labels: readonly string[]): string {
+  for (const l of labels) if (l.startsWith(CLUSTER_LABEL)) return l.slice(CLUSTER_LABEL.length);
+  return '';
 }
 
 /** The event type of each (type, sub type), made once and shared (never changed). */

@@ -17,6 +17,7 @@ export interface SideView {
   readonly port: number;
   readonly service: string;
   readonly workloads: readonly string[];
+  readonly cluster: string;
 }
 
 /** A flow on the page. */
@@ -63,7 +64,7 @@ function l4(f: flowpb.Flow): { protocol: string; sport: number; dport: number; f
 function side(e: flowpb.Endpoint | undefined, ip: string, port: number, svc: flowpb.Service | undefined): SideView {
   return {
     name: sideName(e, ip), pod: e?.podName ?? '', namespace: e?.namespace ?? '', identity: e?.identity ?? 0, endpointId: e?.ID ?? 0,
-    labels: e?.labels ?? [], ip, port, service: svc ? `${svc.namespace}/${svc.name}` : '', workloads: (e?.workloads ?? []).map((w) => `${w.kind}/${w.name}`),
+    labels: e?.labels ?? [], ip, port, service: svc ? `${svc.namespace}/${svc.name}` : '', workloads: (e?.workloads ?? []).map((w) => `${w.kind}/${w.name}`), cluster: e?.clusterName ?? '',
   };
 }
 

@@ -1,9 +1,10 @@
-// Flows' workloads (unprivileged): a pod's controller owner reference as its workload with
+// Flows' workloads and clusters (unprivileged): a pod's controller owner reference as its workload with
 // Cilium's heuristics (a Deployment's ReplicaSet, a CronJob's Job), the observer putting them on
-// both sides of a flow from the store of local pods, and the workload filters matching them.
+// both sides of a flow from the store of local pods, and the workload filters matching them; a
+// side's cluster from its io.cilium.k8s.policy.cluster label, and the cluster filters.
 import t from 'tap';
 import type { EnrichedEvent, MonitorEvent } from '../../src/monitor/index.js';
-import { compileFilters, flowpb, podWorkloads } from '../../src/hubble/index.js';
+import { clusterOf, compileFilters, flowpb, podWorkloads } from '../../src/hubble/index.js';
 import { HubbleObserver, podWorkloadLookup } from '../../src/cells/hubble/index.js';
 import type { AgentResource, Pod } from '../../src/cells/k8s/index.js';
 
@@ -61,4 +62,26 @@ t.test('flows carry both pods\' workloads; the workload filters match them', asy
   t.equal(pass({ destinationWorkload: [{ kind: 'Deployment', name: 'db' }] }), 0, 'kind and name must both match');
   t.equal(podWorkloadLookup(undefined)('shop', 'shop/db-0').length, 0, 'without Kubernetes: none');
   t.ok(gets >= 3);
+});
+
+t.test("a side's cluster from its io.cilium.k8s.policy.cluster label; the cluster filters match it", async (t) => {
+  t.equal(clusterOf(['k8s:app=web', 'k8s:io.cilium.k8s.policy.cluster=c1']), 'c1');
+  t.equal(clusterOf(['k8s:app=web']), '', 'none without the label');
+  t.equal(clusterOf(['reserved:world']), '');
+  const o = new HubbleObserver(15, 'n');
+  const seen: flowpb.Flow[] = [];
+  o.items$.subscribe((i) => i.kind === 'flow' && seen.push(i.entry.flow));
+  o.onRecord({ kind: 'event', event: {
+    event, time: new Date().toISOString(),
+    source: { ID: 1, identity: 1001, labels: ['k8s:app=web', 'k8s:io.cilium.k8s.policy.cluster=east'], pod_name: 'shop/web', namespace: 'shop' },
+    destination: { ID: 0, identity: 2, labels: ['reserved:world'] },
+  } });
+  t.equal(seen[0]!.source!.clusterName, 'east');
+  t.equal(seen[0]!.destination!.clusterName, '', 'a peer without the label: none');
+  const none = flowpb.FlowFilter.decode(new Uint8Array());
+  const pass = (ff: Partial<flowpb.FlowFilter>): number => seen.filter(compileFilters([{ ...none, ...ff }], [])).length;
+  t.equal(pass({ sourceClusterName: ['east'] }), 1, 'hubble observe --from-cluster east');
+  t.equal(pass({ sourceClusterName: ['ea*'] }), 1, 'a pattern');
+  t.equal(pass({ sourceClusterName: ['west'] }), 0);
+  t.equal(pass({ destinationClusterName: ['east'] }), 0);
 });

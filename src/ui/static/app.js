@@ -98,6 +98,7 @@ function select(tr, f) {
     add(`${name} labels`, s.labels);
     add(`${name} service`, s.service);
     add(`${name} workloads`, s.workloads);
+    add(`${name} cluster`, s.cluster);
   }
   add('node', f.node);
   add('summary', f.summary);
