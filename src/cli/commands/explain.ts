@@ -10,7 +10,7 @@ import { parseSeconds } from '../args.js';
 import type { CliContext, CommandGroup } from '../context.js';
 import { CliFailure, UsageError } from '../errors.js';
 import { waitForPolicyRevision } from '../wait.js';
-import { hubbleAddress, lastDroppedFlow, type FlowQuery } from './explain-hubble.js';
+import type { FlowQuery } from './explain-hubble.js';
 import { renderDiff, renderExplanation } from './explain-render.js';
 
 /** The options of `cellium explain`. */
@@ -70,6 +70,8 @@ async function getFlow(ctx: CliContext, file: string | undefined, o: ExplainOpti
     return flow;
   }
   const timeoutMs = parseSeconds(ctx.options.timeout ?? '60s') * 1000;
+  // gRPC and the Hubble wire load here only: no other CLI call pays for them
+  const { hubbleAddress, lastDroppedFlow } = await import('./explain-hubble.js');
   return lastDroppedFlow(hubbleAddress(o.hubbleServer, ctx.options.socketPath), o, timeoutMs);
 }
 
