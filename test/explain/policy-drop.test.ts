@@ -15,7 +15,9 @@ const webFromClient80 = cnp('web', { endpointSelector: { matchLabels: { app: 'we
 t.test('ingress default deny: the selecting rule, why its section does not allow, and a checked proposal', async (t) => {
   const w = await world(t);
   w.repo.import(webFromClient80);
+  const revision = w.repo.revision;
   const e = w.explainer.explain({ flow: dropLine(w, { port: 81 }) });
+  t.equal(w.repo.revision, revision, 'tracing the candidate made no revision');
   t.match(e.reason, { code: 133, name: 'POLICY_DENIED', kind: 'policy' });
   t.match(e.flow, { protocol: 'TCP', port: 81, direction: 'ingress', uuid: 'f-1', source: { pod: 'shop/client-0', endpointId: 11, ip: '10.0.0.11' }, destination: { pod: 'shop/web-0' } });
   t.equal(e.policy?.verdict, 'denied');
@@ -25,7 +27,7 @@ t.test('ingress default deny: the selecting rule, why its section does not allow
   t.equal(ing.selecting.length, 1, 'one rule selects the destination');
   t.match(ing.selecting[0], /k8s:io\.cilium\.k8s\.policy\.name=web/);
   t.match(ing.sections, [{ pointer: '/spec/ingress/0', deny: false, peerMatches: true, portMatches: false, ports: '80/TCP', why: /81\/TCP is not among 80\/TCP/ }]);
-  t.match(ing.why, /1 rule selects the destination and enforces ingress.*none of their 1 allow section allows the source shop\/client-0/);
+  t.match(ing.why, /1 rule selects the destination and enforces ingress \(default deny\), but no ingress allow section \(1 considered\) allows the source shop\/client-0/);
   t.match(e.decision, /destination's ingress policy denied it/);
 
   const p = e.proposal!;

@@ -87,7 +87,7 @@ t.test('cellium explain on real drops: policy (proposal applied), deny rule, no 
   t.notOk(d?.proposal);
   const noApply = await explain('--from', 'default/eother', '--to', 'default/eserver', '--apply', '--yes');
   t.equal(noApply.code, 1);
-  t.match(noApply.err, /cellium: nothing to apply: nothing is proposed: the trace with the proposed policy added still denies/);
+  t.match(noApply.err, /cellium: nothing to apply: the trace with the proposed policy added still denies/);
 
   // 3. a service without backends
   const mgr = agent.h.get(ServiceManagerToken);

@@ -110,7 +110,7 @@ export class Explainer implements FlowExplainer {
       return {
         ...base,
         decision: `the policy as it is now (revision ${policy.revision}) allows this flow: it was dropped under an earlier policy (a rule deleted or changed since) or while the endpoint's policy was being updated`,
-        noProposal: `nothing to propose: the repository allows ${flowPort(flow)} from ${describeSide(flow.source)} to ${describeSide(flow.destination)} now`,
+        noProposal: `the repository allows ${flowPort(flow)} from ${describeSide(flow.source)} to ${describeSide(flow.destination)} now (revision ${policy.revision})`,
       };
     }
     const denied = [egress, ingress].filter((d) => d.verdict === 'denied');
@@ -133,7 +133,7 @@ export class Explainer implements FlowExplainer {
       check: { verdict: check.verdict, log: [...check.log] },
     };
     if (check.verdict === 'allowed') return { ...base, decision, proposal };
-    return { ...base, decision, rejected: proposal, noProposal: `nothing is proposed: the trace with the proposed policy added still denies the flow (${stillDenied(check)})` };
+    return { ...base, decision, rejected: proposal, noProposal: `the trace with the proposed policy added still denies the flow (${stillDenied(check)})` };
   }
 
   private serviceDrop(flow: DroppedFlow, reason: DropReasonInfo): Explanation {

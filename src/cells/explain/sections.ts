@@ -40,9 +40,11 @@ export function explainDirection(dir: 'ingress' | 'egress', d: TraceDirection, f
     case 'deny-rule':
       why = `deny rule ${d.rules.join(', ')} matches ${peerText(dir, f)} on ${flowPort(f)}, and a deny wins over every allow`;
       break;
-    case 'default-deny':
-      why = `${n} rule${n === 1 ? '' : 's'} select${n === 1 ? 's' : ''} the ${subject} and enforce${n === 1 ? 's' : ''} ${dir} (default deny), and none of ${sections.filter((s) => !s.deny).length === 1 ? 'their 1 allow section' : `their ${sections.filter((s) => !s.deny).length} allow sections`} allows ${peerText(dir, f)} on ${flowPort(f)}`;
+    case 'default-deny': {
+      const k = sections.filter((s) => !s.deny).length;
+      why = `${n} rule${n === 1 ? '' : 's'} select${n === 1 ? 's' : ''} the ${subject} and enforce${n === 1 ? 's' : ''} ${dir} (default deny), but no ${dir} allow section (${k} considered) allows ${peerText(dir, f)} on ${flowPort(f)}`;
       break;
+    }
     case 'allow-rule':
       why = `allowed by ${d.rules.join(', ')}`;
       break;
