@@ -123,3 +123,35 @@ t.test('--format k8s: a NetworkPolicy, checked through its translation; not for 
   t.match(icmpCilium.proposal?.objects, [{ spec: { ingress: [{ toPorts: [{ ports: [{ port: '0', protocol: 'ICMP' }] }] }] } }], 'as a CiliumNetworkPolicy it is');
   t.equal(icmpCilium.proposal?.check.verdict, 'allowed');
 });
+
+t.test('across namespaces: a CiliumNetworkPolicy names the peer\'s namespace; a NetworkPolicy needs namespace labels', async (t) => {
+  const w = await world(t);
+  w.repo.import(webFromClient80);
+  const front = w.alloc.id('k8s:app=client', 'k8s:io.kubernetes.pod.namespace=front');
+  const line = dropLine(w, { port: 80 }) as { flow: Record<string, unknown> };
+  const flow = { ...line.flow, source: { identity: front.id, labels: front.labels, namespace: 'front', pod_name: 'client-0' } };
+  const e = w.explainer.explain({ flow });
+  t.match(e.policy?.ingress.sections, [{ peerMatches: false, why: /the source front\/client-0 .* is not selected by any:app=client&k8s:io\.kubernetes\.pod\.namespace=shop/ }], 'the rule selects clients of its own namespace only');
+  t.match(e.proposal, { check: { verdict: 'allowed' }, objects: [{ spec: { ingress: [{ fromEndpoints: [{ matchLabels: { app: 'client', 'k8s:io.kubernetes.pod.namespace': 'front' } }] }] } }] });
+  const k8s = w.explainer.explain({ flow, format: 'k8s' });
+  t.notOk(k8s.proposal, 'the identity carries no namespace labels: the NetworkPolicy would not select it');
+  t.match(k8s.rejected?.objects, [{ spec: { ingress: [{ from: [{ podSelector: { matchLabels: { app: 'client' } }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'front' } } }] }] } }]);
+  t.match(k8s.noProposal, /still denies the flow .*a NetworkPolicy selects another namespace by the namespace's labels, and the identity of front\/client-0 .*carries none .*--format cilium/);
+  // an identity from Kubernetes carries its namespace's labels: then the NetworkPolicy selects it
+  const labelled = w.alloc.id('k8s:app=client', 'k8s:io.kubernetes.pod.namespace=front', 'k8s:io.cilium.k8s.namespace.labels.kubernetes.io/metadata.name=front');
+  const ok = w.explainer.explain({ flow: { ...flow, source: { identity: labelled.id, labels: labelled.labels, namespace: 'front', pod_name: 'client-0' } }, format: 'k8s' });
+  t.equal(ok.proposal?.check.verdict, 'allowed', 'with namespace labels the NetworkPolicy is proposed');
+});
+
+t.test('a subject without a namespace: a CiliumClusterwideNetworkPolicy', async (t) => {
+  const w = await world(t);
+  w.repo.import(JSON.stringify({ apiVersion: 'cilium.io/v2', kind: 'CiliumClusterwideNetworkPolicy', metadata: { name: 'web-any' }, spec: { endpointSelector: { matchLabels: { app: 'bare' } }, ingress: [{}] } }));
+  const bare = w.alloc.id('k8s:app=bare');
+  const line = dropLine(w, { port: 443 }) as { flow: Record<string, unknown> };
+  const e = w.explainer.explain({ flow: { ...line.flow, destination: { identity: bare.id, labels: bare.labels } } });
+  t.match(e.policy?.ingress, { decision: 'default-deny', sections: [{ peers: [], why: 'selects no peer (an empty peer list)' }] });
+  t.match(e.proposal, { check: { verdict: 'allowed' }, objects: [{ kind: 'CiliumClusterwideNetworkPolicy', metadata: { name: 'explain-allow-client-0-to-id' + bare.id + '-443-tcp' }, spec: { endpointSelector: { matchLabels: { app: 'bare' } } } }] });
+  t.notOk((e.proposal?.objects[0]?.metadata as Record<string, unknown>).namespace, 'no namespace');
+  const k8s = w.explainer.explain({ flow: { ...line.flow, destination: { identity: bare.id, labels: bare.labels } }, format: 'k8s' });
+  t.match(k8s.noProposal, /not expressible as a Kubernetes NetworkPolicy: the destination has no namespace, and a NetworkPolicy is namespaced/);
+});

@@ -11,10 +11,10 @@ import type { EndpointManager, EndpointView } from '../endpoint/types.js';
 import type { IdentityAllocator } from '../identity/types.js';
 import type { ServiceManager } from '../loadbalancer/types.js';
 import { PolicyError, type NamedPort, type PolicyRepository, type TraceDirection, type TraceResult, type TraceSubject } from '../policy/types.js';
-import { translateNetworkPolicy } from '../policy-k8s/index.js';
+import { NAMESPACE_LABELS_PREFIX, translateNetworkPolicy } from '../policy-k8s/index.js';
 import { badFlowField, unknownSide } from './errors.js';
 import { describeSide, parseDroppedFlow } from './flow.js';
-import { ciliumProposal, k8sProposal } from './propose.js';
+import { ciliumProposal, k8sProposal, sideNamespace } from './propose.js';
 import { dropReasonInfo } from './reasons.js';
 import { explainDirection, flowPort } from './sections.js';
 import type { DroppedFlow, DropReasonInfo, Explanation, ExplainRequest, FlowExplainer, FlowSide, Proposal } from './types.js';
@@ -95,7 +95,10 @@ export class Explainer implements FlowExplainer {
       return this.s.repo.trace(this.subject(f.source, '/flow/source'), this.subject(f.destination, '/flow/destination'), f.port, protocol,
         { destinationPorts: this.namedPorts(f.destination), ...(candidates === undefined ? {} : { candidates }) });
     } catch (err) {
-      if (err instanceof PolicyError && err.code === 'not-found') throw unknownSide(err.pointer.startsWith('/src') ? '/flow/source/identity' : '/flow/destination/identity', 0);
+      if (err instanceof PolicyError && err.code === 'not-found') {
+        const src = err.pointer.startsWith('/src');
+        throw unknownSide(src ? '/flow/source/identity' : '/flow/destination/identity', (src ? f.source : f.destination).identity);
+      }
       throw err;
     }
   }
@@ -133,7 +136,8 @@ export class Explainer implements FlowExplainer {
       check: { verdict: check.verdict, log: [...check.log] },
     };
     if (check.verdict === 'allowed') return { ...base, decision, proposal };
-    return { ...base, decision, rejected: proposal, noProposal: `the trace with the proposed policy added still denies the flow (${stillDenied(check)})` };
+    const hint = format === 'k8s' ? namespaceLabelsHint(flow, dirs) : '';
+    return { ...base, decision, rejected: proposal, noProposal: `the trace with the proposed policy added still denies the flow (${stillDenied(check)})${hint}` };
   }
 
   private serviceDrop(flow: DroppedFlow, reason: DropReasonInfo): Explanation {
@@ -182,6 +186,16 @@ export class Explainer implements FlowExplainer {
       decision: `the source check dropped it: ${who} sent a packet from ${src ?? 'an address'} that is not its own${owner && owner !== sender ? ` (it belongs to endpoint ${owner.id})` : ''}; a policy never sees such packets`,
     };
   }
+}
+
+/**
+ * Why a NetworkPolicy across namespaces may not select its peer: it selects namespaces by their
+ * labels, which reach an identity only from Kubernetes (io.cilium.k8s.namespace.labels.*).
+ */
+function namespaceLabelsHint(f: DroppedFlow, dirs: readonly ('ingress' | 'egress')[]): string {
+  const peers = dirs.map((d) => (d === 'ingress' ? f.source : f.destination));
+  const bare = peers.find((p) => !p.labels.some((l) => l.startsWith(NAMESPACE_LABELS_PREFIX)) && sideNamespace(p) !== sideNamespace(p === f.source ? f.destination : f.source));
+  return bare ? `; a NetworkPolicy selects another namespace by the namespace's labels, and the identity of ${describeSide(bare)} carries none (${NAMESPACE_LABELS_PREFIX}*): --format cilium names the namespace itself` : '';
 }
 
 /** Why a non-policy drop gets no proposal. */
