@@ -44,7 +44,7 @@ export function fakeServices(list: FrontendStatus[], services: Service[]): Servi
 
 /** The policy cell, identities app=client (in `ns`), app=web (in `ns`) and an explainer over them. */
 export async function world(t: TestLike, opts: { webPorts?: FakeEndpoint['namedPorts']; services?: ServiceManager } = {}) {
-  const { repo, alloc } = await policyHive(t);
+  const { repo, alloc, h } = await policyHive(t);
   const ns = 'k8s:io.kubernetes.pod.namespace=shop';
   const client = alloc.id('k8s:app=client', ns);
   const web = alloc.id('k8s:app=web', ns);
@@ -55,7 +55,7 @@ export async function world(t: TestLike, opts: { webPorts?: FakeEndpoint['namedP
     { id: 13, ipv4: '10.0.0.13', podName: 'shop/other-0', namespace: 'shop', identity: other.id, labels: other.labels, ifIndex: 113 },
   ];
   const explainer = new Explainer({ repo, identities: alloc, endpoints: fakeEndpoints(eps), services: opts.services ?? fakeServices([], []) });
-  return { repo, alloc, client, web, other, explainer };
+  return { repo, alloc, h, client, web, other, explainer };
 }
 
 type Json = Record<string, unknown>;

@@ -6,6 +6,7 @@
 import t from 'tap';
 import { parse } from 'yaml';
 import { Proto } from '../../src/datapath/types.js';
+import { NamedPortMapToken } from '../../src/cells/policy/index.js';
 import { lpmVerdict } from '../policy/helpers.js';
 import { cnp, dropLine, world } from './helpers.js';
 
@@ -154,4 +155,13 @@ t.test('a subject without a namespace: a CiliumClusterwideNetworkPolicy', async 
   t.notOk((e.proposal?.objects[0]?.metadata as Record<string, unknown>).namespace, 'no namespace');
   const k8s = w.explainer.explain({ flow: { ...line.flow, destination: { identity: bare.id, labels: bare.labels } }, format: 'k8s' });
   t.match(k8s.noProposal, /not expressible as a Kubernetes NetworkPolicy: the destination has no namespace, and a NetworkPolicy is namespaced/);
+});
+
+t.test('egress named ports: resolved through the node\'s named-port map for the destination', async (t) => {
+  const w = await world(t);
+  w.h.get(NamedPortMapToken).upsert('endpoint:12', w.web.id, [{ name: 'http', port: 8080, protocol: TCP }]);
+  w.repo.import(cnp('client-out', { endpointSelector: { matchLabels: { app: 'client' } }, egress: [{ toEndpoints: [{ matchLabels: { app: 'web' } }], toPorts: [{ ports: [{ port: 'http', protocol: 'TCP' }] }] }] }));
+  const e = w.explainer.explain({ flow: dropLine(w, { port: 8081, direction: 'EGRESS' }) });
+  t.match(e.policy?.egress, { decision: 'default-deny', sections: [{ peerMatches: true, portMatches: false, ports: 'named port http = 8080/TCP', why: /8081\/TCP is not among named port http = 8080\/TCP/ }] });
+  t.equal(w.explainer.explain({ flow: dropLine(w, { port: 8080, direction: 'EGRESS' }) }).policy?.verdict, 'allowed', 'to 8080, the number behind http, it is allowed');
 });
