@@ -165,3 +165,13 @@ t.test('egress named ports: resolved through the node\'s named-port map for the 
   t.match(e.policy?.egress, { decision: 'default-deny', sections: [{ peerMatches: true, portMatches: false, ports: 'named port http = 8080/TCP', why: /8081\/TCP is not among named port http = 8080\/TCP/ }] });
   t.equal(w.explainer.explain({ flow: dropLine(w, { port: 8080, direction: 'EGRESS' }) }).policy?.verdict, 'allowed', 'to 8080, the number behind http, it is allowed');
 });
+
+t.test('a pod with no label besides its namespace: the proposal selects the namespace, and the details say so', async (t) => {
+  const w = await world(t);
+  w.repo.import(webFromClient80);
+  const plain = w.alloc.id('k8s:io.kubernetes.pod.namespace=shop');
+  const line = dropLine(w, { port: 80 }) as { flow: Record<string, unknown> };
+  const e = w.explainer.explain({ flow: { ...line.flow, source: { identity: plain.id, labels: plain.labels, namespace: 'shop', pod_name: 'job-1' } } });
+  t.match(e.proposal?.objects, [{ spec: { ingress: [{ fromEndpoints: [{ matchLabels: { 'k8s:io.kubernetes.pod.namespace': 'shop' } }] }] } }]);
+  t.match(e.details, [/shop\/job-1 .*has no label besides its namespace: the proposal's selector for it selects every pod of namespace shop; give the pod a label to narrow it/]);
+});

@@ -11,6 +11,7 @@ import type { EndpointManager, EndpointView } from '../endpoint/types.js';
 import type { IdentityAllocator } from '../identity/types.js';
 import type { ServiceManager } from '../loadbalancer/types.js';
 import { PolicyError, type NamedPort, type PolicyRepository, type TraceDirection, type TraceResult, type TraceSubject } from '../policy/types.js';
+import { POD_NAMESPACE_KEY } from '../policy/index.js';
 import { NAMESPACE_LABELS_PREFIX, translateNetworkPolicy } from '../policy-k8s/index.js';
 import { badFlowField, unknownSide } from './errors.js';
 import { describeSide, parseDroppedFlow } from './flow.js';
@@ -135,7 +136,7 @@ export class Explainer implements FlowExplainer {
       format, objects: built.objects, text: built.objects.map((o) => stringify(o)).join('---\n'),
       check: { verdict: check.verdict, log: [...check.log] },
     };
-    if (check.verdict === 'allowed') return { ...base, decision, proposal };
+    if (check.verdict === 'allowed') return { ...base, details: broadSelectors(flow), decision, proposal };
     const hint = format === 'k8s' ? namespaceLabelsHint(flow, dirs) : '';
     return { ...base, decision, rejected: proposal, noProposal: `the trace with the proposed policy added still denies the flow (${stillDenied(check)})${hint}` };
   }
@@ -196,6 +197,16 @@ function namespaceLabelsHint(f: DroppedFlow, dirs: readonly ('ingress' | 'egress
   const peers = dirs.map((d) => (d === 'ingress' ? f.source : f.destination));
   const bare = peers.find((p) => !p.labels.some((l) => l.startsWith(NAMESPACE_LABELS_PREFIX)) && sideNamespace(p) !== sideNamespace(p === f.source ? f.destination : f.source));
   return bare ? `; a NetworkPolicy selects another namespace by the namespace's labels, and the identity of ${describeSide(bare)} carries none (${NAMESPACE_LABELS_PREFIX}*): --format cilium names the namespace itself` : '';
+}
+
+/**
+ * The sides the proposal names by their namespace alone (no identity label but the namespace's):
+ * its selector then selects every pod of that namespace, which the details say.
+ */
+function broadSelectors(f: DroppedFlow): string[] {
+  const nsOnly = (l: string) => l.startsWith(`k8s:${POD_NAMESPACE_KEY}=`) || l.startsWith(NAMESPACE_LABELS_PREFIX);
+  return [f.source, f.destination].filter((s) => s.labels.length > 0 && s.labels.every(nsOnly))
+    .map((s) => `${describeSide(s)} has no label besides its namespace: the proposal's selector for it selects every pod of namespace ${sideNamespace(s)}; give the pod a label to narrow it`);
 }
 
 /** Why a non-policy drop gets no proposal. */
