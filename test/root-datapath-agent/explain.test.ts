@@ -58,6 +58,8 @@ t.test('cellium explain on real drops: policy (proposal applied), deny rule, no 
       endpointSelector: { matchLabels: { app: 'eserver' } }, ingress: [{ fromEndpoints: [{ matchLabels: { app: 'eclient', 'k8s:io.kubernetes.pod.namespace': 'default' } }], toPorts: [{ ports: [{ port: '81', protocol: 'TCP' }] }] }],
     } }] },
   }, 'the policy drop: the ingress rule that selects the server, and a checked proposal', { e });
+  const byId = await explained('--flow-id', e!.flow.uuid!);
+  t.same(byId.flow, e!.flow, '--flow-id finds the same flow in the ring');
   const human = await explain('--from', 'default/eclient', '--to', 'default/eserver');
   t.equal(human.code, 0, human.err);
   t.match(human.out, /Drop reason:\s+POLICY_DENIED \(133\)/);
