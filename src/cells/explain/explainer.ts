@@ -15,6 +15,7 @@ import { POD_NAMESPACE_KEY } from '../policy/index.js';
 import { NAMESPACE_LABELS_PREFIX, translateNetworkPolicy } from '../policy-k8s/index.js';
 import { badFlowField, unknownSide } from './errors.js';
 import { describeSide, parseDroppedFlow } from './flow.js';
+import { endpointOf, notPolicy, serviceDrop, sourceDrop } from './other-drops.js';
 import { ciliumProposal, k8sProposal, sideNamespace } from './propose.js';
 import { dropReasonInfo } from './reasons.js';
 import { explainDirection, flowPort } from './sections.js';
@@ -44,9 +45,9 @@ export class Explainer implements FlowExplainer {
       case 'policy':
         return this.policyDrop(flow, reason, format);
       case 'service':
-        return this.serviceDrop(flow, reason);
+        return serviceDrop(flow, reason, this.s.services);
       case 'source':
-        return this.sourceDrop(flow, reason);
+        return sourceDrop(flow, reason, this.s.endpoints);
       default:
         return {
           flow, reason, details: [], noProposal: notPolicy(reason),
@@ -69,11 +70,7 @@ export class Explainer implements FlowExplainer {
   }
 
   private endpoint(id: string): EndpointView | undefined {
-    try {
-      return this.s.endpoints.lookup(id);
-    } catch {
-      return undefined;
-    }
+    return endpointOf(this.s.endpoints, id);
   }
 
   /** A side as a trace takes it: its identity when the agent knows it, else its labels. */
@@ -141,52 +138,6 @@ export class Explainer implements FlowExplainer {
     return { ...base, decision, rejected: proposal, noProposal: `the trace with the proposed policy added still denies the flow (${stillDenied(check)})${hint}` };
   }
 
-  private serviceDrop(flow: DroppedFlow, reason: DropReasonInfo): Explanation {
-    const ip = flow.destination.ip;
-    const proto = flow.protocol === 'UDP' ? 'udp' : 'tcp';
-    const all = ip ? this.s.services.list().filter((st) => st.frontend.address.ip === ip) : [];
-    const name = (key: string) => {
-      const svc = this.s.services.service(key);
-      return svc ? `${svc.namespace ? `${svc.namespace}/` : ''}${svc.name}` : key;
-    };
-    const exact = all.find((st) => st.frontend.address.port === flow.port && (st.frontend.address.protocol === proto || st.frontend.address.protocol === 'any'));
-    const details: string[] = [];
-    let decision: string;
-    const where = `${ip ?? '?'}:${flow.port}/${flow.protocol ?? 'ANY'}`;
-    if (exact) {
-      const bs = exact.frontend.backends;
-      const active = bs.filter((b) => b.state === 'active');
-      details.push(`service ${name(exact.frontend.serviceKey)}: frontend ${where} (${exact.frontend.type}, id ${exact.frontend.id}) has ${bs.length} backend${bs.length === 1 ? '' : 's'}, ${active.length} active${bs.length ? `: ${bs.map((b) => `${b.address.ip}:${b.address.port} (${b.state})`).join(', ')}` : ''}`);
-      decision = active.length
-        ? `the load balancer found no backend for ${where} when the packet came; service ${name(exact.frontend.serviceKey)} has ${active.length} active backend${active.length === 1 ? '' : 's'} now (it had none then)`
-        : `the load balancer dropped it: service ${name(exact.frontend.serviceKey)} has no active backend for ${where}`;
-    } else if (all.length) {
-      details.push(`${ip} is a frontend of ${[...new Set(all.map((st) => name(st.frontend.serviceKey)))].join(', ')} on ${all.map((st) => `${st.frontend.address.port}/${st.frontend.address.protocol.toUpperCase()}`).join(', ')}, not on ${flow.port}/${flow.protocol ?? 'ANY'}`);
-      decision = `the load balancer dropped it: the service address ${ip} has no port ${flow.port}/${flow.protocol ?? 'ANY'}`;
-    } else {
-      details.push(`no service frontend has the address ${ip ?? '(none in the flow)'} now${flow.service ? ` (the flow named service ${flow.service}: deleted or changed since)` : ''}`);
-      decision = `the load balancer dropped it: ${flow.service ? `service ${flow.service}` : 'the service'} had no backend for ${where}`;
-    }
-    return { flow, reason, decision, details, noProposal: notPolicy(reason) };
-  }
-
-  private sourceDrop(flow: DroppedFlow, reason: DropReasonInfo): Explanation {
-    const details: string[] = [];
-    const src = flow.source.ip;
-    const owner = src ? this.endpoint(`${src.includes(':') ? 'ipv6' : 'ipv4'}:${src}`) : undefined;
-    const sender = flow.interfaceIndex ? this.s.endpoints.getEndpoints().find((ep) => ep.toModel().status?.networking?.['interface-index'] === flow.interfaceIndex) : undefined;
-    if (owner) details.push(`${src} is the address of endpoint ${owner.id}${owner.podName ? ` (${owner.podName})` : ''}`);
-    else if (src) details.push(`${src} is the address of no endpoint of this node`);
-    if (sender) {
-      const addrs = [sender.ipv4, sender.ipv6].filter(Boolean).join(', ');
-      details.push(`the packet came from the interface of endpoint ${sender.id}${sender.podName ? ` (${sender.podName})` : ''}, whose addresses are ${addrs || 'none'}`);
-    }
-    const who = sender && sender !== owner ? `endpoint ${sender.id}${sender.podName ? ` (${sender.podName})` : ''}` : 'a pod';
-    return {
-      flow, reason, details, noProposal: notPolicy(reason),
-      decision: `the source check dropped it: ${who} sent a packet from ${src ?? 'an address'} that is not its own${owner && owner !== sender ? ` (it belongs to endpoint ${owner.id})` : ''}; a policy never sees such packets`,
-    };
-  }
 }
 
 /**
@@ -209,10 +160,6 @@ function broadSelectors(f: DroppedFlow): string[] {
     .map((s) => `${describeSide(s)} has no label besides its namespace: the proposal's selector for it selects every pod of namespace ${sideNamespace(s)}; give the pod a label to narrow it`);
 }
 
-/** Why a non-policy drop gets no proposal. */
-function notPolicy(reason: DropReasonInfo): string {
-  return `a policy cannot allow this flow: it was not dropped by policy but for ${reason.name} (${reason.code})${reason.fix ? `; fix: ${reason.fix}` : ''}`;
-}
 
 /** Why the trace with a candidate still denies: the deny rules that win, or the direction's default. */
 function stillDenied(t: TraceResult): string {
