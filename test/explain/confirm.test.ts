@@ -66,3 +66,24 @@ t.test('--apply asks on a terminal: n imports nothing, y imports', { skip: built
   t.equal(agent.requests('PutPolicy').length, 1, 'y: imported');
   t.equal(w.repo.trace({ identity: w.client.id }, { identity: w.web.id }, 81, 'TCP').verdict, 'allowed');
 });
+
+t.test('the flow on stdin (`-`): explained; --apply then needs --yes', { skip: built ? false : 'dist/ not built (bash scripts/build.sh)' }, async (t) => {
+  const w = await world(t);
+  w.repo.import(cnp('web', { endpointSelector: { matchLabels: { app: 'web' } }, ingress: [{}] }));
+  const agent = await startFakeAgent(t, { PostCelliumPolicyExplain: (req) => ({ status: 200, body: w.explainer.explain(req.body as never) }) });
+  const piped = (args: string[]): Promise<{ code: number; out: string; err: string }> => new Promise((resolve) => {
+    const p = spawn(process.execPath, [bin, '--socket-path', agent.socketPath, 'explain', '-', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    p.stderr.on('data', (b: Buffer) => (err += b.toString()));
+    p.on('close', (code) => resolve({ code: code ?? -1, out, err }));
+    p.stdin.end(JSON.stringify(dropLine(w, { port: 81 })) + '\n');
+  });
+  const r = await piped(['-o', 'json']);
+  t.equal(r.code, 0, r.err);
+  t.match(JSON.parse(r.out), { flow: { port: 81 }, policy: { ingress: { decision: 'default-deny', sections: [{ peers: [], why: /selects no peer/ }] } } });
+  const apply = await piped(['--apply']);
+  t.equal(apply.code, 2);
+  t.match(apply.err, /stdin is not a terminal \(or holds the flow\): add --yes/);
+});

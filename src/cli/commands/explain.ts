@@ -85,7 +85,7 @@ async function confirm(ctx: CliContext, question: string): Promise<boolean> {
 }
 
 /** Imports the proposal after showing the diff; returns the new revision. */
-async function apply(ctx: CliContext, e: CelliumExplanation, o: ExplainOptions, fromStdin: boolean): Promise<number> {
+async function apply(ctx: CliContext, e: CelliumExplanation, o: ExplainOptions): Promise<number> {
   if (!e.proposal) throw new CliFailure(`nothing to apply: ${e.noProposal ?? 'no policy was proposed'}`);
   const before = await ctx.client.getPolicy();
   let rules = 0;
@@ -95,10 +95,7 @@ async function apply(ctx: CliContext, e: CelliumExplanation, o: ExplainOptions, 
     // the count is for the diff header only
   }
   ctx.progress(renderDiff(e.proposal.text, before.revision, rules).trimEnd());
-  if (!o.yes) {
-    if (fromStdin || !process.stdin.isTTY) throw new UsageError('--apply asks before importing, and stdin is not a terminal (or holds the flow): add --yes to import without asking');
-    if (!(await confirm(ctx, 'Import this policy? [y/N] '))) throw new CliFailure('not imported');
-  }
+  if (!o.yes && !(await confirm(ctx, 'Import this policy? [y/N] '))) throw new CliFailure('not imported');
   const after = await ctx.client.putPolicy(e.proposal.text);
   await waitForPolicyRevision(ctx, after.revision, { timeoutSeconds: parseSeconds(o.waitTimeout) });
   ctx.progress(`Imported: policy revision ${after.revision}, enforced by every endpoint`);
@@ -109,6 +106,9 @@ async function explain(ctx: CliContext, file: string | undefined, o: ExplainOpti
   if (o.format !== 'cilium' && o.format !== 'k8s') throw new UsageError(`--format "${o.format}" is not a format: give cilium (CiliumNetworkPolicy) or k8s (NetworkPolicy)`);
   if (o.apply && o.format === 'k8s') throw new UsageError('--apply imports a CiliumNetworkPolicy into the agent; a NetworkPolicy is applied through Kubernetes (kubectl apply -f FILE): drop --format k8s, or --apply');
   if (o.yes && !o.apply) throw new UsageError('--yes answers the question of --apply: give --apply too');
+  if (o.apply && !o.yes && (file === '-' || !process.stdin.isTTY)) {
+    throw new UsageError('--apply asks before importing, and stdin is not a terminal (or holds the flow): add --yes to import without asking');
+  }
   const flow = await getFlow(ctx, file, o);
   const e = await ctx.client.explainFlow({ flow: flow as Record<string, unknown>, format: o.format });
   if (!o.apply) {
@@ -116,7 +116,7 @@ async function explain(ctx: CliContext, file: string | undefined, o: ExplainOpti
     return;
   }
   if (!ctx.json) ctx.io.stdout(renderExplanation(e));
-  const revision = await apply(ctx, e, o, file === '-');
+  const revision = await apply(ctx, e, o);
   if (ctx.json) ctx.print({ explanation: e, applied: { revision } }, () => '');
 }
 
