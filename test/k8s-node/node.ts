@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { needs } from '../needs.js';
-import { startCluster, type Cluster, type Run } from '../k8s/cluster.js';
+import { run, startCluster, type Cluster, type Run } from '../k8s/cluster.js';
 import { kubectlOk, until } from '../k8s/util.js';
 
 export { kubectlOk, until };
@@ -42,7 +42,7 @@ export async function startNode(t: Teardown & { comment(...a: unknown[]): void }
   return { c, name: c.env.CELLIUM_K8S_NODE!, dir: c.env.CELLIUM_K8S_NODE_DIR!, busybox: c.env.CELLIUM_K8S_BUSYBOX_IMAGE! };
 }
 
-/** A Deployment of busybox httpd (port 8080, PID 1 a shell so killing httpd restarts the container). */
+/** A Deployment of busybox httpd serving port 8080. */
 export function webDeployment(n: Node, name: string, replicas: number, labels: Record<string, string> = {}, runtimeClassName?: string): string {
   const l = { app: name, ...labels };
   return JSON.stringify({
@@ -56,7 +56,7 @@ export function webDeployment(n: Node, name: string, replicas: number, labels: R
           terminationGracePeriodSeconds: 1,
           containers: [{
             name: 'web', image: n.busybox, imagePullPolicy: 'Never',
-            command: ['/bin/busybox', 'sh', '-c', 'exec /bin/busybox httpd -f -p 8080 -h /www'],
+            command: ['/bin/busybox', 'httpd', '-f', '-p', '8080', '-h', '/www'],
             ports: [{ containerPort: 8080 }],
             readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
           }],
@@ -80,10 +80,12 @@ export interface PodInfo {
   readonly ip: string;
   readonly uid: string;
   readonly restarts: number;
+  /** The container's id in containerd (the pod's one container). */
+  readonly containerId: string;
 }
 
 interface PodList {
-  items: { metadata: { name: string; uid: string; deletionTimestamp?: string }; status: { podIP?: string; phase?: string; containerStatuses?: { ready: boolean; restartCount: number }[] } }[];
+  items: { metadata: { name: string; uid: string; deletionTimestamp?: string }; status: { podIP?: string; phase?: string; containerStatuses?: { ready: boolean; restartCount: number; containerID?: string }[] } }[];
 }
 
 /** The Ready pods labelled app=NAME (not being deleted). */
@@ -91,7 +93,8 @@ export async function readyPods(n: Node, app: string): Promise<PodInfo[]> {
   const list = await n.c.kubectlJson<PodList>(['get', 'pods', '-l', `app=${app}`]);
   return list.items
     .filter((p) => !p.metadata.deletionTimestamp && p.status.podIP && (p.status.containerStatuses ?? []).every((s) => s.ready) && (p.status.containerStatuses ?? []).length > 0)
-    .map((p) => ({ name: p.metadata.name, ip: p.status.podIP!, uid: p.metadata.uid, restarts: (p.status.containerStatuses ?? []).reduce((a, s) => a + s.restartCount, 0) }))
+    .map((p) => ({ name: p.metadata.name, ip: p.status.podIP!, uid: p.metadata.uid, restarts: (p.status.containerStatuses ?? []).reduce((a, s) => a + s.restartCount, 0),
+      containerId: (p.status.containerStatuses?.[0]?.containerID ?? '').replace(/^containerd:\/\//, '') }))
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
@@ -123,10 +126,18 @@ export async function agentCli<T>(n: Node, args: readonly string[]): Promise<T> 
   return JSON.parse(out) as T;
 }
 
-/** The host's interface (name) a pod's eth0 is paired with: its iflink, read in the pod. */
+/**
+ * The host's interface (name) a pod's eth0 is paired with: its iflink, read in the pod (retried
+ * for up to 60 s: a restarted kubelet answers exec only once it has synced its pods).
+ */
 export async function hostInterface(n: Node, pod: string): Promise<string> {
-  const r = await exec(n, pod, ['/bin/busybox', 'cat', '/sys/class/net/eth0/iflink']);
-  if (r.code !== 0) throw new Error(`reading ${pod}'s eth0 iflink: ${r.stderr}`);
+  let last: Run | undefined;
+  const r = await until(`reading ${pod}'s eth0 iflink`, async () => {
+    last = await exec(n, pod, ['/bin/busybox', 'cat', '/sys/class/net/eth0/iflink']);
+    return last.code === 0 ? last : undefined;
+  }, 60_000).catch(() => {
+    throw new Error(`reading ${pod}'s eth0 iflink: ${last?.stderr ?? ''}`);
+  });
   const index = Number(r.stdout.trim());
   for (const name of readdirSync('/sys/class/net')) {
     if (Number(readFileSync(`/sys/class/net/${name}/ifindex`, 'utf8')) === index) return name;
@@ -198,4 +209,27 @@ export function agentPid(n: Node): number | undefined {
 /** The node's id (scripts/lib/k8s-node.sh: the first 8 hex digits of sha256 of DIR). */
 function nodeId(n: Node): string {
   return readFileSync(join(n.dir, '.node'), 'utf8').trim().split(' ')[2]!.replace('/cellium-k8s-', '');
+}
+
+/** Runs ctr against the node's containerd (namespace k8s.io). */
+export function ctr(n: Node, args: readonly string[]): Promise<Run> {
+  return run('ctr', ['--address', n.c.env.CELLIUM_K8S_CONTAINERD!, '--namespace', 'k8s.io', ...args], process.env);
+}
+
+/** The host PID of a container's process (containerd's task list). */
+export async function containerPid(n: Node, containerId: string): Promise<number> {
+  const r = await ctr(n, ['tasks', 'ls']);
+  const line = r.stdout.split('\n').find((l) => l.startsWith(`${containerId} `));
+  if (!line) throw new Error(`no task ${containerId} in containerd: ${r.stdout}${r.stderr}`);
+  return Number(line.trim().split(/\s+/)[1]);
+}
+
+/**
+ * Whether the process PID's network namespace (a pod's) gets the index page of http://TARGET:PORT
+ * within 1 s: the host's static busybox nc run in that namespace (nsenter), so it works while
+ * kubelet, containerd or the agent is down.
+ */
+export async function reachesFrom(pid: number, target: string, port: number): Promise<boolean> {
+  const r = await run('nsenter', ['-t', String(pid), '-n', '/bin/busybox', 'timeout', '1', '/bin/busybox', 'nc', target, String(port)], process.env, 'GET / HTTP/1.0\r\n\r\n');
+  return r.code === 0 && /200 OK/.test(r.stdout);
 }
