@@ -294,13 +294,15 @@ node_import() {
   done
 }
 
-# PIDs of processes whose command line names this node's directory (containerd's shims, the
-# pods' processes are found through their cgroups below), never anything else.
+# PIDs of processes whose command line names this node's directory (containerd's shims; the
+# pods' processes are found through their cgroups below), never anything else: one grep over
+# /proc/*/cmdline.
 node_pids() {
-  local p cmd
-  for p in /proc/[0-9]*; do
-    cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
-    case $cmd in *"$NODE_DIR"*) echo "${p#/proc/}" ;; esac
+  local f
+  # the pattern from a file: grep's own command line must not name the directory
+  for f in $(grep -lsFf <(printf '%s\n' "$NODE_DIR") /proc/[0-9]*/cmdline); do
+    f=${f#/proc/}
+    echo "${f%/cmdline}"
   done
 }
 
