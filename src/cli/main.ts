@@ -13,6 +13,7 @@ import { bpfCommands } from './commands/bpf.js';
 import { clusterCommands } from './commands/cluster.js';
 import { configCommands } from './commands/config.js';
 import { endpointCommands } from './commands/endpoint.js';
+import { explainCommands } from './commands/explain.js';
 import { identityCommands } from './commands/identity.js';
 import { installCniCommands } from './commands/install-cni.js';
 import { ipamCommands } from './commands/ipam.js';
@@ -33,6 +34,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   mapCommands,
   bpfCommands,
   monitorCommands,
+  explainCommands,
   configCommands,
   installCniCommands,
   clusterCommands,
