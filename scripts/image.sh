@@ -33,6 +33,11 @@ command -v mmdebstrap >/dev/null || fail "mmdebstrap missing (apt-get install mm
 
 work=build/image
 mkdir -p "$work"
+# One build at a time: tests starting kubelet nodes in parallel each ask for the image, and two
+# builds would share $work/pack (one removes the other's tarball). The second waits, then finds the
+# image up to date (step 3's label check).
+exec 9>"$work/.lock"
+flock 9
 mmdebstrap_opts=(--variant=essential --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr
   --include="$(IFS=,; echo "${packages[*]}")"
   --aptopt='Acquire::Check-Valid-Until "false"'

@@ -87,6 +87,10 @@ busybox_image() {
 # (scripts/image.sh decides whether it is up to date) saved into OUTDIR/cellium.tar.
 node_images() {
   local outdir=$1 key image
+  # one builder at a time (tests start nodes in parallel; the archives' .tmp files are shared)
+  mkdir -p "$IMAGES"
+  exec 8>"$IMAGES/.lock"
+  flock 8
   key=$( { sha256sum "$(pause_source)" | cut -d' ' -f1; gcc --version | head -n1; echo "$PAUSE_IMAGE"; } | sha256sum | cut -c1-16)
   cached_image "pause-$PAUSE_VERSION" "$key" build_pause
   key=$( { sha256sum "$(busybox_static)" | cut -d' ' -f1; busybox_image; } | sha256sum | cut -c1-16)
@@ -96,4 +100,6 @@ node_images() {
   image=$(bash "$ROOT/scripts/image.sh" --print-name)
   mkdir -p "$outdir"
   podman save --quiet --format docker-archive -o "$outdir/cellium.tar" "$image" || die "podman save of $image failed"
+  flock -u 8
+  exec 8>&-
 }

@@ -2,8 +2,11 @@
  * `cellium ui`: the flow page (src/ui) for the agent's Hubble socket, on a loopback address until
  * Ctrl-C: flows live with `hubble observe`'s filters, a service map and a drop's details.
  */
-import { defaultHubbleSocketPath } from '../../hubble/index.js';
-import { DEFAULT_UI_PORT, FlowPage, UiListenError, parseListenAddress } from '../../ui/index.js';
+// the light modules only: the page's server loads gRPC, which the rest of the CLI never needs
+// (test/cli/startup.test.ts), so it is imported when `cellium ui` runs
+import { defaultHubbleSocketPath } from '../../hubble/socket-path.js';
+import { UiListenError } from '../../ui/errors.js';
+import { DEFAULT_UI_PORT, parseListenAddress } from '../../ui/listen.js';
 import type { CliContext, CommandGroup } from '../context.js';
 import { UsageError } from '../errors.js';
 
@@ -15,6 +18,7 @@ async function ui(ctx: CliContext, opts: { hubbleSocketPath?: string; address: s
     if (err instanceof UiListenError) throw new UsageError(err.message);
     throw err;
   }
+  const { FlowPage } = await import('../../ui/server.js');
   const page = new FlowPage(opts.hubbleSocketPath ?? defaultHubbleSocketPath({ env: ctx.io.env }), listen);
   const url = await page.start();
   ctx.io.stdout(`Flow page: ${url} (flows of unix://${page.hubbleSocket}; Ctrl-C stops)\n`);
