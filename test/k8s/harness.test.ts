@@ -55,7 +55,7 @@ t.test('up, use, down', { skip }, async (t) => {
 
   t.equal(c.env.KUBECONFIG, c.kubeconfig, 'DIR/env exports KUBECONFIG=DIR/kubeconfig');
   const which = await run('bash', ['-c', 'command -v kubectl'], c.env);
-  t.match(which.stdout.trim(), /cellium-k8s\/v[0-9.]+\/bin\/kubectl$/, 'DIR/env puts the built binaries first on PATH');
+  t.match(which.stdout.trim(), /cellium-k8s\/v[0-9.]+\/bin(-[0-9a-f]+)?\/kubectl$/, 'DIR/env puts the built binaries first on PATH');
   const version = await c.kubectlJson<{ serverVersion: { gitVersion: string } }>(['version']);
   t.equal(version.serverVersion.gitVersion, c.env.CELLIUM_K8S_VERSION, 'the apiserver is the pinned version');
 

@@ -113,6 +113,9 @@ export function createPod(c: Cleanup, name: string, addr: string, gateway: strin
     // Normally gone with the namespace; removes the host side if the pod side never moved.
     if (existsSync(`/sys/class/net/${hostIf}`)) ip('link', 'del', hostIf);
   });
+  // no duplicate address detection on the host side: its link-local address is usable at once
+  // (a tentative one delays the host's neighbour solicitations to an IPv6 pod)
+  if (v6) writeFileSync(`/proc/sys/net/ipv6/conf/${hostIf}/accept_dad`, '0');
   ip('link', 'set', hostIf, 'up');
   writeFileSync('/proc/sys/net/ipv4/ip_forward', '1');
   writeFileSync(`/proc/sys/net/ipv4/conf/${hostIf}/rp_filter`, '0');
