@@ -8,9 +8,9 @@
 #       the cluster down again (only one it started), and prints one line per test (PASS/FAIL/SKIP,
 #       seconds, the full name), the Netpol bench line, then `conformance: N passed, M failed,
 #       K skipped` last. Exit 1 when a test failed.
-#         S = netpol    [sig-network] Netpol and NetworkPolicy API (the SCTP-feature ones skipped)
-#             services  [sig-network] Services, minus what needs a cloud load balancer or disrupts
-#                       the node (restarts of kube-proxy, the apiserver)
+#         S = netpol    [sig-network] Netpol (NetworkPolicy; the SCTP-feature ones skipped)
+#             services  [sig-network] Services, minus what disrupts the node (restarts of kube-proxy
+#                       and the apiserver over SSH, the sctp kernel module)
 #             all       both (the default)
 #             ci        the subset CI runs (test/conformance/conformance.test.ts)
 #       OUT (default build/conformance) keeps report.json (ginkgo's), junit, e2e.log, results.txt.
@@ -30,12 +30,13 @@ source "$ROOT/scripts/lib/e2e-images.sh"
 K8S="$ROOT/scripts/k8s.sh"
 
 # What each suite selects: a ginkgo focus and skip (regular expressions on the full test name).
-NETPOL_FOCUS='\[sig-network\] (Netpol|NetworkPolicy API) '
+NETPOL_FOCUS='\[sig-network\] Netpol '
 NETPOL_SKIP='\[Feature:SCTPConnectivity\]'
 SERVICES_FOCUS='\[sig-network\] Services '
-# LoadBalancer: no cloud provider. Disruptive/Serial: they restart node or control-plane processes
-# over SSH (the e2e framework's way), which this harness does not offer.
-SERVICES_SKIP='LoadBalancer|\[Disruptive\]|\[Serial\]|\[Feature:ServiceCIDRs\]'
+# [Disruptive]: they restart kube-proxy or the apiserver over SSH (the e2e framework's way), which
+# this harness does not offer. [Serial]: the SCTP Service test, which loads the sctp kernel module on
+# the node. (The cloud load balancer tests are [sig-network] LoadBalancers, outside this suite.)
+SERVICES_SKIP='\[Disruptive\]|\[Serial\]'
 # CI: three NetworkPolicy tests (ingress, egress and ports) and two Services tests.
 CI_FOCUS="${NETPOL_FOCUS}.*(should support a 'default-deny-ingress' policy|should allow egress access on one named port|should enforce policy based on Ports)|${SERVICES_FOCUS}.*(should serve a basic endpoint from pods|should be able to create a functioning NodePort service)"
 
@@ -96,16 +97,17 @@ list() {
     --ginkgo.focus="$FOCUS" --ginkgo.skip="$SKIP" 2>/dev/null | sed -n 's/^\(\[sig-network\] .*\)$/\1/p'
 }
 
-# The agent's process in the DaemonSet's pod (its PID as this machine sees it), or nothing.
+# The agent's process in the DaemonSet's pod (its PID as this machine sees it), or nothing: a node
+# process running cellium-agent inside a cgroup of kubelet's pods (other agents on this machine,
+# tests' and benches', run outside any kubelet). More than one such process: none is chosen.
 agent_pid() {
-  local p
+  local p found=()
   for p in $(pgrep -f 'cellium-agent' || true); do
-    # the agent itself, not a shell or this script's pgrep: node runs bin/cellium-agent.js
-    if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q '^[^ ]*node [^ ]*cellium-agent'; then
-      echo "$p"
-      return
-    fi
+    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q '^[^ ]*node [^ ]*cellium-agent' || continue
+    grep -q kubepods "/proc/$p/cgroup" 2>/dev/null || continue
+    found+=("$p")
   done
+  [ ${#found[@]} -ne 1 ] || echo "${found[0]}"
 }
 
 # Samples the agent's CPU time and RSS every second into OUT/agent.samples until stopped.
@@ -162,7 +164,7 @@ run() {
   fi
   echo "conformance: running e2e.test $E2E_VERSION ($suite) against $CELLIUM_K8S_SERVER; log: $out/e2e.log" >&2
   # shellcheck disable=SC2046
-  "$E2E_BIN/e2e.test" $(e2e_flags) --report-dir="$out" --ginkgo.junit-report=junit.xml \
+  "$E2E_BIN/e2e.test" $(e2e_flags) --report-dir="$out" \
     --ginkgo.json-report="$out/report.json" --ginkgo.timeout=4h \
     --ginkgo.focus="$FOCUS" --ginkgo.skip="$SKIP" >"$out/e2e.log" 2>&1 || rc=$?
   local wall=$((SECONDS - start))
