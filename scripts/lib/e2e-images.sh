@@ -32,9 +32,13 @@ e2e_image_save() {
   local changes=() c
   for c in "$@"; do changes+=(--change "$c"); done
   tar -C "$rootfs" --numeric-owner -cf "$rootfs.tar" .
-  podman import --quiet "${changes[@]}" "$rootfs.tar" "$name" >/dev/null || e2e_die "podman import of $name failed"
   rm -f "$E2E_IMAGES/$file.tar.tmp"
-  podman save --quiet --format docker-archive -o "$E2E_IMAGES/$file.tar.tmp" "$name" || e2e_die "podman save of $name failed"
+  if ! podman import --quiet "${changes[@]}" "$rootfs.tar" "$name" >/dev/null ||
+    ! podman save --quiet --format docker-archive -o "$E2E_IMAGES/$file.tar.tmp" "$name"; then
+    podman rmi --force "$name" >/dev/null 2>&1 || true
+    rm -rf "$rootfs" "$rootfs.tar" "$E2E_IMAGES/$file.tar.tmp"
+    e2e_die "podman import or save of $name failed (output above)"
+  fi
   podman rmi --force "$name" >/dev/null 2>&1 || true
   mv "$E2E_IMAGES/$file.tar.tmp" "$E2E_IMAGES/$file.tar"
   echo "$key" >"$E2E_IMAGES/.$file.key"
@@ -83,7 +87,7 @@ e2e_image_agnhost() {
   mkdir -p "$work/home/user-defined-in-image"
   chown 1000:1000 "$work/home/user-defined-in-image"
   e2e_image_save "$work" "$name" agnhost "$key" 'ENTRYPOINT ["/agnhost"]' 'CMD ["pause"]' \
-    'EXPOSE 80 8080 8081 9376 5000'
+    'EXPOSE 80' 'EXPOSE 8080' 'EXPOSE 8081' 'EXPOSE 9376' 'EXPOSE 5000'
 }
 
 e2e_image_busybox() {
