@@ -27,6 +27,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/scripts/lib/e2e.sh"
 # shellcheck source=lib/e2e-images.sh
 source "$ROOT/scripts/lib/e2e-images.sh"
+# shellcheck source=lib/e2e-dns.sh
+source "$ROOT/scripts/lib/e2e-dns.sh"
 K8S="$ROOT/scripts/k8s.sh"
 
 # What each suite selects: a ginkgo focus and skip (regular expressions on the full test name).
@@ -57,7 +59,7 @@ check() {
     echo "conformance: $why"
     return 3
   fi
-  if e2e_built && [ -f "$E2E_IMAGES/agnhost.tar" ] && [ -f "$E2E_IMAGES/busybox.tar" ]; then
+  if e2e_built && [ -f "$E2E_IMAGES/agnhost.tar" ] && [ -f "$E2E_IMAGES/busybox.tar" ] && [ -f "$E2E_IMAGES/coredns.tar" ]; then
     echo "conformance: e2e.test $E2E_VERSION and its images ready ($E2E_BIN, $E2E_IMAGES)"
     return 0
   fi
@@ -69,6 +71,20 @@ build() {
   bash "$K8S" build
   e2e_build
   e2e_images
+  e2e_dns_build
+}
+
+# Imports this script's image archives into the containerd of the node under DIR ($1) unless it has
+# them (up --with-kubelet imports them when it starts; a cluster up before they were built lacks them).
+import_images() {
+  local sock="$1/node/containerd/containerd.sock" f name
+  [ -S "$sock" ] || e2e_die "$sock missing: is $1 a cluster of npm run k8s -- up --with-kubelet?"
+  for f in agnhost busybox coredns; do
+    name=$(tar -xOf "$E2E_IMAGES/$f.tar" manifest.json | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s)[0].RepoTags[0]))')
+    ctr --address "$sock" -n k8s.io images ls -q | grep -qxF "$name" && continue
+    echo "conformance: importing $name into $1's containerd" >&2
+    ctr --address "$sock" -n k8s.io images import "$E2E_IMAGES/$f.tar" >&2 || e2e_die "ctr images import of $E2E_IMAGES/$f.tar failed"
+  done
 }
 
 prepare() {
@@ -153,6 +169,8 @@ run() {
     e2e_die "the node is not Ready within 5 min (kubectl describe node; $dir/logs)"
   kubectl -n kube-system rollout status daemonset/cellium --timeout=300s >&2 ||
     e2e_die "Cellium's DaemonSet is not ready within 5 min (kubectl -n kube-system get pods)"
+  import_images "$dir"
+  e2e_dns_apply
 
   rm -rf "$out"
   mkdir -p "$out"
