@@ -5,14 +5,19 @@
 #                                   kubectl from test/k8s/harness (once per pinned version, cached)
 #   scripts/k8s.sh up --dir DIR     starts etcd and the control plane on loopback under DIR and writes
 #                                   DIR/kubeconfig (admin) and DIR/env (KUBECONFIG, PATH)
-#   scripts/k8s.sh down --dir DIR   stops what `up` started (by PID) and removes DIR
+#   scripts/k8s.sh up --dir DIR --with-kubelet
+#                                   also a node: containerd and kubelet of this machine under DIR/node,
+#                                   the images imported, Cellium applied as its DaemonSet, the node
+#                                   Ready (scripts/lib/k8s-node.sh)
+#   scripts/k8s.sh down --dir DIR   stops what `up` started (by PID), removes the node's pods,
+#                                   mounts and cgroups, and removes DIR
 #   scripts/k8s.sh check            why the binaries cannot be built here (exit 3), are not built
 #                                   yet (exit 4), or where they are (exit 0); one line
 #   scripts/k8s.sh prepare          builds when Go and the module proxy are there; otherwise says in
 #                                   one line why the Kubernetes tests will skip (scripts/test.sh)
 #
 # The cache is ${XDG_CACHE_HOME:-~/.cache}/cellium-k8s (CELLIUM_K8S_CACHE overrides): the Go module
-# and build caches, and <version>/bin with the binaries. A lock keeps concurrent builds to one.
+# and build caches, and <version>/bin-<key of go.mod and go.sum> with the binaries. A lock keeps concurrent builds to one.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SELF="$ROOT/scripts/k8s.sh"
@@ -22,7 +27,9 @@ GO_NEED=$(awk '$1 == "go" { print $2 }' "$MOD/go.mod")
 # The commands to build: the tool block of the harness's go.mod (k8s.io/kubernetes/cmd/<name>).
 mapfile -t TOOLS < <(sed -n '/^tool (/,/^)/p' "$MOD/go.mod" | awk '/k8s.io\/kubernetes\/cmd\// { print $1 }')
 CACHE="${CELLIUM_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cellium-k8s}"
-BIN="$CACHE/$VERSION/bin"
+# Keyed by go.mod and go.sum, so worktrees whose harness differs (one adds a command) each keep
+# their own binaries instead of rebuilding over each other's.
+BIN="$CACHE/$VERSION/bin-$(cat "$MOD/go.mod" "$MOD/go.sum" | sha256sum | cut -c1-12)"
 SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1
 CLUSTER_CIDR=10.244.0.0/16
@@ -40,6 +47,9 @@ die() {
 # find_go, go_env and k8s_ldflags (CELLIUM_*_GO names a Go to use instead of the one found)
 # shellcheck source=lib/go.sh
 source "$ROOT/scripts/lib/go.sh"
+# node_up and node_down (up --with-kubelet)
+# shellcheck source=lib/k8s-node.sh
+source "$ROOT/scripts/lib/k8s-node.sh"
 
 # The link flags: stripped, with the version the binaries report (scripts/lib/go.sh).
 ldflags() {
@@ -117,7 +127,7 @@ build() {
   ) &
   local ticker=$! rc=0
   # One invocation for all commands: they share most packages, compiled once.
-  (cd "$MOD" && go_env "$go" build -trimpath -ldflags="$(ldflags)" -o "$tmp/" "${TOOLS[@]}") || rc=$?
+  (cd "$MOD" && GOMAXPROCS=2 go_env nice -n 10 "$go" build -trimpath -ldflags="$(ldflags)" -o "$tmp/" "${TOOLS[@]}") || rc=$?
   kill "$ticker" 2>/dev/null || true
   wait "$ticker" 2>/dev/null || true
   if [ $rc -ne 0 ]; then
@@ -192,6 +202,7 @@ stop_one() {
 
 stop_all() {
   local c
+  node_down
   for c in "${COMPONENTS[@]}"; do stop_one "$c"; done
 }
 
@@ -298,7 +309,8 @@ parse_dir() {
       --dir=*) DIR=${1#--dir=}; shift ;;
       --no-build) NO_BUILD=1; shift ;;
       --foreground) FOREGROUND=1; shift ;;
-      *) die "unknown argument $1 (usage: $0 up|down --dir DIR)" ;;
+      --with-kubelet) WITH_KUBELET=1; shift ;;
+      *) die "unknown argument $1 (usage: $0 up|down --dir DIR [--with-kubelet])" ;;
     esac
   done
   [ -n "$DIR" ] || die "--dir DIR is required: the directory up creates and down removes"
@@ -315,6 +327,7 @@ ready_line() {
 up() {
   NO_BUILD=
   FOREGROUND=
+  WITH_KUBELET=
   parse_dir "$@"
   if [ -e "$DIR" ] && [ -n "$(ls -A "$DIR" 2>/dev/null)" ]; then
     die "$DIR exists and is not empty: give up a new directory (down removes it)"
@@ -324,6 +337,11 @@ up() {
     build
   fi
   command -v "$ETCD" >/dev/null || die "no etcd binary ($ETCD): apt-get install etcd-server (scripts/packages.d/50-kvstore.txt)"
+  if [ -n "$WITH_KUBELET" ]; then
+    local why
+    why=$(node_missing)
+    [ -z "$why" ] || die "--with-kubelet: $why"
+  fi
   if [ -n "$FOREGROUND" ]; then
     serve
     return
@@ -336,7 +354,7 @@ up() {
       "k8s: Kubernetes $VERSION up: "*) echo "$line"; ready=1; break ;;
       *) echo "$line" >&2 ;;
     esac
-  done < <(setsid -f bash "$SELF" up --dir "$DIR" --no-build --foreground </dev/null 2>&1)
+  done < <(setsid -f bash "$SELF" up --dir "$DIR" --no-build --foreground ${WITH_KUBELET:+--with-kubelet} </dev/null 2>&1)
   [ -n "$ready" ] || exit 1
 }
 
@@ -365,7 +383,9 @@ serve() {
     --key '$p/apiserver-etcd-client.key' https://127.0.0.1:$ETCD_PORT/health | grep -q '\"health\":\"true\"'"
 
   # --endpoint-reconciler-type=none: the kubernetes Service's endpoints may not be loopback.
-  # --watch-cache-sizes podtemplates#0: PodTemplates are watched straight from etcd, so a test can
+  # --kubelet-preferred-address-types: logs and exec reach a kubelet at its node IP (the host name
+# may resolve to loopback, where the kubelet does not listen).
+# --watch-cache-sizes podtemplates#0: PodTemplates are watched straight from etcd, so a test can
   # compact etcd and get a real "410 Gone" (the watch cache would serve any old version).
   launch kube-apiserver "$BIN/kube-apiserver" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
@@ -374,6 +394,7 @@ serve() {
     --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" \
     --client-ca-file "$p/ca.crt" \
     --kubelet-client-certificate "$p/apiserver-kubelet-client.crt" --kubelet-client-key "$p/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types InternalIP,ExternalIP,Hostname \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
     --service-cluster-ip-range "$SERVICE_CIDR" --endpoint-reconciler-type none \
@@ -416,6 +437,7 @@ export CELLIUM_K8S_SERVER='https://127.0.0.1:$API_PORT'
 export CELLIUM_K8S_VERSION='$VERSION'
 export CELLIUM_K8S_ETCD='https://127.0.0.1:$ETCD_PORT'
 EOF
+  [ -z "$WITH_KUBELET" ] || node_up
   ready_line
   exec >>"$DIR/logs/supervisor.log" 2>&1 </dev/null
   trap - EXIT
@@ -455,5 +477,5 @@ case ${1:-} in
   prepare) prepare ;;
   up) shift; up "$@" ;;
   down) shift; down "$@" ;;
-  *) die "usage: $0 build|check|prepare|up --dir DIR|down --dir DIR" ;;
+  *) die "usage: $0 build|check|prepare|up --dir DIR [--with-kubelet]|down --dir DIR" ;;
 esac
