@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # npm run conformance: Kubernetes' own sig-network e2e tests against this node (docs/conformance.md).
 #
-#   scripts/conformance.sh [run] [--suite S] [--dir DIR] [--out OUT] [--focus RE]
+#   scripts/conformance.sh [run] [--suite S] [--dir DIR] [--out OUT] [--focus RE] [--procs N] [--timeout D]
 #       builds what is missing (the Kubernetes binaries, e2e.test, agnhost and the e2e images),
 #       brings up a one-node cluster (`npm run k8s -- up --with-kubelet`: containerd, kubelet and
 #       Cellium as its DaemonSet) unless --dir names one already up, runs suite S of e2e.test, takes
@@ -14,6 +14,9 @@
 #             all       both (the default)
 #             ci        the subset CI runs (test/conformance/conformance.test.ts)
 #       OUT (default build/conformance) keeps report.json (ginkgo's), junit, e2e.log, results.txt.
+#       --procs N runs N ginkgo processes in parallel (the ginkgo CLI; default 1: e2e.test alone);
+#       --timeout D (ginkgo's, e.g. 50m; default 4h) ends the run with the tests not reached unrun
+#       and a report of the ones that were.
 #   scripts/conformance.sh build      builds e2e.test, agnhost and the images (cached, see below)
 #   scripts/conformance.sh prepare    builds when Go and the module proxy are there, else one line why
 #                                     the conformance test skips (scripts/test.sh)
@@ -101,7 +104,7 @@ prepare() {
 
 # The e2e.test flags every run shares: this cluster, no cloud, nothing pulled, no SSH log dump.
 e2e_flags() {
-  echo --kubeconfig="$KUBECONFIG" --provider=skeleton --ginkgo.no-color \
+  echo --kubeconfig="$KUBECONFIG" --provider=skeleton --ginkgo.no-color --ginkgo.v \
     --dump-logs-on-failure=false --allowed-not-ready-nodes=0 --minStartupPods=1 \
     --system-pods-startup-timeout=5m --node-schedulable-timeout=5m
 }
@@ -117,9 +120,10 @@ list() {
 # process running cellium-agent inside a cgroup of kubelet's pods (other agents on this machine,
 # tests' and benches', run outside any kubelet). More than one such process: none is chosen.
 agent_pid() {
-  local p found=()
+  local p cmd found=()
   for p in $(pgrep -f 'cellium-agent' || true); do
-    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q '^[^ ]*node [^ ]*cellium-agent' || continue
+    cmd=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) || continue
+    [[ $cmd =~ ^[^\ ]*node\ [^\ ]*cellium-agent ]] || continue
     grep -q kubepods "/proc/$p/cgroup" 2>/dev/null || continue
     found+=("$p")
   done
@@ -138,20 +142,24 @@ sample_agent() {
 }
 
 run() {
-  local suite=all dir= out="$ROOT/build/conformance" focus= started= rc=0
+  local suite=all dir= out="$ROOT/build/conformance" focus= started= rc=0 procs=1 timeout=4h
   while [ $# -gt 0 ]; do
     case $1 in
       --suite) suite=${2:-}; shift 2 ;;
       --dir) dir=${2:-}; shift 2 ;;
       --out) out=${2:-}; shift 2 ;;
       --focus) focus=${2:-}; shift 2 ;;
-      *) e2e_die "unknown argument $1 (usage: $0 [run] [--suite netpol|services|all|ci] [--dir DIR] [--out OUT] [--focus RE])" ;;
+      --procs) procs=${2:-}; shift 2 ;;
+      --timeout) timeout=${2:-}; shift 2 ;;
+      *) e2e_die "unknown argument $1 (usage: $0 [run] [--suite netpol|services|all|ci] [--dir DIR] [--out OUT] [--focus RE] [--procs N] [--timeout D])" ;;
     esac
   done
   suite_filter "$suite"
   [ -z "$focus" ] || FOCUS=$focus
   [ "$(id -u)" = 0 ] || e2e_die "needs root (kubelet, containerd and Cellium's datapath run on this machine)"
   build
+  local ginkgo=
+  [ "$procs" = 1 ] || ginkgo=$(e2e_ginkgo)
   # npm runs scripts in the package's directory: relative paths are the caller's (INIT_CWD).
   [ -z "$dir" ] || [ "${dir:0:1}" = / ] || [ -z "${INIT_CWD:-}" ] || dir="$INIT_CWD/$dir"
   [ "${out:0:1}" = / ] || [ -z "${INIT_CWD:-}" ] || out="$INIT_CWD/$out"
@@ -160,7 +168,8 @@ run() {
     rmdir "$dir"
     started=$dir
     trap 'bash "$K8S" down --dir "$started" >&2 || true' EXIT
-    bash "$K8S" up --dir "$dir" --with-kubelet >&2
+    # kubelet points pods at the cluster DNS e2e_dns_apply deploys (scripts/lib/k8s-node.sh reads it)
+    CELLIUM_K8S_CLUSTER_DNS=$E2E_DNS_IP bash "$K8S" up --dir "$dir" --with-kubelet >&2
   fi
   [ -f "$dir/env" ] || e2e_die "$dir/env missing: is a cluster up there (npm run k8s -- up --dir $dir --with-kubelet)?"
   # shellcheck disable=SC1091
@@ -181,10 +190,16 @@ run() {
     sampler=$!
   fi
   echo "conformance: running e2e.test $E2E_VERSION ($suite) against $CELLIUM_K8S_SERVER; log: $out/e2e.log" >&2
-  # shellcheck disable=SC2046
-  "$E2E_BIN/e2e.test" $(e2e_flags) --report-dir="$out" \
-    --ginkgo.json-report="$out/report.json" --ginkgo.timeout=4h \
-    --ginkgo.focus="$FOCUS" --ginkgo.skip="$SKIP" >"$out/e2e.log" 2>&1 || rc=$?
+  if [ "$procs" = 1 ]; then
+    # shellcheck disable=SC2046
+    "$E2E_BIN/e2e.test" $(e2e_flags) --report-dir="$out" --ginkgo.json-report="$out/report.json" \
+      --ginkgo.timeout="$timeout" --ginkgo.focus="$FOCUS" --ginkgo.skip="$SKIP" >"$out/e2e.log" 2>&1 || rc=$?
+  else
+    # shellcheck disable=SC2046
+    "$ginkgo" --procs="$procs" --no-color -v --timeout="$timeout" --focus="$FOCUS" --skip="$SKIP" \
+      --output-dir="$out" --json-report=report.json "$E2E_BIN/e2e.test" -- \
+      $(e2e_flags | sed 's/ --ginkgo\.[a-z-]*//g') --report-dir="$out" >"$out/e2e.log" 2>&1 || rc=$?
+  fi
   local wall=$((SECONDS - start))
   [ -z "$sampler" ] || { kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true; }
   [ -f "$out/report.json" ] || { tail -n 30 "$out/e2e.log" >&2; e2e_die "e2e.test exited $rc without a report (log: $out/e2e.log)"; }

@@ -51,7 +51,8 @@ e2e_dns_build() {
 # the node's kubelet does not point pods at it.
 e2e_dns_apply() {
   local node dns
-  kubectl apply -f "$ROOT/test/conformance/coredns.yaml" >&2 || e2e_die "kubectl apply of test/conformance/coredns.yaml failed"
+  sed "s|@SERVER@|$CELLIUM_K8S_SERVER|" "$ROOT/test/conformance/coredns.yaml" | kubectl apply -f - >&2 ||
+    e2e_die "kubectl apply of test/conformance/coredns.yaml failed"
   kubectl -n kube-system rollout status deployment/coredns --timeout=180s >&2 ||
     e2e_die "CoreDNS is not ready within 3 min (kubectl -n kube-system describe pod -l k8s-app=kube-dns)"
   node=$(kubectl get nodes -o jsonpath='{.items[0].metadata.name}')

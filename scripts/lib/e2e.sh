@@ -3,6 +3,7 @@
 #
 #   e2e_check            one line: why e2e.test cannot be built here (exit 3) or nothing (exit 0)
 #   e2e_build            e2e.test and agnhost into $E2E_BIN (once per go.mod, go.sum and link flags)
+#   e2e_ginkgo           the ginkgo CLI of the version e2e.test links (parallel runs), printed path
 #   e2e_images           the image archives into $E2E_IMAGES (once per their inputs)
 #
 # The cache is the Kubernetes harness's (${XDG_CACHE_HOME:-~/.cache}/cellium-k8s, CELLIUM_K8S_CACHE
@@ -113,4 +114,21 @@ e2e_build() {
   rm -rf "$E2E_BIN"
   mv "$tmp" "$E2E_BIN"
   echo "conformance: built e2e.test in $t1 s and agnhost in $t2 s: $E2E_BIN"
+}
+
+# The ginkgo CLI at the version e2e.test is built with (its go.mod), for runs in parallel processes
+# (`ginkgo --procs N e2e.test`); `go install …@version`, outside the module. Prints its path.
+e2e_ginkgo() {
+  local v go bin
+  v=$(awk '$1 == "github.com/onsi/ginkgo/v2" { print $2; exit }' "$E2E_MOD/go.mod")
+  [ -n "$v" ] || e2e_die "no github.com/onsi/ginkgo/v2 in test/conformance/e2e/go.mod"
+  bin="$CACHE/ginkgo-$v/ginkgo"
+  if [ ! -x "$bin" ]; then
+    go=$(find_go "${CELLIUM_K8S_GO:-}")
+    [ -n "$go" ] || e2e_die "no Go >= $GO_NEED: the ginkgo CLI cannot be built"
+    echo "conformance: building the ginkgo CLI $v into ${bin%/*}" >&2
+    (cd "$CACHE" && go_env GOMAXPROCS=2 GOBIN="${bin%/*}" nice -n 10 "$go" install -trimpath -ldflags='-s -w' \
+      "github.com/onsi/ginkgo/v2/ginkgo@$v" >&2) || e2e_die "go install of the ginkgo CLI $v failed (output above)"
+  fi
+  echo "$bin"
 }

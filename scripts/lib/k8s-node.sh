@@ -172,6 +172,7 @@ failSwapOn: false
 podLogsDir: $NODE_DIR/pod-logs
 resolvConf: /etc/resolv.conf
 clusterDomain: cluster.local
+${CELLIUM_K8S_CLUSTER_DNS:+clusterDNS: [$CELLIUM_K8S_CLUSTER_DNS]}
 registerNode: true
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100
