@@ -116,18 +116,23 @@ list() {
     --ginkgo.focus="$FOCUS" --ginkgo.skip="$SKIP" 2>/dev/null | sed -n 's/^\(\[sig-network\] .*\)$/\1/p'
 }
 
-# The agent's process in the DaemonSet's pod (its PID as this machine sees it), or nothing: a node
-# process running cellium-agent inside a cgroup of kubelet's pods (other agents on this machine,
-# tests' and benches', run outside any kubelet). More than one such process: none is chosen.
+# The agent's process in this cluster's DaemonSet pod (its PID as this machine sees it), or nothing:
+# the node process running cellium-agent in the cgroup of the container the apiserver names (other
+# agents on this machine, of tests, benches or another cluster, are in other cgroups).
 agent_pid() {
-  local p cmd found=()
+  local cid p cmd
+  cid=$(kubectl -n kube-system get pods -l k8s-app=cellium \
+    -o jsonpath='{.items[0].status.containerStatuses[?(@.name=="cellium-agent")].containerID}' 2>/dev/null) || return 0
+  cid=${cid#*://}
+  [ -n "$cid" ] || return 0
   for p in $(pgrep -f 'cellium-agent' || true); do
     cmd=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) || continue
     [[ $cmd =~ ^[^\ ]*node\ [^\ ]*cellium-agent ]] || continue
-    grep -q kubepods "/proc/$p/cgroup" 2>/dev/null || continue
-    found+=("$p")
+    if grep -q "$cid" "/proc/$p/cgroup" 2>/dev/null; then
+      echo "$p"
+      return 0
+    fi
   done
-  [ ${#found[@]} -ne 1 ] || echo "${found[0]}"
 }
 
 # Samples the agent's CPU time and RSS every second into OUT/agent.samples until stopped.
@@ -167,7 +172,9 @@ run() {
     dir=$(mktemp -d /tmp/cellium-conformance.XXXXXX)
     rmdir "$dir"
     started=$dir
-    trap 'bash "$K8S" down --dir "$started" >&2 || true' EXIT
+    # expanded now: $started is local to run(), gone when the trap runs
+    # shellcheck disable=SC2064
+    trap "bash '$K8S' down --dir '$started' >&2 || true" EXIT
     # kubelet points pods at the cluster DNS e2e_dns_apply deploys (scripts/lib/k8s-node.sh reads it)
     CELLIUM_K8S_CLUSTER_DNS=$E2E_DNS_IP bash "$K8S" up --dir "$dir" --with-kubelet >&2
   fi
