@@ -42,8 +42,9 @@ SERVICES_FOCUS='\[sig-network\] Services '
 # this harness does not offer. [Serial]: the SCTP Service test, which loads the sctp kernel module on
 # the node. (The cloud load balancer tests are [sig-network] LoadBalancers, outside this suite.)
 SERVICES_SKIP='\[Disruptive\]|\[Serial\]'
-# CI: three NetworkPolicy tests (ingress, egress and ports) and two Services tests.
-CI_FOCUS="${NETPOL_FOCUS}.*(should support a 'default-deny-ingress' policy|should allow egress access on one named port|should enforce policy based on Ports)|${SERVICES_FOCUS}.*(should serve a basic endpoint from pods|should be able to create a functioning NodePort service)"
+# CI: three NetworkPolicy tests (ingress, egress and ports) and two Services tests (a ClusterIP by
+# name, one port number over TCP and UDP).
+CI_FOCUS="${NETPOL_FOCUS}.*(should support a 'default-deny-ingress' policy|should allow egress access on one named port|should enforce policy based on Ports)|${SERVICES_FOCUS}.*(should serve a basic endpoint from pods|should serve endpoints on same port and different protocols)"
 
 suite_filter() {
   case $1 in
