@@ -26,7 +26,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/{lib,bpf,maps,datapath,monitor,hubble,netlink,cni,api,hive}/**/*.ts'],
+    files: ['src/{lib,bpf,maps,datapath,monitor,hubble,ui,netlink,cni,api,hive}/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', { patterns: [library] }],
     },

@@ -31,6 +31,8 @@ CACHE="${CELLIUM_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cellium-k8s}"
 # their own binaries instead of rebuilding over each other's.
 BIN="$CACHE/$VERSION/bin-$(cat "$MOD/go.mod" "$MOD/go.sum" | sha256sum | cut -c1-12)"
 SERVICE_CIDR=10.96.0.0/16
+# The IPv6 service range: the apiserver is dual-stack (a Service asks for IPv6 or both by ipFamilyPolicy).
+SERVICE_CIDR6=fd00:10:96::/108
 SERVICE_IP=10.96.0.1
 CLUSTER_CIDR=10.244.0.0/16
 ETCD="${CELLIUM_TEST_ETCD:-etcd}"
@@ -397,7 +399,7 @@ serve() {
     --kubelet-preferred-address-types InternalIP,ExternalIP,Hostname \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
-    --service-cluster-ip-range "$SERVICE_CIDR" --endpoint-reconciler-type none \
+    --service-cluster-ip-range "$SERVICE_CIDR,$SERVICE_CIDR6" --endpoint-reconciler-type none \
     --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction --allow-privileged \
     --watch-cache-sizes podtemplates#0
   kubeconfig admin "$DIR/kubeconfig"

@@ -13,6 +13,7 @@ import { datapathCell } from './cells/datapath/index.js';
 import { memoryDatapathCell } from './cells/datapath-memory/index.js';
 import { bpfDatapathCell } from './cells/datapath-bpf/index.js';
 import { endpointCell, EndpointManagerToken } from './cells/endpoint/index.js';
+import { explainCell } from './cells/explain/index.js';
 import { identityCell, IdentityAllocatorToken } from './cells/identity/index.js';
 import { ipamCell, IPAMToken } from './cells/ipam/index.js';
 import { k8sCell, k8sPodLabelsCell, k8sResourcesCell, K8sStatusToken, type K8sStatusReporter } from './cells/k8s/index.js';
@@ -48,9 +49,9 @@ export const kubernetes: ModuleCell = module('kubernetes', 'Kubernetes', k8sCell
  * Control plane (module `controlplane`): identities, policy (with its CIDR identities in the
  * ipcache, without which a fromCIDR/toCIDR rule would match no packet), IPAM, endpoints, API
  * handlers, the CNI server (cellium-cni's agent side), services (the loadbalancer cell), the cluster
- * (nodes and their pod CIDRs).
+ * (nodes and their pod CIDRs), explain (`cellium explain`: which decision dropped a flow).
  */
-export const controlPlane: ModuleCell = module('controlplane', 'Control plane', identityCell, policyCell, cidrIPCacheCell, ipamCell, endpointCell, loadBalancerCell, ...apiHandlerCells, cniServerCell, clusterCell);
+export const controlPlane: ModuleCell = module('controlplane', 'Control plane', identityCell, policyCell, cidrIPCacheCell, ipamCell, endpointCell, loadBalancerCell, ...apiHandlerCells, explainCell, cniServerCell, clusterCell);
 
 /**
  * Datapath (module `datapath-plane`): the selection (memory or BPF), the BPF datapath (pinned maps

@@ -580,6 +580,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/cellium/policy/explain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Which decision dropped a flow, and the smallest policy that would allow it.
+         * @description The body holds one dropped Hubble flow (a line of `hubble observe -o json`: a
+         *     GetFlowsResponse `{"flow": {...}}` or the Flow itself; field names as protobuf JSON prints
+         *     them or in lower camel case, enums by name or number). A policy drop is traced against the
+         *     repository, egress at the source and ingress at the destination, section by section; the
+         *     proposal (a CiliumNetworkPolicy, or with `format: k8s` a NetworkPolicy where one can say
+         *     it) is traced again with it added (the repository is not changed) and returned only when
+         *     that trace allows the flow. Other drops are named (Cilium's reason) with what the agent
+         *     knows about them. Nothing is imported: `cellium explain --apply` does that with PUT /policy.
+         */
+        post: operations["PostCelliumPolicyExplain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/cellium/monitor": {
         parameters: {
             query?: never;
@@ -1245,6 +1272,108 @@ export interface components {
             verdict: "allowed" | "denied";
             enforced: boolean;
             rules: string[];
+        };
+        /** @description A dropped flow to explain and the format of the proposed policy. */
+        CelliumExplainRequest: {
+            /** @description A Hubble Flow, or a GetFlowsResponse holding one (`{"flow": {...}}`), as `hubble observe -o json` prints it. */
+            flow: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description The proposal's kind; `cilium` a CiliumNetworkPolicy, `k8s` a NetworkPolicy.
+             * @default cilium
+             * @enum {string}
+             */
+            format: "cilium" | "k8s";
+        };
+        /** @description One side of the explained flow. */
+        CelliumExplainSide: {
+            identity: number;
+            labels: string[];
+            namespace?: string;
+            /** @description `namespace/name` */
+            pod?: string;
+            endpointId?: number;
+            ip?: string;
+        };
+        /** @description One direction of a policy decision (egress at the source, ingress at the destination). */
+        CelliumExplainDirection: {
+            /** @enum {string} */
+            direction: "ingress" | "egress";
+            /** @enum {string} */
+            verdict: "allowed" | "denied";
+            enforced: boolean;
+            /** @enum {string} */
+            decision: "deny-rule" | "allow-rule" | "default-deny" | "not-enforced";
+            /** @description The rules that decided. */
+            rules: string[];
+            /** @description The rules selecting the subject. */
+            selecting: string[];
+            sections: {
+                rule: string;
+                pointer: string;
+                deny: boolean;
+                peers: string[];
+                ports: string;
+                peerMatches: boolean;
+                portMatches: boolean;
+                why: string;
+            }[];
+            why: string;
+        };
+        /** @description A proposed policy and the trace of the flow with it added to the repository. */
+        CelliumExplainProposal: {
+            /** @enum {string} */
+            format: "cilium" | "k8s";
+            objects: {
+                [key: string]: unknown;
+            }[];
+            /** @description The objects as YAML documents. */
+            text: string;
+            check: {
+                /** @enum {string} */
+                verdict: "allowed" | "denied";
+                log: string[];
+            };
+        };
+        /** @description The decision that dropped a flow and, for a policy drop, the smallest policy allowing it. */
+        CelliumExplanation: {
+            flow: {
+                uuid?: string;
+                time?: string;
+                source: components["schemas"]["CelliumExplainSide"];
+                destination: components["schemas"]["CelliumExplainSide"];
+                /** @enum {string} */
+                protocol?: "TCP" | "UDP" | "SCTP" | "ICMP" | "ICMPv6";
+                port: number;
+                /** @enum {string} */
+                direction: "ingress" | "egress" | "unknown";
+                dropReason: number;
+                service?: string;
+                interfaceIndex?: number;
+            };
+            reason: {
+                code: number;
+                /** @description Hubble's name of the drop reason (flow.DropReason), e.g. POLICY_DENIED. */
+                name: string;
+                /** @enum {string} */
+                kind: "policy" | "service" | "source" | "conntrack" | "packet" | "other";
+                meaning: string;
+                fix?: string;
+            };
+            decision: string;
+            policy?: {
+                revision: number;
+                /** @enum {string} */
+                verdict: "allowed" | "denied";
+                egress: components["schemas"]["CelliumExplainDirection"];
+                ingress: components["schemas"]["CelliumExplainDirection"];
+                log: string[];
+            };
+            details: string[];
+            proposal?: components["schemas"]["CelliumExplainProposal"];
+            noProposal?: string;
+            rejected?: components["schemas"]["CelliumExplainProposal"];
         };
         /**
          * @description GET /ipam: Cilium's IPAMStatus fields (same meanings as in StatusResponse `ipam`), then
@@ -2535,6 +2664,32 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+        };
+    };
+    PostCelliumPolicyExplain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CelliumExplainRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CelliumExplanation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
         };
     };
     GetCelliumMonitor: {

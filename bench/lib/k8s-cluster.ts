@@ -99,15 +99,25 @@ function sourceEnv(envFile: string): Record<string, string> {
 /** The line `scripts/k8s.sh up` prints once the control plane is ready. */
 const READY = /^k8s: Kubernetes \S+ up: /m;
 
+/** How to start a control plane. */
+export interface ClusterOptions {
+  /**
+   * Also a node (`up --with-kubelet`, root): containerd and kubelet of this machine, Cellium
+   * deployed as its DaemonSet, returned once the node is Ready (docs/k8s-harness.md).
+   */
+  readonly withKubelet?: boolean;
+}
+
 /**
  * Starts a control plane in a new temporary directory (`scripts/k8s.sh up --no-build --foreground`:
  * this process is the parent of its supervisor, which reaps etcd and the Kubernetes processes);
  * with `t`, it is stopped at t's teardown. It is also stopped when the test process exits without
  * stopping it.
  */
-export async function startCluster(t?: Teardown): Promise<Cluster> {
+export async function startCluster(t?: Teardown, opts: ClusterOptions = {}): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'cellium-k8s-'));
-  const supervisor = spawn('bash', [K8S_SCRIPT, 'up', '--dir', dir, '--no-build', '--foreground'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = ['up', '--dir', dir, '--no-build', '--foreground', ...(opts.withKubelet ? ['--with-kubelet'] : [])];
+  const supervisor = spawn('bash', [K8S_SCRIPT, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => supervisor.once('exit', (code) => resolve(code)));
   try {
     await new Promise<void>((resolve, reject) => {
@@ -122,6 +132,8 @@ export async function startCluster(t?: Teardown): Promise<Cluster> {
       void exited.then((code) => reject(new Error(`scripts/k8s.sh up failed (${code}): ${err.trim() || out.trim()}`)));
     });
   } catch (err) {
+    // a failed up removed what it made; a node's mounts are gone before DIR is
+    k8sScript(['down', '--dir', dir]);
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }

@@ -294,13 +294,15 @@ node_import() {
   done
 }
 
-# PIDs of processes whose command line names this node's directory (containerd's shims, the
-# pods' processes are found through their cgroups below), never anything else.
+# PIDs of processes whose command line names this node's directory (containerd's shims; the
+# pods' processes are found through their cgroups below), never anything else: one grep over
+# /proc/*/cmdline.
 node_pids() {
-  local p cmd
-  for p in /proc/[0-9]*; do
-    cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
-    case $cmd in *"$NODE_DIR"*) echo "${p#/proc/}" ;; esac
+  local f
+  # the pattern from a file: grep's own command line must not name the directory
+  for f in $(grep -lsFf <(printf '%s\n' "$NODE_DIR") /proc/[0-9]*/cmdline); do
+    f=${f#/proc/}
+    echo "${f%/cmdline}"
   done
 }
 
@@ -329,21 +331,14 @@ kill_pids() {
   done
 }
 
-# Removes the node: kubelet first (it would restart what is stopped), the pods' containers and
-# sandboxes through containerd, containerd, then whatever is left by PID (shims, container
-# processes in the node's cgroups), the mounts under DIR/node (netns, rootfs, volumes, bpffs),
+# Removes the node: kubelet first (it would restart what is stopped), containerd, then the pods'
+# processes (SIGKILL to every process in the node's cgroups) and containerd's shims (their command
+# line names DIR/node), by PID; nothing of containerd's metadata needs keeping (DIR goes), the mounts under DIR/node (netns, rootfs, volumes, bpffs),
 # the node's cgroups, the bridge of the reference network and /var/log/containers links into DIR.
 node_down() {
   node_paths
   [ -d "$NODE_DIR" ] || return 0
   stop_one kubelet
-  if running containerd; then
-    local id
-    for id in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true; done
-    sleep 0.5
-    for id in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks delete --force "$id" >/dev/null 2>&1 || true; done
-    for id in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers delete "$id" >/dev/null 2>&1 || true; done
-  fi
   stop_one containerd
   local i f pids
   for ((i = 0; i < 20; i++)); do

@@ -7,6 +7,8 @@ import type {
   BPFMap,
   BPFMapList,
   CelliumIPAM,
+  CelliumExplainRequest,
+  CelliumExplanation,
   CelliumTraceResult,
   ClusterNodeStatus,
   DaemonConfiguration,
@@ -245,6 +247,11 @@ export class CelliumClient {
   /** GET /cellium/policy/trace. */
   policyTrace(query: PolicyTraceQuery): Promise<CelliumTraceResult> {
     return this.body('GET', '/cellium/policy/trace', { query: { ...query } });
+  }
+
+  /** POST /cellium/policy/explain: which decision dropped a Hubble flow, and the policy that would allow it. */
+  explainFlow(req: CelliumExplainRequest): Promise<CelliumExplanation> {
+    return this.body('POST', '/cellium/policy/explain', { body: req });
   }
 
   /** GET /map. */

@@ -56,6 +56,10 @@ export type BPFMap = Schemas['BPFMap'];
 export type CniRequest = Schemas['CniRequest'];
 /** GET /cellium/policy/trace. */
 export type CelliumTraceResult = Schemas['CelliumTraceResult'];
+/** POST /cellium/policy/explain's body: a dropped Hubble flow and the proposal's format. */
+export type CelliumExplainRequest = Schemas['CelliumExplainRequest'];
+/** What POST /cellium/policy/explain answers. */
+export type CelliumExplanation = Schemas['CelliumExplanation'];
 /** A 400 for a request that does not match the spec. */
 export type ValidationError = Schemas['ValidationError'];
 /** The query of GET /cellium/policy/trace. */

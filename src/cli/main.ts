@@ -13,6 +13,7 @@ import { bpfCommands } from './commands/bpf.js';
 import { clusterCommands } from './commands/cluster.js';
 import { configCommands } from './commands/config.js';
 import { endpointCommands } from './commands/endpoint.js';
+import { explainCommands } from './commands/explain.js';
 import { identityCommands } from './commands/identity.js';
 import { installCniCommands } from './commands/install-cni.js';
 import { ipamCommands } from './commands/ipam.js';
@@ -21,6 +22,7 @@ import { monitorCommands } from './commands/monitor.js';
 import { policyCommands } from './commands/policy.js';
 import { serviceCommands } from './commands/service.js';
 import { statusCommands } from './commands/status.js';
+import { uiCommands } from './commands/ui.js';
 
 /** Every command group, in help order. Add a group here (e.g. install-cni) to make it a command. */
 export const COMMAND_GROUPS: readonly CommandGroup[] = [
@@ -33,9 +35,11 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   mapCommands,
   bpfCommands,
   monitorCommands,
+  explainCommands,
   configCommands,
   installCniCommands,
   clusterCommands,
+  uiCommands,
 ];
 
 /** The CLI's version (package.json's). */

@@ -3,11 +3,11 @@
  * predicates on flows, with Hubble's semantics: within one filter every field that is set must
  * match (a field matches when one of its values does); a flow passes when it matches one of the
  * whitelist filters (or there are none) and none of the blacklist filters. Fields about what
- * Cellium's flows never carry (L7, DNS names, workloads, clusters, tunnels, trace ids) match no
+ * Cellium's flows never carry (L7, DNS names, tunnels, trace ids, node labels) match no
  * flow, as they match no L3/L4 flow in Hubble.
  */
 import { cidrContainsAddr, parseAddr, parseCidr } from '../lib/addr.js';
-import { IPVersion, type Endpoint, type Flow, type FlowFilter, type Service, type TCPFlags } from './gen/flow/flow.js';
+import { IPVersion, type Endpoint, type Flow, type FlowFilter, type Service, type TCPFlags, type Workload } from './gen/flow/flow.js';
 import { labelSelector } from './labels.js';
 
 /** A filter that cannot be used: names the field, the value and the fix. */
@@ -88,6 +88,11 @@ function podName(e: Endpoint | undefined): { name: string; namespace: string } |
   return e && { name: e.podName, namespace: e.namespace };
 }
 
+/** Whether one of a side's workloads is one of `want` (an empty kind or name matches any). */
+function workloadsMatch(want: readonly Workload[], have: readonly Workload[] | undefined): boolean {
+  return !!have && have.some((h) => want.some((w) => (w.kind === '' || w.kind === h.kind) && (w.name === '' || w.name === h.name)));
+}
+
 function glob(pattern: string): RegExp {
   return new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
 }
@@ -143,8 +148,18 @@ export function compileFilter(ff: FlowFilter): Pred {
   add(ff.interface, (vs) => (f) => vs.some((i) => (i.index === 0 || i.index === f.interface?.index) && (i.name === '' || i.name === f.interface?.name)));
   add(ff.encrypted, (vs) => (f) => vs.includes(f.IP?.encrypted ?? false));
   // what Cellium's flows never carry: no flow matches (as no L3/L4 flow does in Hubble)
-  for (const vs of [ff.sourceFqdn, ff.destinationFqdn, ff.httpStatusCode, ff.httpMethod, ff.httpPath, ff.httpUrl, ff.dnsQuery, ff.traceId, ff.sourceIpXlated, ff.sourceClusterName, ff.destinationClusterName, ff.nodeLabels] as readonly (readonly unknown[])[]) add(vs, () => never);
-  for (const vs of [ff.sourceWorkload, ff.destinationWorkload, ff.ipTraceId] as readonly (readonly unknown[])[]) add(vs, () => never);
+  for (const vs of [ff.sourceFqdn, ff.destinationFqdn, ff.httpStatusCode, ff.httpMethod, ff.httpPath, ff.httpUrl, ff.dnsQuery, ff.traceId, ff.sourceIpXlated, ff.nodeLabels] as readonly (readonly unknown[])[]) add(vs, () => never);
+  add(ff.sourceClusterName, (vs) => {
+    const res = vs.map(glob);
+    return (f) => res.some((r) => r.test(f.source?.clusterName ?? ''));
+  });
+  add(ff.destinationClusterName, (vs) => {
+    const res = vs.map(glob);
+    return (f) => res.some((r) => r.test(f.destination?.clusterName ?? ''));
+  });
+  add(ff.sourceWorkload, (vs) => (f) => workloadsMatch(vs, f.source?.workloads));
+  add(ff.destinationWorkload, (vs) => (f) => workloadsMatch(vs, f.destination?.workloads));
+  add(ff.ipTraceId, () => never);
   return (f) => preds.every((p) => p(f));
 }
 

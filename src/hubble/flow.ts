@@ -6,7 +6,7 @@
 import { formatLine, POLICY_MATCH_TYPES, type EnrichedEvent, type FlowEndpoint, type MonitorEvent } from '../monitor/index.js';
 import {
   FlowType, IPVersion, TraceObservationPoint, TraceReason, TrafficDirection, Verdict,
-  type Endpoint, type Flow, type Layer4, type Service,
+  type CiliumEventType, type Endpoint, type Flow, type Layer4, type Service, type TCPFlags, type Workload,
 } from './gen/flow/flow.js';
 import type { Timestamp } from './gen/google/protobuf/timestamp.js';
 import { hubbleDropReason } from './drop-reasons.js';
@@ -17,12 +17,15 @@ export const MESSAGE_TYPES = { drop: 1, trace: 4, 'policy-verdict': 5 } as const
 /** What the agent adds to an event besides both sides' endpoints: the services of both addresses. */
 export interface FlowContext {
   readonly node: string;
-  /** ns since the epoch when the event was read. */
-  readonly timeNs: bigint;
+  /** When the event was read (shared by the flows of one read: never changed). */
+  readonly time: Timestamp;
   /** A per-node unique id (the flow's uuid). */
   readonly uuid: string;
   readonly sourceService?: Service;
   readonly destinationService?: Service;
+  /** The workloads of each side's pod (from its owner references), when known. */
+  readonly sourceWorkloads?: Workload[];
+  readonly destinationWorkloads?: Workload[];
 }
 
 /** A protobuf Timestamp of ns since the epoch. */
@@ -41,21 +44,19 @@ function verdict(e: MonitorEvent): Verdict {
   return Verdict.FORWARDED;
 }
 
+/** The TCPFlags of each flags byte, made once and shared by every flow (never changed). */
+const TCP_FLAGS: readonly TCPFlags[] = Array.from({ length: 256 }, (_, f) => Object.freeze({
+  FIN: !!(f & 0x01), SYN: !!(f & 0x02), RST: !!(f & 0x04), PSH: !!(f & 0x08), ACK: !!(f & 0x10), URG: !!(f & 0x20), ECE: !!(f & 0x40), CWR: !!(f & 0x80), NS: false,
+}));
+
 function layer4(e: MonitorEvent): Layer4 | undefined {
-  const ports = { sourcePort: e.sport, destinationPort: e.dport };
-  const f = e.tcpFlags;
   switch (e.protocol) {
     case 6:
-      return {
-        TCP: {
-          ...ports,
-          flags: { FIN: !!(f & 0x01), SYN: !!(f & 0x02), RST: !!(f & 0x04), PSH: !!(f & 0x08), ACK: !!(f & 0x10), URG: !!(f & 0x20), ECE: !!(f & 0x40), CWR: !!(f & 0x80), NS: false },
-        },
-      };
+      return { TCP: { sourcePort: e.sport, destinationPort: e.dport, flags: TCP_FLAGS[e.tcpFlags & 0xff] } };
     case 17:
-      return { UDP: ports };
+      return { UDP: { sourcePort: e.sport, destinationPort: e.dport } };
     case 132:
-      return { SCTP: ports };
+      return { SCTP: { sourcePort: e.sport, destinationPort: e.dport } };
     case 1:
       return { ICMPv4: { type: e.icmpType, code: 0 } };
     case 58:
@@ -71,8 +72,26 @@ export function bareName(pod: string | undefined, namespace: string | undefined)
   return namespace && pod.startsWith(`${namespace}/`) ? pod.slice(namespace.length + 1) : pod;
 }
 
-function endpoint(s: FlowEndpoint): Endpoint {
-  return { ID: s.ID, identity: s.identity, clusterName: '', namespace: s.namespace ?? '', labels: [...s.labels], podName: bareName(s.pod_name, s.namespace), workloads: [] };
+/** A side of the flow. The labels array is the enricher's own (never changed by flows), not a copy. */
+function endpoint(s: FlowEndpoint, workloads: Workload[] | undefined): Endpoint {
+  return { ID: s.ID, identity: s.identity, clusterName: clusterOf(s.labels), namespace: s.namespace ?? '', labels: s.labels as string[], podName: bareName(s.pod_name, s.namespace), workloads: workloads ?? [] };
+}
+
+const CLUSTER_LABEL = 'k8s:io.cilium.k8s.policy.cluster=';
+
+/** A side's cluster, as Hubble reads it: its `io.cilium.k8s.policy.cluster` label ('' without one). */
+export function clusterOf(labels: readonly string[]): string {
+  for (const l of labels) if (l.startsWith(CLUSTER_LABEL)) return l.slice(CLUSTER_LABEL.length);
+  return '';
+}
+
+/** The event type of each (type, sub type), made once and shared (never changed). */
+const eventTypes = new Map<number, CiliumEventType>();
+function eventType(type: number, subType: number): CiliumEventType {
+  const key = type * 65536 + subType;
+  let t = eventTypes.get(key);
+  if (!t) eventTypes.set(key, (t = Object.freeze({ type, subType })));
+  return t;
 }
 
 const TRACE_REASONS: Readonly<Record<string, TraceReason>> = {
@@ -89,18 +108,18 @@ export function toFlow(x: EnrichedEvent, ctx: FlowContext): Flow {
   const isReply = e.type === 'drop' ? undefined : e.ctStatus === 'reply';
   const match = POLICY_MATCH_TYPES.indexOf(e.match as (typeof POLICY_MATCH_TYPES)[number]);
   return {
-    time: timestamp(ctx.timeNs),
+    time: ctx.time,
     uuid: ctx.uuid,
     verdict: verdict(e),
     dropReason: reason,
     IP: e.src && e.dst ? { source: e.src, sourceXlated: '', destination: e.dst, ipVersion: e.src.includes(':') ? IPVersion.IPv6 : IPVersion.IPv4, encrypted: false } : undefined,
     l4: layer4(e),
-    source: endpoint(x.source),
-    destination: endpoint(x.destination),
+    source: endpoint(x.source, ctx.sourceWorkloads),
+    destination: endpoint(x.destination, ctx.destinationWorkloads),
     Type: FlowType.L3_L4,
     nodeName: ctx.node,
     reply: isReply === true,
-    eventType: { type: MESSAGE_TYPES[e.type], subType: e.type === 'drop' ? reason : e.type === 'trace' ? (e.direction === 'ingress' ? 0 : 5) : 0 },
+    eventType: eventType(MESSAGE_TYPES[e.type], e.type === 'drop' ? reason : e.type === 'trace' ? (e.direction === 'ingress' ? 0 : 5) : 0),
     sourceService: ctx.sourceService,
     destinationService: ctx.destinationService,
     trafficDirection: e.direction === 'ingress' ? TrafficDirection.INGRESS : TrafficDirection.EGRESS,

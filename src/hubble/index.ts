@@ -8,6 +8,8 @@ export * from './filter.js';
 export * from './labels.js';
 export * from './ring.js';
 export * from './drop-reasons.js';
+export * from './socket-path.js';
+export * from './workloads.js';
 export * as flowpb from './gen/flow/flow.js';
 export * as observerpb from './gen/observer/observer.js';
 export * as healthpb from './gen/grpc/health/v1/health.js';

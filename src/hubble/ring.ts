@@ -8,6 +8,8 @@ import type { Flow } from './gen/flow/flow.js';
 export interface RingEntry {
   readonly seq: number;
   readonly flow: Flow;
+  /** The flow's encoded GetFlowsResponse, made by the first follower that sends it and reused by the others. */
+  wire?: Buffer;
 }
 
 /** The last `capacity` flows. */
@@ -22,7 +24,7 @@ export class FlowRing {
 
   /** Adds a flow, overwriting the oldest when full; returns its entry. */
   push(flow: Flow): RingEntry {
-    const entry = { seq: ++this.written, flow };
+    const entry: RingEntry = { seq: ++this.written, flow, wire: undefined };
     this.slots[(entry.seq - 1) % this.capacity] = entry;
     return entry;
   }

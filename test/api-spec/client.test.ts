@@ -42,6 +42,7 @@ t.test('every operation through the client', async (t) => {
   t.same(await c.deletePolicy('all'), fx.policy);
   t.same(await c.policySelectors(), fx.selectors);
   t.same(await c.policyTrace({ src: ['k8s:a=b'], 'dst-identity': 1, dport: 80, proto: 'TCP' }), fx.traceAllowed);
+  t.same(await c.explainFlow({ flow: { verdict: 'DROPPED' }, format: 'k8s' }), fx.explanation);
   t.same(await c.listServices(), [fx.service7]);
   t.same(await c.getService(7), fx.service7);
   t.equal(await c.putService(7, fx.service7.spec!), true, '201: created');

@@ -6,6 +6,7 @@ import type {
   BPFMap,
   BPFMapList,
   CelliumIPAM,
+  CelliumExplanation,
   CelliumTraceResult,
   DaemonConfiguration,
   Endpoint,
@@ -214,6 +215,27 @@ export const traceAllowed: CelliumTraceResult = {
   log: ['Tracing From: [k8s:app=client] => To: [k8s:app=web] Ports: [80/TCP]', 'Final verdict: ALLOWED'],
 };
 
+/** POST /cellium/policy/explain: a policy drop, explained, with its checked proposal. */
+export const explanation: CelliumExplanation = {
+  flow: {
+    uuid: 'f-1', source: { identity: 31244, labels: ['k8s:app=client'], pod: 'default/client-0', endpointId: 11, ip: '10.200.0.11' },
+    destination: { identity: 31245, labels: ['k8s:app=web'], pod: 'default/web-0', endpointId: 12, ip: '10.200.0.12' },
+    protocol: 'TCP', port: 81, direction: 'ingress', dropReason: 133,
+  },
+  reason: { code: 133, name: 'POLICY_DENIED', kind: 'policy', meaning: 'no policy rule allowed the flow' },
+  decision: "the destination's ingress policy denied it: 1 rule selects the destination",
+  policy: {
+    revision: 3, verdict: 'denied', log: ['Final verdict: DENIED'],
+    egress: { direction: 'egress', verdict: 'allowed', enforced: false, decision: 'not-enforced', rules: [], selecting: [], sections: [], why: 'egress is not enforced' },
+    ingress: {
+      direction: 'ingress', verdict: 'denied', enforced: true, decision: 'default-deny', rules: [], selecting: ['[k8s:policy=allow-web]'], why: 'none allows it',
+      sections: [{ rule: '[k8s:policy=allow-web]', pointer: '/0/ingress/0', deny: false, peers: ['any:app=client'], ports: '80/TCP', peerMatches: true, portMatches: false, why: 'the peer matches, but 81/TCP is not among 80/TCP' }],
+    },
+  },
+  details: [],
+  proposal: { format: 'cilium', objects: [{ kind: 'CiliumNetworkPolicy' }], text: 'kind: CiliumNetworkPolicy\n', check: { verdict: 'allowed', log: ['Final verdict: ALLOWED'] } },
+};
+
 /** GET /map. */
 export const mapList: BPFMapList = {
   maps: [
@@ -286,6 +308,7 @@ export const FIXTURES: readonly { readonly operationId: string; readonly status:
   { operationId: 'DeletePolicy', status: 200, body: policy },
   { operationId: 'GetPolicySelectors', status: 200, body: selectors },
   { operationId: 'GetCelliumPolicyTrace', status: 200, body: traceAllowed },
+  { operationId: 'PostCelliumPolicyExplain', status: 200, body: explanation },
   { operationId: 'GetCelliumMonitor', status: 200, body: { kind: 'info', message: 'Listening for events (types drop, endpoints 12). Press Ctrl-C to quit' } },
   { operationId: 'GetService', status: 200, body: [service7] },
   { operationId: 'GetServiceID', status: 200, body: service7 },

@@ -4,10 +4,9 @@
 // the agent's stop ends it too.
 import { EventEmitter } from 'node:events';
 import t from 'tap';
-import type { ServerWritableStream } from '@grpc/grpc-js';
 import type { EnrichedEvent, MonitorEvent } from '../../src/monitor/index.js';
 import { flowpb, observerpb } from '../../src/hubble/index.js';
-import { HubbleObserver, serveGetFlows } from '../../src/cells/hubble/index.js';
+import { HubbleObserver, serveGetFlows, type GetFlowsCall } from '../../src/cells/hubble/index.js';
 
 /** A stream that takes `room` messages before asking for a drain. */
 class FakeCall extends EventEmitter {
@@ -17,8 +16,9 @@ class FakeCall extends EventEmitter {
   constructor(readonly request: observerpb.GetFlowsRequest, private readonly room = Infinity) {
     super();
   }
-  write(m: observerpb.GetFlowsResponse): boolean {
-    this.sent.push(m);
+  write(m: observerpb.GetFlowsResponse | Buffer): boolean {
+    // flows come encoded once for every follower (flowResponseBytes)
+    this.sent.push(Buffer.isBuffer(m) ? observerpb.GetFlowsResponse.decode(m) : m);
     return ++this.buffered < this.room;
   }
   end(): void {
@@ -38,7 +38,7 @@ const side = { ID: 1, identity: 1, labels: [] };
 const feed = (o: HubbleObserver, sport: number, time = new Date().toISOString()): void =>
   o.onRecord({ kind: 'event', event: { event: ev(sport), time, source: side, destination: side } satisfies EnrichedEvent });
 const req = (o: Partial<observerpb.GetFlowsRequest>): observerpb.GetFlowsRequest => ({ ...observerpb.GetFlowsRequest.decode(new Uint8Array()), ...o });
-const serve = (o: HubbleObserver, call: FakeCall): void => serveGetFlows(call as unknown as ServerWritableStream<observerpb.GetFlowsRequest, observerpb.GetFlowsResponse>, o);
+const serve = (o: HubbleObserver, call: FakeCall): void => serveGetFlows(call as unknown as GetFlowsCall, o);
 const ports = (c: FakeCall): number[] => c.sent.filter((m) => m.flow).map((m) => m.flow!.l4!.TCP!.sourcePort);
 
 t.test('the last flows, then new ones; a filter applies to both', async (t) => {

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { Registry } from 'prom-client';
 import type { EnrichedEvent, MonitorEvent } from '../../src/monitor/index.js';
-import { FlowRing, LabelSelectorError, FlowFilterError, bareName, compileFilters, flowpb, labelSelector, observerpb, toFlow } from '../../src/hubble/index.js';
+import { FlowRing, LabelSelectorError, FlowFilterError, bareName, compileFilters, flowpb, labelSelector, observerpb, timestamp, toFlow } from '../../src/hubble/index.js';
 import { HubbleObserver, checkRequest, hubbleConfigSchema, registerHubbleMetrics, storedFlows, GetFlowsRequestError } from '../../src/cells/hubble/index.js';
 
 const event = (o: Partial<MonitorEvent> = {}): MonitorEvent => ({
@@ -18,7 +18,7 @@ const enriched = (e: MonitorEvent): EnrichedEvent => ({
   destination: { ID: 7, identity: 2000, labels: ['k8s:app=server', 'k8s:tier=web'], pod_name: 'server', namespace: 'prod' },
 });
 
-const ctx = { node: 'node-1', timeNs: 1_795_000_000_123_456_789n, uuid: 'u-1' };
+const ctx = { node: 'node-1', time: timestamp(1_795_000_000_123_456_789n), uuid: 'u-1' };
 const noFilter = flowpb.FlowFilter.decode(new Uint8Array());
 const filter = (o: Partial<flowpb.FlowFilter>): flowpb.FlowFilter => ({ ...noFilter, ...o });
 
@@ -93,7 +93,7 @@ t.test('flow filters: every set field must match; whitelist minus blacklist', as
 
 t.test('the ring and GetFlows selection', async (t) => {
   const ring = new FlowRing(3);
-  const mk = (s: number): flowpb.Flow => toFlow(enriched(event({ sport: s })), { ...ctx, timeNs: BigInt(s) * 1_000_000_000n });
+  const mk = (s: number): flowpb.Flow => toFlow(enriched(event({ sport: s })), { ...ctx, time: timestamp(BigInt(s) * 1_000_000_000n) });
   for (const s of [1, 2, 3, 4, 5]) ring.push(mk(s));
   t.equal(ring.size, 3);
   t.equal(ring.seen, 5);

@@ -2,8 +2,8 @@
 // nodes in network namespaces with their own agents and no etcd of their own; pod CIDRs given by
 // the agent holding the Lease into CiliumNodes, pods' identities as CiliumIdentities, other nodes'
 // pods from their CiliumEndpoints, a CiliumNetworkPolicy; cross-node TCP allowed and dropped by
-// identity on real packets, a deleted pod leaving every ipcache, a deleted node (its CiliumNode)
-// taking its route and its ipcache entries with it, and nothing left behind.
+// identity on real packets, a deleted pod leaving every ipcache, a deleted Node (its CiliumNode
+// removed by Kubernetes' garbage collector, as the Node owns it) taking its route and its ipcache entries with it, and nothing left behind.
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
@@ -42,7 +42,9 @@ t.test('the 3-node cluster demo on the apiserver: pod CIDRs, identity policy acr
   t.match(traffic, /other -> server:80 is dropped, as expected/);
   t.match(step(/Delete the client pod/), /demo\/server/, 'the ipcache listed after the client left');
   const gone = step(/Delete node-3/);
-  t.match(gone, /kubectl delete ciliumnode node-3/);
+  t.match(gone, /kubectl delete node node-3/);
+  t.notMatch(gone, /kubectl delete ciliumnode/, 'only the Node is deleted by hand');
+  t.match(gone, /CiliumNode node-3 deleted by Kubernetes' garbage collector/, 'the CiliumNode goes with its owner, the Node');
   t.notMatch(gone.slice(gone.indexOf('cellium node list')), /node-3\s+10\.171/, 'node-1 does not list node-3 any more');
   t.match(gone, /node-3's route \(10\.172\.\d+\.0\/24\) and its ipcache entries \(10\.171\.0\.3, other 10\.172\.\d+\.\d+\) are gone from every other node/);
   t.match(all, /removed the pods/);

@@ -26,7 +26,8 @@ import {
   Cleanup, agentProcess, agentProcessSkip, allocatePod, cli, endpointRequest, tempDir, until as poll, type Pod,
 } from '../root-datapath-agent/fixtures.js';
 import { k8sSkip, startCluster, type Cluster } from './cluster.js';
-import { agentKubeconfig, kubectlOk, until } from './util.js';
+import { connect, hits, kernelLB, listen } from './lb-traffic.js';
+import { agentKubeconfig, kubectlOk, nodeWithHeartbeat, until } from './util.js';
 
 const skip = agentProcessSkip() || k8sSkip({ root: true });
 const NODE = 'node-a';
@@ -53,30 +54,6 @@ function webSlice(backends: readonly Pod[]): string {
   });
 }
 
-async function listen(pod: Pod, port: number, proto = 'tcp'): Promise<string> {
-  const id = pod.traffic.nextId();
-  pod.traffic.command(`listen ${proto} ${pod.ip} ${port} ${id}`);
-  if (!(await pod.traffic.waitFor('ready', id, 10000))) throw new Error(`${pod.name} did not listen on ${port}`);
-  return id;
-}
-
-async function connect(from: Pod, vip: string, port: number): Promise<boolean> {
-  const id = from.traffic.nextId();
-  from.traffic.command(`connect ${vip} ${port} - 1500 ${id}`);
-  return (await from.traffic.waitFor(['connected', 'failed'], id, 6000)) === 'connected';
-}
-
-const hits = (pod: Pod, id: string): number => pod.traffic.output.split('\n').filter((l) => l === `got ${id}`).length;
-
-interface LBEntry { service: string; backends: { backend: string }[] }
-
-/** The kernel's LB maps (`cellium bpf lb list` on the agent's BPF root). */
-async function kernelLB(socketPath: string, root: string): Promise<LBEntry[]> {
-  const r = await cli(socketPath, '-o', 'json', 'bpf', 'lb', 'list', '--bpf-root', root);
-  if (r.code !== 0) throw new Error(`cellium bpf lb list: ${r.err}`);
-  return JSON.parse(r.out) as LBEntry[];
-}
-
 /** The backends (ip:port) of `vip:port` in the kernel maps, or undefined when the frontend is not there. */
 async function kernelBackends(socketPath: string, root: string, frontend: string): Promise<string[] | undefined> {
   const e = (await kernelLB(socketPath, root)).find((x) => x.service === frontend);
@@ -93,17 +70,8 @@ t.test('Services and EndpointSlices from the apiserver into the kernel LB maps, 
   const cluster = await startCluster(c);
   const dir = tempDir(c, 'k8s-services');
   const kubeconfig = await agentKubeconfig(cluster, dir);
-  // the Node the Deployment's pods run on (the EndpointSlice controller skips pods of unknown nodes)
-  await kubectlOk(cluster, ['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: NODE } }));
-  // its heartbeat, as a kubelet would post it: without one, the node lifecycle controller marks the
-  // node's pods not ready after its grace period and their endpoints leave the slices
-  const heartbeat = setInterval(() => {
-    const now = new Date().toISOString();
-    void cluster.kubectl(['patch', 'node', NODE, '--subresource=status', '--type=merge', '-p', JSON.stringify({
-      status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'test heartbeat', lastHeartbeatTime: now, lastTransitionTime: now }] },
-    })]);
-  }, 10_000);
-  t.teardown(() => clearInterval(heartbeat));
+  // the Node the Deployment's pods run on, with a kubelet's heartbeat
+  t.teardown(await nodeWithHeartbeat(cluster, NODE));
   for (const [name, app] of [['client', 'client'], ['web-a', 'web'], ['web-b', 'web']]) await kubectlOk(cluster, ['create', '-f', '-'], podManifest(name!, { app: app! }));
 
   const ap = agentProcess(c, 'k8s-services', POOL, [`--k8s-kubeconfig-path=${kubeconfig}`, `--k8s-node-name=${NODE}`]);
@@ -175,7 +143,7 @@ t.test('Services and EndpointSlices from the apiserver into the kernel LB maps, 
     apiPods.push(pod);
   }
   const apiIds = await Promise.all(apiPods.map((p) => listen(p, 9090)));
-  const echoIds = await Promise.all(apiPods.map((p) => listen(p, 7007, 'tcpecho')));
+  const echoIds = await Promise.all(apiPods.map((p) => listen(p, 7007, { proto: 'tcpecho' })));
   const apiFe = `${API_VIP}:80/TCP`;
   const want = apiPods.map((p) => `${p.ip}:9090`).sort().join();
   t.ok(await poll(async () => (await kernelBackends(ap.socketPath, ap.root, apiFe))?.join() === want, 30_000), `the controller's slice: ${apiFe} -> both pods on the container port`, { diag: await diag() });

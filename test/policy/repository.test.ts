@@ -70,6 +70,9 @@ t.test('resolve finds rules through the selector index, and also for identities 
   t.same(repo.rulesFor(adhoc).length, 1);
 });
 
+/** A trace direction's verdict, enforcement and deciding rules (without what was considered). */
+const pick = (d: { verdict: string; enforced: boolean; rules: readonly string[] }) => ({ verdict: d.verdict, enforced: d.enforced, rules: d.rules });
+
 t.test('trace: verdict, deciding rules and a readable log', async (t) => {
   const { repo, alloc } = await policyHive(t);
   const w = alloc.id('k8s:app=web');
@@ -80,8 +83,10 @@ t.test('trace: verdict, deciding rules and a readable log', async (t) => {
   ));
   const ok = repo.trace({ labels: ['k8s:app=client'] }, { identity: w.id }, 80, 'TCP');
   t.equal(ok.verdict, 'allowed');
-  t.same(ok.ingress, { verdict: 'allowed', enforced: true, rules: ['[k8s:name=allow-client]'] });
-  t.same(ok.egress, { verdict: 'allowed', enforced: false, rules: [] });
+  t.same(pick(ok.ingress), { verdict: 'allowed', enforced: true, rules: ['[k8s:name=allow-client]'] });
+  t.same(pick(ok.egress), { verdict: 'allowed', enforced: false, rules: [] });
+  t.same(ok.ingress.selecting, ['[k8s:name=allow-client]', '[k8s:name=deny-world]'], 'the rules selecting the destination');
+  t.match(ok.ingress.sections, [{ rule: '[k8s:name=allow-client]', pointer: '/0/ingress/0', peerMatches: true, portMatches: true }, { rule: '[k8s:name=deny-world]', deny: true, peerMatches: false }], 'each section with what matched');
   t.match(ok.log.join('\n'), /Tracing From: identity \d+ \[k8s:app=client\] => To: identity \d+ \[k8s:app=web\] Ports: \[80\/TCP\]/);
   t.match(ok.log.join('\n'), /\/0\/ingress\/0: allows from \[any:app=client\] on 80\/TCP: MATCH/);
   t.match(ok.log.join('\n'), /Final verdict: ALLOWED/);

@@ -79,6 +79,8 @@ export interface Pod {
   readonly mac: string;
   readonly hostMac: string;
   readonly traffic: TrafficAgent;
+  /** The pod's IPv6 address, when it has one (dual-stack). */
+  readonly ipv6?: string;
 }
 
 function link(ns: string | undefined, dev: string): { ifindex: number; address: string } {
@@ -91,7 +93,7 @@ function link(ns: string | undefined, dev: string): { ifindex: number; address: 
  * src/cells/cni-server/plumbing.ts does. Forwarding is switched on like the CNI plugin does (and,
  * like it, left on: other tests may be routing pods at the same time).
  */
-export function createPod(c: Cleanup, name: string, addr: string, gateway: string): Pod {
+export function createPod(c: Cleanup, name: string, addr: string, gateway: string, v6?: { ip: string; gateway: string }): Pod {
   const id = uniq();
   const ns = `cldp-${name}-${id}`;
   const hostIf = `lxc${id}`;
@@ -114,15 +116,23 @@ export function createPod(c: Cleanup, name: string, addr: string, gateway: strin
   // replace, not add: a /32 left behind by an earlier run that was killed before its cleanup (its
   // lxc gone with it or not) must not fail this one; the pool of each test file is its own.
   ip('route', 'replace', `${addr}/32`, 'dev', hostIf, 'scope', 'link');
+  if (v6) {
+    writeFileSync('/proc/sys/net/ipv6/conf/all/forwarding', '1');
+    ip('-n', ns, '-6', 'addr', 'add', `${v6.ip}/128`, 'dev', 'eth0', 'nodad');
+    ip('-n', ns, '-6', 'route', 'add', 'default', 'via', v6.gateway, 'dev', 'eth0', 'onlink');
+    ip('-n', ns, '-6', 'neigh', 'add', v6.gateway, 'lladdr', host.address, 'dev', 'eth0', 'nud', 'permanent');
+    ip('-6', 'route', 'replace', `${v6.ip}/128`, 'dev', hostIf);
+  }
   const traffic = new TrafficAgent(ns);
   c.teardown(() => traffic.stop());
-  return { name, ns, ip: addr, hostIf, ifIndex: host.ifindex, mac: link(ns, 'eth0').address, hostMac: host.address, traffic };
+  return { name, ns, ip: addr, hostIf, ifIndex: host.ifindex, mac: link(ns, 'eth0').address, hostMac: host.address, traffic, ...(v6 ? { ipv6: v6.ip } : {}) };
 }
 
 /** Allocates an address from the agent's IPAM (as the CNI plugin does) and creates the pod with it. */
-export async function allocatePod(c: Cleanup, client: CelliumClient, name: string): Promise<Pod> {
+export async function allocatePod(c: Cleanup, client: CelliumClient, name: string, opts: { dualStack?: boolean } = {}): Promise<Pod> {
   const res = await client.ipamAllocate({ family: 'ipv4', owner: `default/${name}` });
-  return createPod(c, name, res.ipv4!.ip!, res.ipv4!.gateway!);
+  const v6 = opts.dualStack ? (await client.ipamAllocate({ family: 'ipv6', owner: `default/${name}` })).ipv6 : undefined;
+  return createPod(c, name, res.ipv4!.ip!, res.ipv4!.gateway!, v6 ? { ip: v6.ip!, gateway: v6.gateway! } : undefined);
 }
 
 /** The change request the CNI plugin sends for a pod: `PUT /v1/endpoint/0` with sync-build-endpoint. */
@@ -134,7 +144,7 @@ export function endpointRequest(pod: Pod, labels: readonly string[]): EndpointCh
     'interface-index': pod.ifIndex,
     mac: pod.mac,
     'host-mac': pod.hostMac,
-    addressing: { ipv4: pod.ip },
+    addressing: { ipv4: pod.ip, ...(pod.ipv6 ? { ipv6: pod.ipv6 } : {}) },
     'k8s-pod-name': pod.name,
     'k8s-namespace': 'default',
     labels: [...labels],

@@ -7,7 +7,7 @@ import type { Router } from 'express';
 import { module, provideInto, type DepsValues } from '../../hive/cell.js';
 import { ApiOperationsToken, ApiRoutersToken, type ApiOperations, type ApiRouterGroup } from '../api-server/types.js';
 import { PolicyError } from '../policy/types.js';
-import { PolicyRepositoryToken, type PolicyRepository, type TraceSubject } from '../policy/types.js';
+import { PolicyRepositoryToken, type PolicyRepository, type TraceResult, type TraceSubject } from '../policy/types.js';
 import { badField, notFound } from '../api-server/index.js';
 import { domainErrors } from './errors.js';
 import { parseFilter } from './labels.js';
@@ -27,6 +27,11 @@ function subject(query: Readonly<Record<string, unknown>>, side: 'src' | 'dst'):
   if (identity !== undefined) return { identity };
   if (!labels?.length) throw badField(`/query/${side}`, `the ${side} is required: labels (${side}=k8s:app=web) or ${side}-identity`, 'labels or an identity');
   return { labels };
+}
+
+/** A trace direction as the TraceDirection model has it (the verdict, enforcement and deciding rules). */
+function traceDirection(d: TraceResult['ingress']): { verdict: 'allowed' | 'denied'; enforced: boolean; rules: string[] } {
+  return { verdict: d.verdict, enforced: d.enforced, rules: [...d.rules] };
 }
 
 /** The policy router. */
@@ -63,7 +68,7 @@ export function policyRouter(ops: ApiOperations, repo: PolicyRepository): Router
     const dst = subject(query, 'dst');
     try {
       const t = repo.trace(src, dst, Number(query.dport), String(query.proto ?? 'TCP'));
-      res.json({ verdict: t.verdict, ingress: { ...t.ingress, rules: [...t.ingress.rules] }, egress: { ...t.egress, rules: [...t.egress.rules] }, log: [...t.log] });
+      res.json({ verdict: t.verdict, ingress: traceDirection(t.ingress), egress: traceDirection(t.egress), log: [...t.log] });
     } catch (err) {
       if (!(err instanceof PolicyError)) throw err;
       const m = /^\/(src|dst)\/(identity|labels)/.exec(err.pointer);

@@ -16,7 +16,7 @@ import { electionTiming, IdentityApi, LeaseElector } from '../k8s-identity/index
 import { CepIPCache } from './cep-ipcache.js';
 import { CiliumNodeApi, type CiliumNode } from './ciliumnode.js';
 import { K8sPodCIDR } from './k8s-pod-cidr.js';
-import { CiliumNodeRegistry } from './k8s-nodes.js';
+import { CiliumNodeRegistry, type K8sNode } from './k8s-nodes.js';
 import { PodCIDRAllocator } from './pod-cidr-allocator.js';
 import { AllocatorLoop } from './allocator-loop.js';
 import { StateDirConfigToken } from '../statedir/index.js';
@@ -116,7 +116,8 @@ function newNodeRegistry({ kv, client, k8s, ipam, podCIDR, lc, jobs, health, log
   let reg: KVNodeRegistry | CiliumNodeRegistry;
   if (crdMode(kv.enabled, client)) {
     const resource = newResource<CiliumNode>(client, lc, health, log, 'ciliumnodes', { path: '/apis/cilium.io/v2/ciliumnodes', minBackoffMs: 500, maxBackoffMs: 30_000 });
-    reg = new CiliumNodeRegistry(new CiliumNodeApi(client), resource, { name: k8s.k8sNodeName, cluster: kv.config.clusterName, ipv4: detectNodeIP(kv.config.nodeIp) },
+    const ownNode = newResource<K8sNode>(client, lc, health, log, 'own-node', { path: '/api/v1/nodes', fieldSelector: `metadata.name=${k8s.k8sNodeName}`, minBackoffMs: 500, maxBackoffMs: 30_000 });
+    reg = new CiliumNodeRegistry(new CiliumNodeApi(client), resource, ownNode, { name: k8s.k8sNodeName, cluster: kv.config.clusterName, ipv4: detectNodeIP(kv.config.nodeIp) },
       () => ({ cidr: pool(), fixed: podCIDR.current() === undefined }), jobs, log);
   } else {
     reg = new KVNodeRegistry(kv, { name: kv.config.nodeName, cluster: kv.config.clusterName, ipv4: detectNodeIP(kv.config.nodeIp) }, pool, jobs, log);

@@ -3,12 +3,14 @@
  * Kubernetes mode without --kvstore: `spec.addresses` (the node's InternalIP), `spec.ipam.podCIDRs`
  * (its pod CIDR, written by the elected pod CIDR allocator from the cluster pool, or by the agent
  * from its fixed --ipv4-range) and the annotation with the CIDR a node had before (a hint the
- * allocator honours when that CIDR is still free). The calls: get, list, create, update (at the
- * object's resourceVersion), each with the verb deploy/rbac.yaml grants.
+ * allocator honours when that CIDR is still free), and an owner reference to the node's Kubernetes
+ * Node where one exists (as Cilium's agent sets it): Kubernetes' garbage collector deletes the
+ * CiliumNode when its Node is deleted. The calls: get, list, create, update (at the object's
+ * resourceVersion) of CiliumNodes and get of the Node, each with the verb deploy/rbac.yaml grants.
  */
 import { isIP } from 'node:net';
 import { apiRequest, type Answer, type K8sClient } from '../k8s/index.js';
-import { nodeRequestFailed } from './errors.js';
+import { nodeGetFailed, nodeRequestFailed } from './errors.js';
 import type { ClusterNode } from './types.js';
 
 /** Bound of every request (ms). */
@@ -25,6 +27,7 @@ export interface CiliumNode {
     readonly name: string;
     readonly resourceVersion?: string;
     readonly annotations?: Readonly<Record<string, string>>;
+    readonly ownerReferences?: readonly OwnerReference[];
     readonly [k: string]: unknown;
   };
   readonly spec?: {
@@ -33,6 +36,26 @@ export interface CiliumNode {
     readonly [k: string]: unknown;
   };
   readonly [k: string]: unknown;
+}
+
+/** A metadata.ownerReferences entry (the fields the agent writes and compares). */
+export interface OwnerReference {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly [k: string]: unknown;
+}
+
+/** The owner reference of a CiliumNode to its Kubernetes Node. */
+export function nodeOwnerReference(name: string, uid: string): OwnerReference {
+  return { apiVersion: 'v1', kind: 'Node', name, uid };
+}
+
+/** The Node owner reference of a CiliumNode, if it has one. */
+export function nodeOwnerOf(cn: CiliumNode): OwnerReference | undefined {
+  const refs = Array.isArray(cn.metadata.ownerReferences) ? cn.metadata.ownerReferences : [];
+  return refs.find((r) => r?.kind === 'Node' && r.apiVersion === 'v1');
 }
 
 const PATH = '/apis/cilium.io/v2/ciliumnodes';
@@ -74,6 +97,20 @@ export class CiliumNodeApi {
     if (a.status === 404) return undefined;
     if (!ok(a)) throw nodeRequestFailed('get', name, a.status, a.message);
     return a.body as CiliumNode;
+  }
+
+  /** The uid of the Kubernetes Node of that name, or undefined when there is none (404). */
+  async nodeUid(name: string, signal?: AbortSignal): Promise<string | undefined> {
+    let a: Answer;
+    try {
+      a = await apiRequest(this.client.kubeConfig(), 'GET', `/api/v1/nodes/${encodeURIComponent(name)}`, undefined, { timeoutMs: CILIUMNODE_REQUEST_TIMEOUT_MS, ...(signal ? { signal } : {}) });
+    } catch (err) {
+      throw nodeGetFailed(name, 0, (err as Error).message, err);
+    }
+    if (a.status === 404) return undefined;
+    const uid = (a.body as { metadata?: { uid?: unknown } } | undefined)?.metadata?.uid;
+    if (!ok(a) || typeof uid !== 'string') throw nodeGetFailed(name, a.status, a.message);
+    return uid;
   }
 
   /** Every CiliumNode (a consistent list straight from the apiserver). */

@@ -30,6 +30,19 @@ export function clusterPoolNeedsKVStore(): ClusterError {
   return new ClusterError('config', '--cluster-pool-ipv4-cidr needs a kvstore or Kubernetes to allocate the node\'s pod CIDR in: add --kvstore=etcd --kvstore-opt=etcd.config=FILE or --k8s-kubeconfig-path=FILE, or use --ipv4-range for a fixed pool');
 }
 
+/** Reading this node's Kubernetes Node (the owner of its CiliumNode) got an error answer (or none). */
+export function nodeGetFailed(name: string, status: number, message: string, cause?: unknown): ClusterError {
+  const what = `kubernetes: get nodes ${name}`;
+  if (status === 0) return new ClusterError('api', `${what}: no answer (${message}); check that the apiserver is reachable`, { cause });
+  if (status === 403) return new ClusterError('api', `${what} is forbidden (${message}); the agent's ClusterRole needs verb "get" on nodes: kubectl apply -f deploy/rbac.yaml`);
+  return new ClusterError('api', `${what} failed: ${status} ${message}; check that the apiserver is reachable`);
+}
+
+/** This node's Node was deleted while the agent runs: its CiliumNode is not written again. */
+export function nodeRemoved(name: string): string {
+  return `the Node ${name} was deleted and Kubernetes' garbage collector removed this node's CiliumNode with it: other nodes no longer route to this one; the agent does not write it again while the Node is missing. Fix: register the node again (restart kubelet), then restart the agent; or drain and remove the node`;
+}
+
 /** A CiliumNode request got an error answer (or none); a 403 names the verb and deploy/rbac.yaml. */
 export function nodeRequestFailed(verb: string, name: string, status: number, message: string, cause?: unknown): ClusterError {
   const what = `kubernetes: ${verb} ciliumnodes.cilium.io${name ? ` ${name}` : ''}`;

@@ -10,7 +10,7 @@
 export * from './types.js';
 export { KVNodeRegistry } from './nodes.js';
 export { KVIPCache } from './ipcache.js';
-export { CiliumNodeRegistry } from './k8s-nodes.js';
+export { CiliumNodeRegistry, type K8sNode } from './k8s-nodes.js';
 export { CepIPCache, cepEntries } from './cep-ipcache.js';
 export { CiliumNodeApi, nodeOf, podCIDRsOf, PREVIOUS_CIDR_ANNOTATION, type CiliumNode } from './ciliumnode.js';
 export { ensureOwnCiliumNode, type OwnNodeSpec } from './own-ciliumnode.js';

@@ -7,6 +7,7 @@ import { LoggerToken } from '../../hive/logger.js';
 import { packageVersion } from '../../api/repo-files.js';
 import { MetricsCollectorsToken, type MetricsCollector } from '../api-metrics/types.js';
 import { KVStoreConfigToken } from '../kvstore/index.js';
+import { LocalPodsToken } from '../k8s/index.js';
 import { ServiceManagerToken } from '../loadbalancer/index.js';
 import { MonitorAgentToken } from '../monitor/index.js';
 import { HubbleConfigToken, hubbleConfigSchema, type HubbleMetric } from './config.js';
@@ -14,14 +15,15 @@ import { registerHubbleMetrics } from './metrics.js';
 import { HubbleObserver } from './observer.js';
 import { HubbleServer } from './server.js';
 import { frontendServices } from './services.js';
+import { podWorkloadLookup } from './workloads.js';
 import { HubbleObserverToken, HubbleServerToken } from './types.js';
 
-/** What the observer is built from: its ring's size, the node's name, the services. */
-const observerDeps = { cfg: HubbleConfigToken, kv: KVStoreConfigToken, services: ServiceManagerToken } as const;
+/** What the observer is built from: its ring's size, the node's name, the services, the local pods (their workloads). */
+const observerDeps = { cfg: HubbleConfigToken, kv: KVStoreConfigToken, services: ServiceManagerToken, pods: LocalPodsToken } as const;
 
 /** The observer (its ring is allocated only with --enable-hubble). */
 function newObserver(d: DepsValues<typeof observerDeps>): HubbleObserver {
-  return new HubbleObserver(d.cfg.enableHubble ? d.cfg.hubbleEventBufferCapacity : 1, d.kv.nodeName, frontendServices(d.services));
+  return new HubbleObserver(d.cfg.enableHubble ? d.cfg.hubbleEventBufferCapacity : 1, d.kv.nodeName, frontendServices(d.services), podWorkloadLookup(d.pods));
 }
 
 /** What the server works with. */

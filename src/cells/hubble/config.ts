@@ -5,10 +5,10 @@
  * flows: 2^n - 1, Cilium's default 4095) and `--hubble-metrics` (which Hubble metrics to serve on
  * the agent's Prometheus registry: flow, drop, tcp, port-distribution; none by default, as Cilium).
  */
-import { dirname, join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { bool, list, string, type Field, type ValuesOf } from '../../hive/config/fields.js';
 import { token } from '../../hive/token.js';
-import { defaultSocketPath } from '../../api/socket-path.js';
+import { defaultHubbleSocketPath } from '../../hubble/index.js';
 import { HubbleConfigError } from './errors.js';
 
 /** The Hubble metrics Cellium serves (Cilium's --hubble-metrics names). */
@@ -17,9 +17,7 @@ export const HUBBLE_METRICS = ['flow', 'drop', 'tcp', 'port-distribution'] as co
 export type HubbleMetric = (typeof HUBBLE_METRICS)[number];
 
 /** The default Hubble socket: hubble.sock in the directory of the API's default socket. */
-export function defaultHubbleSocketPath(): string {
-  return join(dirname(defaultSocketPath()), 'hubble.sock');
-}
+export { defaultHubbleSocketPath };
 
 /** The largest ring Cellium accepts (2^20 - 1 flows). */
 export const MAX_EVENT_BUFFER_CAPACITY = 2 ** 20 - 1;

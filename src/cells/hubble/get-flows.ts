@@ -5,11 +5,13 @@
  * than the flows lags behind in the ring and is told how many it lost (HUBBLE_RING_BUFFER).
  */
 import type { ServerWritableStream } from '@grpc/grpc-js';
+import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import { compileFilters, flowpb, observerpb, timestamp, timestampNs, type RingEntry } from '../../hubble/index.js';
 import { GetFlowsRequestError } from './errors.js';
 import type { HubbleObserver, ObserverItem } from './observer.js';
 
-type Call = ServerWritableStream<observerpb.GetFlowsRequest, observerpb.GetFlowsResponse>;
+/** A GetFlows call whose responses may be written already encoded (the server's serializer passes Buffers through). */
+export type GetFlowsCall = ServerWritableStream<observerpb.GetFlowsRequest, observerpb.GetFlowsResponse | Buffer>;
 
 /** Checks a request's fields against each other; throws GetFlowsRequestError. */
 export function checkRequest(req: observerpb.GetFlowsRequest): void {
@@ -35,9 +37,17 @@ export function storedFlows(req: observerpb.GetFlowsRequest, entries: readonly R
   return req.first ? out.slice(0, req.number) : out.slice(Math.max(0, out.length - req.number));
 }
 
-/** One response of a flow. */
-function flowResponse(e: RingEntry, node: string): observerpb.GetFlowsResponse {
-  return { flow: e.flow, nodeName: node, time: e.flow.time };
+const writer = new BinaryWriter();
+
+/**
+ * The encoded GetFlowsResponse of a stored flow: encoded once, by the first follower that sends
+ * it, and kept with the flow for the others (and for stored flows read again).
+ */
+export function flowResponseBytes(e: RingEntry, node: string): Buffer {
+  if (e.wire) return e.wire;
+  // one writer for every flow: its buffer has grown to a flow's size once, so an encode allocates only its result
+  const u8 = observerpb.GetFlowsResponse.encode({ flow: e.flow, nodeName: node, time: e.flow.time }, writer).finish();
+  return (e.wire = Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength));
 }
 
 function lostResponse(lost: flowpb.LostEvent, node: string): observerpb.GetFlowsResponse {
@@ -50,13 +60,13 @@ function lostResponse(lost: flowpb.LostEvent, node: string): observerpb.GetFlows
  * making the agent buffer; flows the ring overwrote before it read them are reported as one
  * lost_events (HUBBLE_RING_BUFFER), as Hubble does.
  */
-export function serveGetFlows(call: Call, observer: HubbleObserver): void {
+export function serveGetFlows(call: GetFlowsCall, observer: HubbleObserver): void {
   const req = call.request;
   const node = observer.nodeName;
   const ring = observer.ring;
   const match = compileFilters(req.whitelist, req.blacklist);
   const until = req.until && timestampNs(req.until);
-  for (const e of storedFlows(req, ring.snapshot(), match)) call.write(flowResponse(e, node));
+  for (const e of storedFlows(req, ring.snapshot(), match)) call.write(flowResponseBytes(e, node));
   if (!req.follow) {
     call.end();
     return;
@@ -80,7 +90,7 @@ export function serveGetFlows(call: Call, observer: HubbleObserver): void {
       }
       const e = ring.at(next++)!;
       if (until !== undefined && timestampNs(e.flow.time!) > until) return end();
-      if (match(e.flow)) blocked = !call.write(flowResponse(e, node));
+      if (match(e.flow)) blocked = !call.write(flowResponseBytes(e, node));
     }
   };
   const onItem = (item: ObserverItem): void => {

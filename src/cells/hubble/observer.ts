@@ -5,8 +5,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Subject, type Observable } from 'rxjs';
-import { FlowRing, toFlow, flowpb, type RingEntry } from '../../hubble/index.js';
+import { FlowRing, toFlow, flowpb, type RingEntry, type Timestamp } from '../../hubble/index.js';
 import type { MonitorRecord } from '../monitor/index.js';
+import type { FlowEndpoint } from '../../monitor/index.js';
 
 /** What the observer tells its followers: a new flow, or events lost before they became flows. */
 export type ObserverItem =
@@ -15,6 +16,9 @@ export type ObserverItem =
 
 /** The service answering on an address and port (a frontend), when there is one. */
 export type ServiceLookup = (ip: string, port: number, protocol: number) => flowpb.Service | undefined;
+
+/** The workloads of a pod (`namespace`, `pod` as the endpoint names it: `namespace/name`), or none when unknown. */
+export type WorkloadLookup = (namespace: string, pod: string) => flowpb.Workload[];
 
 /** Counts of the observer since it started. */
 export interface ObserverStats {
@@ -34,11 +38,15 @@ export class HubbleObserver {
   /** Flow counts per second of the last minute (index: second % 60) and which second each slot holds. */
   private readonly perSecond = new Array<number>(60).fill(0);
   private readonly slotSecond = new Array<number>(60).fill(-1);
+  private lastTime = '';
+  private lastMs = 0;
+  private lastStamp: Timestamp = { seconds: 0, nanos: 0 };
 
   constructor(
     capacity: number,
     readonly nodeName: string,
     private readonly services: ServiceLookup = () => undefined,
+    private readonly workloads: WorkloadLookup = () => [],
   ) {
     this.ring = new FlowRing(capacity);
   }
@@ -55,13 +63,21 @@ export class HubbleObserver {
       return;
     }
     const e = rec.event.event;
-    const timeMs = Date.parse(rec.event.time);
+    // the monitor stamps every event of one read with the same time: parsed once a read
+    if (rec.event.time !== this.lastTime) {
+      this.lastTime = rec.event.time;
+      this.lastMs = Date.parse(rec.event.time);
+      this.lastStamp = Object.freeze({ seconds: Math.floor(this.lastMs / 1000), nanos: (this.lastMs % 1000) * 1_000_000 });
+    }
+    const timeMs = this.lastMs;
     const flow = toFlow(rec.event, {
       node: this.nodeName,
-      timeNs: BigInt(timeMs) * 1_000_000n,
+      time: this.lastStamp,
       uuid: randomUUID(),
       sourceService: e.src ? this.services(e.src, e.sport, e.protocol) : undefined,
       destinationService: e.dst ? this.services(e.dst, e.dport, e.protocol) : undefined,
+      sourceWorkloads: this.sideWorkloads(rec.event.source),
+      destinationWorkloads: this.sideWorkloads(rec.event.destination),
     });
     this.countRate(Math.floor(timeMs / 1000));
     this.items.next({ kind: 'flow', entry: this.ring.push(flow) });
@@ -84,6 +100,10 @@ export class HubbleObserver {
   /** Ends every follower (agent stop). */
   stop(): void {
     this.items.complete();
+  }
+
+  private sideWorkloads(s: FlowEndpoint): flowpb.Workload[] | undefined {
+    return s.pod_name && s.namespace ? this.workloads(s.namespace, s.pod_name) : undefined;
   }
 
   private countRate(second: number): void {

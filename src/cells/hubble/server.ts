@@ -8,8 +8,20 @@ import { FlowFilterError, LabelSelectorError, healthpb, observerpb, relaypb } fr
 import type { Logger } from '../../hive/logger.js';
 import { prepareSocket, removeSocket, restrictSocket } from '../api-server/index.js';
 import { GetFlowsRequestError, HubbleSocketError } from './errors.js';
-import { checkRequest, serveGetFlows } from './get-flows.js';
+import { checkRequest, serveGetFlows, type GetFlowsCall } from './get-flows.js';
 import type { HubbleObserver } from './observer.js';
+
+/**
+ * observer.Observer as generated, except that GetFlows' serializer passes a Buffer through: a
+ * follower writes each flow's response encoded once for all followers (flowResponseBytes).
+ */
+const OBSERVER_SERVICE = {
+  ...observerpb.ObserverService,
+  getFlows: {
+    ...observerpb.ObserverService.getFlows,
+    responseSerialize: (v: observerpb.GetFlowsResponse | Buffer): Buffer => (Buffer.isBuffer(v) ? v : observerpb.ObserverService.getFlows.responseSerialize(v)),
+  },
+};
 
 /** The names `hubble status` and gRPC health clients ask about: all, Hubble's, and the service's. */
 export const HEALTH_SERVICES: readonly string[] = ['', 'hubble.server.Observer', 'observer.Observer'];
@@ -33,7 +45,7 @@ export class HubbleServer {
       throw new HubbleSocketError(this.socketPath, (err as Error).message);
     }
     const server = new Server();
-    server.addService(observerpb.ObserverService, this.observerImpl());
+    server.addService(OBSERVER_SERVICE, this.observerImpl());
     server.addService(healthpb.HealthService, { check: (call: ServerUnaryCall<healthpb.HealthCheckRequest, healthpb.HealthCheckResponse>, cb: sendUnaryData<healthpb.HealthCheckResponse>) => this.health(call, cb) });
     await new Promise<void>((resolve, reject) => {
       server.bindAsync(`unix:${this.socketPath}`, ServerCredentials.createInsecure(), (err) => (err ? reject(new HubbleSocketError(this.socketPath, err.message)) : resolve()));
@@ -84,7 +96,8 @@ export class HubbleServer {
       getFlows: (call: ServerWritableStream<observerpb.GetFlowsRequest, observerpb.GetFlowsResponse>) => {
         try {
           checkRequest(call.request);
-          serveGetFlows(call, this.observer);
+          // the service's serializer takes encoded responses too (OBSERVER_SERVICE)
+          serveGetFlows(call as unknown as GetFlowsCall, this.observer);
         } catch (err) {
           const bad = err instanceof GetFlowsRequestError || err instanceof FlowFilterError || err instanceof LabelSelectorError;
           call.destroy(Object.assign(new Error((err as Error).message), { code: bad ? grpcStatus.INVALID_ARGUMENT : grpcStatus.INTERNAL, details: (err as Error).message }));

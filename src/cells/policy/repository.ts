@@ -24,7 +24,7 @@ import type { SelectorCache } from './selector-cache.js';
 import type { Selector } from './selector.js';
 import type { PolicyStore, StoredPolicy } from './store.js';
 import { tracePolicy } from './trace.js';
-import type { CachedSelector, ImportOptions, NamedPort, NamedPortMap, PolicyBatchChange, PolicyChange, PolicyRepository, PolicyRule, ResolvedPolicy, TraceResult, TraceSubject } from './types.js';
+import type { CachedSelector, ImportOptions, NamedPort, NamedPortMap, PolicyBatchChange, PolicyChange, PolicyRepository, PolicyRule, ResolvedPolicy, TraceOptions, TraceResult, TraceSubject } from './types.js';
 
 const ZERO: readonly number[] = [0];
 
@@ -171,8 +171,17 @@ export class Repository implements PolicyRepository {
   }
 
   /** See PolicyRepository. */
-  trace(src: TraceSubject, dst: TraceSubject, dport: number, protocol: string): TraceResult {
-    return tracePolicy((id) => this.rulesFor(id), this.traceSubject(src, 'src'), this.traceSubject(dst, 'dst'), dport, protocol, this.compiled());
+  trace(src: TraceSubject, dst: TraceSubject, dport: number, protocol: string, opts: TraceOptions = {}): TraceResult {
+    const s = this.traceSubject(src, 'src');
+    const d = this.traceSubject(dst, 'dst');
+    // candidates are compiled as if imported after every rule, and never added
+    const extra = opts.candidates === undefined ? [] : parsePolicyText(opts.candidates).map((input, i) => compileRule(input, this.seq + i + 1));
+    const rulesFor = extra.length ? (id: Identity) => [...this.rulesFor(id), ...extra.filter((r) => r.subject.matches(id))] : (id: Identity) => this.rulesFor(id);
+    const own = opts.destinationPorts;
+    const named = own && ((name: string, protocol: number, dir: 'ingress' | 'egress') => (dir === 'ingress'
+      ? own.filter((p) => p.name === name && p.protocol === protocol).map((p) => p.port)
+      : this.egressPorts(name, protocol, d.id)));
+    return tracePolicy(rulesFor, s, d, dport, protocol, [...this.compiled(), ...extra], named);
   }
 
   /** See PolicyRepository. */

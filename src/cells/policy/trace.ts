@@ -9,9 +9,7 @@ import { POD_NAMESPACE_KEY } from './compile.js';
 import { invalidField } from './errors.js';
 import { inRange, rangeOf } from './ports.js';
 import { ruleName, type CompiledRule, type PortProto } from './rule.js';
-import type { TraceResult } from './types.js';
-
-type DirVerdict = TraceResult['ingress'];
+import type { TraceDirection, TraceResult, TraceSection } from './types.js';
 
 const NAMES: Record<number, string> = { 0: 'ANY', 1: 'ICMP', 6: 'TCP', 17: 'UDP', 132: 'SCTP' };
 
@@ -23,14 +21,29 @@ export function protocolNumber(protocol: string | number): number {
   return n;
 }
 
-/** Named ports never match here: a trace has identities, not endpoints with container ports. */
-function portMatches(ports: readonly PortProto[], dport: number, proto: number): boolean {
-  return ports.length === 0 || ports.some((p) => p.name === undefined && (p.protocol === 0 || p.protocol === proto) && (p.port === 0 || inRange(dport, rangeOf(p))));
+/**
+ * The numbers a named port stands for in this trace (see TraceOptions.destinationPorts); a trace
+ * without the destination's named ports resolves no name, so a named port never matches there.
+ */
+export type TraceNamedPorts = (name: string, protocol: number, dir: Direction) => readonly number[];
+
+const NO_NAMES: TraceNamedPorts = () => [];
+
+function portMatches(ports: readonly PortProto[], dport: number, proto: number, dir: Direction, named: TraceNamedPorts): boolean {
+  return ports.length === 0 || ports.some((p) => (p.protocol === 0 || p.protocol === proto) &&
+    (p.name !== undefined ? named(p.name, p.protocol, dir).includes(dport) : p.port === 0 || inRange(dport, rangeOf(p))));
 }
 
-function describePorts(ports: readonly PortProto[]): string {
+function describePorts(ports: readonly PortProto[], dir: Direction, named: TraceNamedPorts | undefined): string {
   if (ports.length === 0) return 'any port';
-  return ports.map((p) => `${p.name !== undefined ? `named port ${p.name} (resolved per endpoint)` : p.port === 0 ? 'any' : p.endPort ? `${p.port}-${p.endPort}` : p.port}/${NAMES[p.protocol] ?? p.protocol}`).join(', ');
+  const proto = (p: PortProto) => NAMES[p.protocol] ?? String(p.protocol);
+  return ports.map((p) => {
+    if (p.name === undefined) return `${p.port === 0 ? 'any' : p.endPort ? `${p.port}-${p.endPort}` : p.port}/${proto(p)}`;
+    if (!named) return `named port ${p.name} (resolved per endpoint)/${proto(p)}`;
+    const nums = named(p.name, p.protocol, dir);
+    const whose = dir === 'ingress' ? 'the destination declares' : 'the destination identity\'s endpoints declare';
+    return nums.length ? `named port ${p.name} = ${nums.join(', ')}/${proto(p)}` : `named port ${p.name}/${proto(p)} (${whose} no port of that name)`;
+  }).join(', ');
 }
 
 /** The derived label a namespaced policy's rules carry (`k8s:io.cilium.k8s.policy.namespace=NS`). */
@@ -57,18 +70,22 @@ export function namespaceHint(all: readonly CompiledRule[], subject: Identity, f
     (found.size > 1 ? ` (rules of namespaces ${[...found.keys()].slice(1).join(', ')} would too)` : '');
 }
 
-function direction(dir: Direction, rules: readonly CompiledRule[], peer: Identity, dport: number, proto: number, log: string[], hint?: () => string | undefined): DirVerdict {
+function direction(dir: Direction, rules: readonly CompiledRule[], peer: Identity, dport: number, proto: number, log: string[], named: TraceNamedPorts | undefined, hint?: () => string | undefined): TraceDirection {
   const enforced = rules.some((r) => r.defaultDeny[dir]);
   const allows: string[] = [];
   const denies: string[] = [];
+  const sections: TraceSection[] = [];
   for (const r of rules) {
     log.push(`  * Rule ${ruleName(r)}: selected`);
     for (const s of r.sections) {
       if (s.direction !== dir) continue;
-      const peerHit = s.peers.find((p) => p.matches(peer));
-      const portHit = portMatches(s.ports, dport, proto);
-      const what = `${s.deny ? 'denies' : 'allows'} ${dir === 'ingress' ? 'from' : 'to'} [${s.peers.map((p) => p.key).join(' | ') || 'nothing'}] on ${describePorts(s.ports)}`;
+      const peerHit = s.peers.some((p) => p.matches(peer));
+      const portHit = portMatches(s.ports, dport, proto, dir, named ?? NO_NAMES);
+      const ports = describePorts(s.ports, dir, named);
+      const peers = s.peers.map((p) => p.key);
+      const what = `${s.deny ? 'denies' : 'allows'} ${dir === 'ingress' ? 'from' : 'to'} [${peers.join(' | ') || 'nothing'}] on ${ports}`;
       log.push(`      ${s.pointer}: ${what}: ${peerHit && portHit ? 'MATCH' : peerHit ? 'peer matches, port does not' : 'peer does not match'}`);
+      sections.push({ rule: ruleName(r), pointer: s.pointer, deny: s.deny, peers, ports, peerMatches: peerHit, portMatches: portHit });
       if (peerHit && portHit) (s.deny ? denies : allows).push(ruleName(r));
     }
   }
@@ -78,29 +95,28 @@ function direction(dir: Direction, rules: readonly CompiledRule[], peer: Identit
     const h = hint?.();
     if (h) log.push(h);
   }
-  let v: DirVerdict;
-  if (denies.length) v = { verdict: 'denied', enforced, rules: uniq(denies) };
-  else if (allows.length) v = { verdict: 'allowed', enforced, rules: uniq(allows) };
-  else v = { verdict: enforced ? 'denied' : 'allowed', enforced, rules: [] };
+  const verdict = denies.length ? 'denied' : allows.length ? 'allowed' : enforced ? 'denied' : 'allowed';
+  const decided = denies.length ? uniq(denies) : uniq(allows);
   const why = denies.length ? 'a deny rule matches' : allows.length ? 'an allow rule matches' : enforced ? 'default deny: no rule allows it' : `${dir} is not enforced`;
-  log.push(`${dir === 'ingress' ? 'Ingress' : 'Egress'} verdict: ${v.verdict} (${why})`);
-  return v;
+  log.push(`${dir === 'ingress' ? 'Ingress' : 'Egress'} verdict: ${verdict} (${why})`);
+  return { verdict, enforced, rules: decided, selecting: rules.map(ruleName), sections };
 }
 
 /**
  * Traces src -> dst on dport/proto; `rulesFor` gives the rules selecting an identity, in order;
- * `all` (every rule) lets the log hint at a missing namespace label when no rule selects a side.
+ * `all` (every rule) lets the log hint at a missing namespace label when no rule selects a side;
+ * `named` resolves named ports (without it a name never matches: a trace of identities alone).
  */
-export function tracePolicy(rulesFor: (id: Identity) => readonly CompiledRule[], src: Identity, dst: Identity, dport: number, protocol: string | number, all: readonly CompiledRule[] = []): TraceResult {
+export function tracePolicy(rulesFor: (id: Identity) => readonly CompiledRule[], src: Identity, dst: Identity, dport: number, protocol: string | number, all: readonly CompiledRule[] = [], named?: TraceNamedPorts): TraceResult {
   if (!(Number.isInteger(dport) && dport >= 0 && dport <= 65535)) throw invalidField('/dport', `${dport} is not a port`, 'give 0-65535');
   const proto = protocolNumber(protocol);
   const log: string[] = [];
   const show = (i: Identity) => `${i.id > 0 ? `identity ${i.id} ` : ''}[${i.labels.join(', ')}]`;
   log.push(`Tracing From: ${show(src)} => To: ${show(dst)} Ports: [${dport}/${NAMES[proto] ?? proto}]`);
   log.push(`Egress from the source:`);
-  const egress = direction('egress', rulesFor(src), dst, dport, proto, log, () => namespaceHint(all, src, '--src'));
+  const egress = direction('egress', rulesFor(src), dst, dport, proto, log, named, () => namespaceHint(all, src, '--src'));
   log.push(`Ingress to the destination:`);
-  const ingress = direction('ingress', rulesFor(dst), src, dport, proto, log, () => namespaceHint(all, dst, '--dst'));
+  const ingress = direction('ingress', rulesFor(dst), src, dport, proto, log, named, () => namespaceHint(all, dst, '--dst'));
   const verdict = egress.verdict === 'allowed' && ingress.verdict === 'allowed' ? 'allowed' : 'denied';
   log.push(`Final verdict: ${verdict.toUpperCase()}`);
   return { verdict, ingress, egress, log };

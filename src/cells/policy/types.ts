@@ -52,12 +52,54 @@ export interface NamedPort {
 /** One side of a trace: labels or a numeric identity. */
 export type TraceSubject = { readonly labels: readonly string[] } | { readonly identity: number };
 
+/** One section (ingress/egress entry) of a rule a trace considered, and whether the flow matched it. */
+export interface TraceSection {
+  /** The rule's name (its labels, or `rule #N`). */
+  readonly rule: string;
+  /** The entry inside the rule, e.g. `/0/ingress/1`. */
+  readonly pointer: string;
+  readonly deny: boolean;
+  /** The peer selectors (selector text; empty: the entry selects no peer). */
+  readonly peers: readonly string[];
+  /** The ports as the log shows them (`80/TCP`, `any port`, `named port http = 8080/TCP`). */
+  readonly ports: string;
+  readonly peerMatches: boolean;
+  readonly portMatches: boolean;
+}
+
+/** One direction of a trace: its verdict, the rules that decided it and, when traced, what was considered. */
+export interface TraceDirection {
+  readonly verdict: 'allowed' | 'denied';
+  readonly enforced: boolean;
+  /** The rules that decided (the matching denies, else the matching allows; none under default deny). */
+  readonly rules: readonly string[];
+  /** The rules selecting the direction's subject (the destination for ingress, the source for egress). */
+  readonly selecting?: readonly string[];
+  /** Every section of those rules in this direction, with what matched. */
+  readonly sections?: readonly TraceSection[];
+}
+
 /** A trace's verdict and the rules that decided it. */
 export interface TraceResult {
   readonly verdict: 'allowed' | 'denied';
-  readonly ingress: { readonly verdict: 'allowed' | 'denied'; readonly enforced: boolean; readonly rules: readonly string[] };
-  readonly egress: { readonly verdict: 'allowed' | 'denied'; readonly enforced: boolean; readonly rules: readonly string[] };
+  readonly ingress: TraceDirection;
+  readonly egress: TraceDirection;
   readonly log: readonly string[];
+}
+
+/** What a trace may take besides its two sides and port (the repository is never changed by them). */
+export interface TraceOptions {
+  /**
+   * Policy text (what `import` takes) evaluated as if it were imported after every rule: the trace
+   * of the repository with it added (explain checks a proposed policy this way).
+   */
+  readonly candidates?: string;
+  /**
+   * The destination endpoint's named ports: ingress port names resolve against them, egress names
+   * through the node's named-port map for the destination identity, as the map state does. Without
+   * them a trace has identities, not endpoints, and a named port never matches.
+   */
+  readonly destinationPorts?: readonly NamedPort[];
 }
 
 /** A selector in the SelectorCache and the identities it selects. */
@@ -112,8 +154,11 @@ export interface PolicyRepository {
    * numbers the NamedPortMap holds for it (nothing when it holds none).
    */
   resolve(identity: Identity, namedPorts?: readonly NamedPort[]): ResolvedPolicy;
-  /** The verdict for traffic from src to dst on dport/proto, with the deciding rules. */
-  trace(src: TraceSubject, dst: TraceSubject, dport: number, protocol: string): TraceResult;
+  /**
+   * The verdict for traffic from src to dst on dport/proto, with the deciding rules; `opts` adds
+   * candidate rules (not imported) and the destination's named ports.
+   */
+  trace(src: TraceSubject, dst: TraceSubject, dport: number, protocol: string, opts?: TraceOptions): TraceResult;
   /** Selectors and the identities they select. */
   selectors(): CachedSelector[];
   /** Emits every change. */

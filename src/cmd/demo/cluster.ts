@@ -258,8 +258,8 @@ if (invokedDirectly) {
 }
 
 /**
- * A node deleted (Kubernetes mode): its agent stopped (the machine is gone), its CiliumNode and
- * Node deleted; the other nodes drop the route to its pod CIDR and every ipcache entry of it and
+ * A node deleted (Kubernetes mode): its agent stopped (the machine is gone), its Node deleted and
+ * with it its CiliumNode (owned by the Node: Kubernetes' garbage collector deletes it); the other nodes drop the route to its pod CIDR and every ipcache entry of it and
  * its pods (its pods' CiliumEndpoints may stay behind: they no longer count).
  */
 async function deleteNode(n: Narrator, k8s: DemoK8s, nodes: readonly Node[], gone: Node, pod: Pod): Promise<void> {
@@ -269,8 +269,13 @@ async function deleteNode(n: Narrator, k8s: DemoK8s, nodes: readonly Node[], gon
   if (!cidr) throw new Error(`${nodes[0]!.name} does not know the pod CIDR of ${gone.name}`);
   if (gone.agent) await stopAgent(n, gone.agent);
   gone.agent = undefined;
-  if (k8s.kubectl(['delete', 'ciliumnode', gone.name]).code !== 0) throw new Error(`deleting CiliumNode ${gone.name} failed`);
-  k8s.kubectl(['delete', 'node', gone.name]);
+  const owner = k8s.kubectl(['get', 'ciliumnode', gone.name, '-o', 'jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}'], { quiet: true }).stdout.trim();
+  if (owner !== `Node/${gone.name}`) throw new Error(`CiliumNode ${gone.name} is not owned by its Node (ownerReferences: ${owner || 'none'})`);
+  if (k8s.kubectl(['delete', 'node', gone.name], { show: `kubectl delete node ${gone.name}   # its CiliumNode is owned by the Node` }).code !== 0) throw new Error(`deleting Node ${gone.name} failed`);
+  // Kubernetes' garbage collector (kube-controller-manager) deletes the dependents of a deleted owner;
+  // it learns a CRD's objects within its resource-discovery period (30 s), so allow for that.
+  await waitFor(`Kubernetes' garbage collector to delete CiliumNode ${gone.name}`, () => k8s.kubectl(['get', 'ciliumnode', gone.name, '--ignore-not-found', '-o', 'name'], { quiet: true }).stdout.trim() === '', 90_000);
+  n.say(`CiliumNode ${gone.name} deleted by Kubernetes' garbage collector (its owner, the Node, is gone)`);
   const rest = nodes.filter((x) => x !== gone);
   await waitFor(`${rest.map((x) => x.name).join(' and ')} to forget ${gone.name}`, async () => {
     for (const node of rest) {
