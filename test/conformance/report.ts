@@ -55,7 +55,7 @@ export class ReportError extends Error {
   }
 }
 
-const TWO_NODES = /Requires at least 2 nodes|at least two nodes|SkipUnlessNodeCountIsAtLeast/i;
+const TWO_NODES = /Requires at least 2 nodes|at least (2|two)( ready)? nodes|SkipUnlessNodeCountIsAtLeast/i;
 
 /** The full name ginkgo matches --ginkgo.focus against: the containers' texts and the spec's. */
 export function fullName(spec: GinkgoSpec): string {
