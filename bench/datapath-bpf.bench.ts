@@ -4,20 +4,20 @@
  * namespace of the run. Each is measured with `--datapath-mode=bpf` against the same work with
  * `--datapath-mode=memory` in the same run:
  *  1. regeneration per endpoint, `rewrite+load` and `no-rebuild` (p50/p99 over the endpoints),
- *     through EndpointView.regenerate with the agent's cells in-process;
+ *     through EndpointView.regenerate with the agent's cells in-process, with per-endpoint
+ *     programs and with --bpf-lxc-program=shared;
  *  2. 250 rules selecting all of 100 endpoints imported through the PolicyRepository until every
  *     endpoint realized them and every policy map holds its entries (target <= 0.5 s);
  *  3. the agent process's RSS with 100 endpoints created over its API socket (target <= 150 MiB).
  * Every veth, namespace, BPF root, state directory and process is removed at the end, also on a
  * failure or Ctrl-C. Needs root and BPF (skips with one line otherwise); never asserts.
  */
-import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CelliumClient } from '../src/api/client.js';
-import type { EndpointChangeRequest } from '../src/api/models.js';
 import { bpfAvailable } from '../src/bpf/index.js';
 import { agentCells } from '../src/cells.js';
 import { BpfDatapath, describeTables } from '../src/cells/datapath-bpf/index.js';
@@ -30,6 +30,7 @@ import { IdentityAllocatorToken } from '../src/cells/identity/index.js';
 import { PolicyRepositoryToken } from '../src/cells/policy/index.js';
 import { Hive, silentLogger } from '../src/hive/index.js';
 import { printTable, ratio, stats, type Stats } from './lib/report.js';
+import { benchRules, createVeths, endpointRequest, type Veth } from './lib/veths.js';
 
 /** Endpoints (veth pairs) of the run. */
 const N = 100;
@@ -42,6 +43,8 @@ const POLICY_RUNS = 3;
 /** The agent's IPv4 pool; endpoints get 10.250.0.10 onwards (only ever written to this run's own maps). */
 const POOL = '10.250.0.0/16';
 type Mode = 'bpf' | 'memory';
+/** How the BPF datapath loads bpf_lxc (--bpf-lxc-program). */
+type Program = 'per-endpoint' | 'shared';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -62,58 +65,6 @@ class Cleanup {
       }
     }
   }
-}
-
-/** One endpoint's veth pair. */
-interface Veth {
-  readonly name: string;
-  readonly ifIndex: number;
-  /** The peer's (pod side) MAC. */
-  readonly mac: string;
-  readonly hostMac: string;
-}
-
-/** Creates `n` veth pairs (host side `lxcb<run><i>` here, peer `p<i>` in `ns`) with one `ip -batch`; removed at cleanup. */
-function createVeths(c: Cleanup, run: string, ns: string, n: number): Veth[] {
-  const names = Array.from({ length: n }, (_, i) => `lxcb${run}${i.toString(16).padStart(3, '0')}`);
-  execFileSync('ip', ['netns', 'add', ns]);
-  c.add(`ip netns del ${ns}`, () => execFileSync('ip', ['netns', 'del', ns]));
-  c.add('leftover host-side veths', () => {
-    for (const name of names) if (existsSync(`/sys/class/net/${name}`)) execFileSync('ip', ['link', 'del', name]);
-  });
-  const batch = names.flatMap((name, i) => [`link add ${name} type veth peer name p${i} netns ${ns}`, `link set ${name} up`]);
-  execFileSync('ip', ['-batch', '-'], { input: `${batch.join('\n')}\n` });
-  const peers = new Map((JSON.parse(execFileSync('ip', ['-n', ns, '-j', 'link', 'show'], { encoding: 'utf8' })) as Array<{ ifname: string; address: string }>).map((l) => [l.ifname, l.address]));
-  const sys = (name: string, f: string): string => readFileSync(`/sys/class/net/${name}/${f}`, 'utf8').trim();
-  return names.map((name, i) => ({ name, ifIndex: Number(sys(name, 'ifindex')), mac: peers.get(`p${i}`)!, hostMac: sys(name, 'address') }));
-}
-
-/** The change request the CNI plugin would send for endpoint `i` (labels: app=client-<i> or svc-<i>, env=prod). */
-function request(run: string, v: Veth, i: number): EndpointChangeRequest {
-  return {
-    'container-id': `dpbench-${run}-${i}`,
-    'container-interface-name': 'eth0',
-    'interface-name': v.name,
-    'interface-index': v.ifIndex,
-    mac: v.mac,
-    'host-mac': v.hostMac,
-    addressing: { ipv4: `10.250.0.${10 + i}` },
-    'k8s-pod-name': `pod-${i}`,
-    'k8s-namespace': 'default',
-    labels: [`k8s:app=${i < 10 ? `client-${i}` : `svc-${i}`}`, 'k8s:env=prod'],
-    state: 'waiting-for-identity',
-    'sync-build-endpoint': true,
-  };
-}
-
-/** The rules of bench/policy.bench.ts: every rule selects env=prod (all endpoints); every 25th adds a deny range. */
-function rules(): string {
-  return JSON.stringify(Array.from({ length: RULES }, (_, i) => ({
-    endpointSelector: { matchLabels: { env: 'prod' } },
-    ingress: [{ fromEndpoints: [{ matchLabels: { app: `client-${i % 10}` } }], toPorts: [{ ports: [{ port: String(1000 + i), protocol: 'TCP' }] }] }],
-    egress: [{ toEntities: ['world'], toPorts: [{ ports: [{ port: '443', protocol: 'TCP' }] }] }, { toEndpoints: [{ matchLabels: { env: 'prod' } }] }],
-    ...(i % 25 === 0 ? { ingressDeny: [{ fromEndpoints: [{ matchLabels: { app: `client-${i % 10}` } }], toPorts: [{ ports: [{ port: String(1000 + i), endPort: 1000 + i + 3, protocol: 'TCP' }] }] }] } : {}),
-  })));
 }
 
 /** Per-call durations of regenerating every endpoint `ROUNDS` times at `level`, one at a time. */
@@ -172,7 +123,7 @@ interface InProcess {
 }
 
 /** The agent's cells in-process with `mode` on `veths`: creations, regenerations, the 250 rules; endpoints deleted at the end. */
-async function inProcess(mode: Mode, run: string, veths: readonly Veth[], dir: string, bpfRoot: string): Promise<InProcess> {
+async function inProcess(mode: Mode, run: string, veths: readonly Veth[], dir: string, bpfRoot: string, program: Program = 'per-endpoint'): Promise<InProcess> {
   const c = new Cleanup();
   try {
     const hive = new Hive(agentCells, { logger: silentLogger() });
@@ -180,6 +131,7 @@ async function inProcess(mode: Mode, run: string, veths: readonly Veth[], dir: s
       values: {
         'state-dir': join(dir, 'state'), 'socket-path': join(dir, 'cellium.sock'), 'cni-delete-queue-dir': join(dir, 'delete-queue'),
         'bpf-root': bpfRoot, 'datapath-mode': mode, 'ipv4-range': POOL, 'endpoint-regen-interval': '0', 'endpoint-gc-interval': '0', 'bpf-lb-sock': false,
+        'bpf-lxc-program': program,
       },
     });
     await hive.start();
@@ -190,7 +142,7 @@ async function inProcess(mode: Mode, run: string, veths: readonly Veth[], dir: s
     const created: number[] = [];
     for (const [i, v] of veths.entries()) {
       const t0 = performance.now();
-      eps.push(await api.createEndpoint({}, request(run, v, i)));
+      eps.push(await api.createEndpoint({}, endpointRequest(run, v, i, '10.250')));
       created.push(performance.now() - t0);
     }
     const rewrite = await regenerations(eps, 'rewrite+load');
@@ -200,7 +152,7 @@ async function inProcess(mode: Mode, run: string, veths: readonly Veth[], dir: s
     for (let r = 0; r < POLICY_RUNS; r++) {
       if (r > 0) await realized(eps, repo.delete('all').revision); // untimed: back to no rules
       const t0 = performance.now();
-      const change = repo.import(rules());
+      const change = repo.import(benchRules(RULES));
       await realized(eps, change.revision);
       applied.push(performance.now() - t0);
     }
@@ -293,7 +245,7 @@ async function agentProcess(bin: string, mode: Mode, run: string, veths: readonl
     });
     const t0 = performance.now();
     for (const [i, v] of veths.entries()) {
-      const ep = await client.createEndpoint(0, request(run, v, i));
+      const ep = await client.createEndpoint(0, endpointRequest(run, v, i, '10.250'));
       ids.push(ep.id!);
     }
     const createMs = performance.now() - t0;
@@ -330,21 +282,25 @@ async function main(): Promise<void> {
       c.add(`removing ${root}`, () => rmSync(root, { recursive: true, force: true }));
       return root;
     };
-    const veths = createVeths(c, run, `cldpb-${run}`, N);
+    const veths = createVeths((what, fn) => c.add(what, fn), 'lxcb', run, `cldpb-${run}`, N);
 
     const mem = await inProcess('memory', run, veths, join(dir, 'mem'), join(dir, 'mem', 'bpf'));
     const bpf = await inProcess('bpf', run, veths, join(dir, 'bpf'), bpfRoot('inproc'));
+    const shared = await inProcess('bpf', run, veths, join(dir, 'shared'), bpfRoot('shared'), 'shared');
     const row = (what: string, o: Stats, b: Stats): Array<string | number> => [what, o.p50Ms, o.p99Ms, o.meanMs, b.p50Ms, b.p99Ms, ratio(o.p50Ms, b.p50Ms)];
-    printTable(`datapath-bpf: per endpoint, ${N} endpoints on real veths, agent cells in-process (${ROUNDS} regenerations of each per level; ms)`,
-      ['what', 'bpf p50', 'bpf p99', 'bpf mean', 'memory p50', 'memory p99', 'bpf vs memory (p50)'], [
-        row('createEndpoint, sync-build (first rewrite+load)', bpf.create, mem.create),
-        row('regenerate rewrite+load (program reloaded)', bpf.rewrite, mem.rewrite),
-        row('regenerate no-rebuild (maps only)', bpf.noRebuild, mem.noRebuild),
-        row(`regenerate no-rebuild with the ${RULES} rules in place`, bpf.noRebuildWithPolicy, mem.noRebuildWithPolicy),
-      ]);
+    for (const [name, r] of [['per-endpoint programs', bpf], ['--bpf-lxc-program=shared', shared]] as const) {
+      printTable(`datapath-bpf (${name}): per endpoint, ${N} endpoints on real veths, agent cells in-process (${ROUNDS} regenerations of each per level; ms)`,
+        ['what', 'bpf p50', 'bpf p99', 'bpf mean', 'memory p50', 'memory p99', 'bpf vs memory (p50)'], [
+          row('createEndpoint, sync-build (first rewrite+load)', r.create, mem.create),
+          row('regenerate rewrite+load (program reloaded)', r.rewrite, mem.rewrite),
+          row('regenerate no-rebuild (maps only)', r.noRebuild, mem.noRebuild),
+          row(`regenerate no-rebuild with the ${RULES} rules in place`, r.noRebuildWithPolicy, mem.noRebuildWithPolicy),
+        ]);
+    }
     printTable(`datapath-bpf: ${RULES} rules selecting all ${N} endpoints, import until every endpoint realized them and every policy map is written (${POLICY_RUNS} runs, ms)`,
       ['datapath', 'median', 'min', 'max', 'target', 'policy maps afterwards'], [
         ['bpf (kernel maps read back)', bpf.policy.p50Ms, bpf.policy.minMs, bpf.policy.maxMs, `<= 500 ms (${ratio(bpf.policy.p50Ms, mem.policy.p50Ms)} of memory)`, bpf.verified],
+        ['bpf, --bpf-lxc-program=shared', shared.policy.p50Ms, shared.policy.minMs, shared.policy.maxMs, `<= 500 ms (${ratio(shared.policy.p50Ms, mem.policy.p50Ms)} of memory)`, shared.verified],
         ['baseline: memory', mem.policy.p50Ms, mem.policy.minMs, mem.policy.maxMs, '', mem.verified],
       ]);
     if (bpf.tables) console.log(`\nBPF tables after the import: ${bpf.tables}`);

@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * bpf_lxc: the per-endpoint program, attached to the host side of the endpoint's veth.
+ * bpf_lxc: the endpoint program, attached to the host side of the endpoint's veth.
  *   from_container (tc ingress of the host veth): packets leaving the endpoint, the endpoint's
  *     egress policy against the destination's identity;
  *   to_container (tc egress of the host veth): packets towards the endpoint, its ingress policy
  *     against the source's identity.
- * Per-endpoint constants live in .rodata and are set by the loader before load (no recompile).
+ * Two ways to load it (lxc_shared, a .rodata constant: the verifier drops the other way's code):
+ *   per endpoint (0): one copy per endpoint, its constants in .rodata set by the loader before load
+ *     (no recompile), its policy map bound at load (cellium_policy);
+ *   shared (1): one copy per node that every endpoint's interface attaches; the endpoint's constants
+ *     are read per packet from cellium_endpoints by skb->ifindex (the host veth at both hooks: no
+ *     parsing, one hash lookup of a u32), its policy map from cellium_policy_maps by endpoint ID.
+ *     An interface without an entry drops everything (policy).
  * Every IP packet goes through conntrack first (lib/conntrack.h): replies and related ICMP errors
  * of tracked connections pass without policy; new, established and reopened connections are judged
  * by the policy, and a new connection the policy allows gets its conntrack entry (a failed write
@@ -40,6 +46,16 @@ const volatile __u8 endpoint_ipv6[16] = {};
 const volatile __u32 endpoint_ifindex = 0;
 const volatile __u8 endpoint_mac[6] = {};
 const volatile __u8 host_mac[6] = {};
+/* 1: the node's one shared program (constants from cellium_endpoints), 0: one endpoint's own. */
+const volatile __u8 lxc_shared = 0;
+
+/* The shared program's entry for the interface the packet crosses (NULL: none). */
+static __always_inline const struct endpoint_info *shared_endpoint(struct __sk_buff *skb)
+{
+	__u32 ifindex = skb->ifindex;
+
+	return bpf_map_lookup_elem(&cellium_endpoints, &ifindex);
+}
 
 /* Adds the packet to a cellium_metrics slot (direction * METRICS_DIR_STRIDE + reason). */
 static __always_inline void count(struct __sk_buff *skb, __u32 idx)
@@ -86,10 +102,20 @@ __attribute__((noinline)) int emit_event(struct __sk_buff *skb, const struct pkt
 	ev->ct_status = m->ct_status;
 	ev->match = m->match;
 	ev->action = m->action;
-	ev->endpoint_id = endpoint_id;
-	ev->ifindex = endpoint_ifindex ? endpoint_ifindex : skb->ifindex;
-	ev->src_identity = m->egress ? endpoint_identity : m->peer_identity;
-	ev->dst_identity = m->egress ? m->peer_identity : endpoint_identity;
+	if (lxc_shared) {
+		const struct endpoint_info *ep = shared_endpoint(skb);
+		__u32 identity = ep ? ep->identity : 0;
+
+		ev->endpoint_id = ep ? ep->endpoint_id : 0;
+		ev->ifindex = skb->ifindex;
+		ev->src_identity = m->egress ? identity : m->peer_identity;
+		ev->dst_identity = m->egress ? m->peer_identity : identity;
+	} else {
+		ev->endpoint_id = endpoint_id;
+		ev->ifindex = endpoint_ifindex ? endpoint_ifindex : skb->ifindex;
+		ev->src_identity = m->egress ? endpoint_identity : m->peer_identity;
+		ev->dst_identity = m->egress ? m->peer_identity : endpoint_identity;
+	}
 	ev->len = skb->len;
 	if (p) {
 		ev->protocol = p->protocol;
@@ -154,8 +180,9 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 	struct ct_result ct = {};
 	struct event_meta m = {};
 	enum drop_reason reason;
-	__u32 identity;
+	__u32 identity, ep_id;
 	int verdict_event;
+	void *policy;
 
 	if (!skb || !p)
 		return TC_ACT_SHOT;
@@ -170,7 +197,9 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 	}
 	identity = ipcache_identity(p->family, egress ? p->dst : p->src);
 	verdict_event = ct.status == CT_NEW || ct.status == CT_REOPENED;
-	reason = policy_verdict(egress, identity, p, verdict_event ? &m.match : 0);
+	ep_id = p->ep_id;
+	policy = lxc_shared ? bpf_map_lookup_elem(&cellium_policy_maps, &ep_id) : (void *)&cellium_policy;
+	reason = policy_verdict(policy, egress, identity, p, verdict_event ? &m.match : 0);
 	if (verdict_event) {
 		m.type = EVENT_POLICY_VERDICT;
 		m.reason = reason;
@@ -182,7 +211,7 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 	}
 	if (reason != DROP_NONE)
 		return drop(skb, reason, egress, p, identity);
-	if (ct.track && ct_create(skb, p, egress, egress ? endpoint_identity : identity) < 0)
+	if (ct.track && ct_create(skb, p, egress, egress ? p->ep_identity : identity) < 0)
 		return drop(skb, DROP_CT_INSERT_FAILED, egress, p, identity);
 	if (ct.track && p->rev_nat)
 		lb4_ct_set_rev_nat(p, egress, p->rev_nat);
@@ -191,15 +220,31 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 
 /*
  * Whether a packet the pod sends comes from the pod's own address of its family (an endpoint
- * without an address of that family owns none). A packet's peer identity on the other side is
+ * without an address of that family owns none): `ep`'s addresses (shared program) or .rodata's. A packet's peer identity on the other side is
  * read from its source address, and a forged source would also let it pass as a reply of another
  * pod's tracked connection: what the pod sends from any other address is dropped.
  */
-static __always_inline int from_own_address(const struct pkt *p)
+static __always_inline int from_own_address(const struct pkt *p, const struct endpoint_info *ep)
 {
 	__u8 any = 0, diff = 0;
 	int i;
 
+	if (ep) {
+		if (p->family == FAMILY_IPV4) {
+#pragma unroll
+			for (i = 0; i < 4; i++) {
+				any |= ep->ipv4[i];
+				diff |= ep->ipv4[i] ^ p->src[i];
+			}
+		} else {
+#pragma unroll
+			for (i = 0; i < 16; i++) {
+				any |= ep->ipv6[i];
+				diff |= ep->ipv6[i] ^ p->src[i];
+			}
+		}
+		return any && !diff;
+	}
 	if (p->family == FAMILY_IPV4) {
 #pragma unroll
 		for (i = 0; i < 4; i++) {
@@ -245,9 +290,15 @@ static __always_inline int is_link_local_mld(const struct pkt *p)
 
 static __always_inline int handle(struct __sk_buff *skb, __u8 egress)
 {
+	const struct endpoint_info *ep = 0;
 	struct pkt p = {};
 	int err;
 
+	if (lxc_shared) {
+		ep = shared_endpoint(skb);
+		if (!ep)	/* not an endpoint's interface (or not yet / no longer): nothing passes */
+			return drop(skb, DROP_POLICY, egress, 0, 0);
+	}
 	switch (skb->protocol) {
 	case bpf_htons(ETH_P_ARP):
 		return TC_ACT_OK;
@@ -262,13 +313,24 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 egress)
 	}
 	if (err < 0)
 		return drop(skb, DROP_INVALID, egress, 0, 0);
+	if (ep) {
+		p.ep_identity = ep->identity;
+		p.ep_id = ep->endpoint_id;
+		p.ct_enabled = !(ep->flags & ENDPOINT_F_CT_DISABLED);
+		p.ct_accounting = !(ep->flags & ENDPOINT_F_NO_ACCOUNTING);
+	} else {
+		p.ep_identity = endpoint_identity;
+		p.ep_id = endpoint_id;
+		p.ct_enabled = ct_enabled;
+		p.ct_accounting = ct_accounting;
+	}
 	/* link-scoped MLD of the pod's kernel: passed and counted as forwarded, never a forged source */
 	if (egress && is_link_local_mld(&p)) {
 		count(skb, METRICS_DIR_STRIDE);
 		return TC_ACT_OK;
 	}
 	/* anti-spoofing, before a service or conntrack sees the packet (neighbour discovery may use link-local or unspecified sources) */
-	if (egress && !is_neighbour_discovery(&p) && !from_own_address(&p))
+	if (egress && !is_neighbour_discovery(&p) && !from_own_address(&p, ep))
 		return drop(skb, DROP_INVALID_SOURCE, egress, &p, 0);
 	/* a packet to a service goes to a backend first (its own call chain: the stack stays small) */
 	if (egress) {

@@ -21,7 +21,10 @@ Napi::Value MapCreate(const Napi::CallbackInfo &info) {
   uint32_t valueSize = argU32(info, 3, "valueSize");
   uint32_t maxEntries = argU32(info, 4, "maxEntries");
   uint32_t flags = info.Length() > 5 ? argU32(info, 5, "flags") : 0;
+  // an array or hash of maps needs an inner map to take its shape from (the 7th argument)
+  int innerFd = info.Length() > 6 ? argInt(info, 6, "innerMapFd") : -1;
   LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = flags);
+  if (innerFd >= 0) opts.inner_map_fd = innerFd;
   std::string kname = name.substr(0, 15);
   int fd = bpf_map_create((enum bpf_map_type)type, kname.c_str(), keySize, valueSize, maxEntries, &opts);
   if (fd < 0) throwSys(env, errno, "bpf_map_create", "", name);

@@ -89,6 +89,30 @@ struct lxc_value {
 };
 
 /*
+ * cellium_endpoints (hash, shared bpf_lxc only): host-side interface index -> the endpoint's
+ * constants, read per packet by the one program every endpoint's interface runs (skb->ifindex is
+ * the host veth at both hooks). Host byte order; an all-zero address means no address of that
+ * family. flags: ENDPOINT_F_*.
+ */
+#define ENDPOINT_F_CT_DISABLED 0x1	/* the endpoint's Conntrack option is Disabled */
+#define ENDPOINT_F_NO_ACCOUNTING 0x2	/* its ConntrackAccounting option is Disabled */
+
+struct endpoint_info {
+	__u32 identity;
+	__u16 endpoint_id;
+	__u8 flags;
+	__u8 pad;
+	__u32 ifindex;
+	__u8 ipv4[4];
+	__u8 ipv6[16];
+	__u8 mac[6];
+	__u8 host_mac[6];
+};
+
+/* Endpoint IDs are 1..4095: cellium_policy_maps has one slot per ID. */
+#define ENDPOINT_ID_SLOTS 4096
+
+/*
  * cellium_metrics (per-CPU array): index = direction * METRICS_DIR_STRIDE + drop reason, the
  * direction 0 ingress (to the endpoint), 1 egress (from it); reason DROP_NONE counts the packets
  * forwarded. METRICS_EVENTS_LOST counts monitor events the ring buffer had no room for.

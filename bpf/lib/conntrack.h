@@ -191,7 +191,7 @@ __attribute__((noinline)) int ct_refresh(struct ct_entry *e, struct __sk_buff *s
 	if (!e || !skb || !p)
 		return 0;
 	flags = e->flags;
-	if (ct_accounting) {
+	if (p->ct_accounting) {
 		if (egress) {
 			__sync_fetch_and_add(&e->tx_packets, 1);
 			__sync_fetch_and_add(&e->tx_bytes, skb->len);
@@ -295,7 +295,7 @@ __attribute__((noinline)) int ct_lookup(struct __sk_buff *skb, const struct pkt 
 	res->track = 0;
 	res->report = 1;
 	res->egress = egress;
-	if (!ct_enabled || p->fragment)
+	if (!p->ct_enabled || p->fragment)
 		return CT_NEW;
 	res->now = ct_now();
 	if (p->icmp_error) {
@@ -355,7 +355,7 @@ __attribute__((noinline)) int ct_create(struct __sk_buff *skb, const struct pkt 
 		e.rx_flags_seen = p->tcp_flags;
 		e.last_rx_report = now;
 	}
-	if (ct_accounting) {
+	if (p->ct_accounting) {
 		if (egress) {
 			e.tx_packets = 1;
 			e.tx_bytes = skb->len;

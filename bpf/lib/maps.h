@@ -3,7 +3,8 @@
  * The datapath maps. Shared maps are pinned by name under the object's pin root (the agent's
  * --bpf-root, default /sys/fs/bpf/cellium), so every endpoint's program and the agent use the same
  * ones. cellium_policy is per endpoint: the loader binds it to the pinned cellium_policy_<id> at
- * load (bpf_map__set_pin_path / bpf_map__reuse_fd). Sizes here are mirrored in the layout.ts of each map under src/maps/.
+ * load (bpf_map__set_pin_path / bpf_map__reuse_fd). The shared program (lxc_shared) reads the
+ * endpoint's constants from cellium_endpoints and its policy map from cellium_policy_maps instead. Sizes here are mirrored in the layout.ts of each map under src/maps/.
  */
 #ifndef CELLIUM_MAPS_H
 #define CELLIUM_MAPS_H
@@ -13,13 +14,38 @@
 
 #include "common.h"
 
-struct {
+/* sizes rather than BTF types: libbpf cannot size an inner map's packed key type */
+struct policy_map {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__type(key, struct policy_key);
-	__type(value, struct policy_value);
+	__uint(key_size, sizeof(struct policy_key));
+	__uint(value_size, sizeof(struct policy_value));
 	__uint(max_entries, 16384);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-} cellium_policy SEC(".maps");
+};
+
+/* The per-endpoint program's policy map (bound to the endpoint's pinned cellium_policy_<id>). */
+struct policy_map cellium_policy SEC(".maps");
+
+/*
+ * The shared program's policy maps: slot = endpoint ID, value = that endpoint's pinned
+ * cellium_policy_<id> (the agent writes the slot; policy updates still write the inner map).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, ENDPOINT_ID_SLOTS);
+	__type(key, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	__array(values, struct policy_map);
+} cellium_policy_maps SEC(".maps");
+
+/* The shared program's endpoints by host interface index (struct endpoint_info). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct endpoint_info);
+	__uint(max_entries, ENDPOINT_ID_SLOTS);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cellium_endpoints SEC(".maps");
 
 /* cellium_ipcache: lib/ipcache.h (bpf_sock's too). */
 #include "ipcache.h"

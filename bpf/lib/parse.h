@@ -50,6 +50,11 @@ struct pkt {
 	__u8 dst[16];
 	__u8 inner_src[16];
 	__u8 inner_dst[16];
+	/* the endpoint whose interface the packet crosses (rodata, or cellium_endpoints when shared) */
+	__u32 ep_identity;
+	__u16 ep_id;
+	__u8 ct_enabled;
+	__u8 ct_accounting;
 };
 
 static __always_inline int is_icmp_error(__u8 protocol, __u8 type)

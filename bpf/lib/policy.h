@@ -35,29 +35,29 @@ static __always_inline int is_echo(const struct pkt *p)
 }
 
 /* The kind of rule `hit` (found for `key` at the full prefix) is: 0 L3, 1 protocol, 2 port. */
-static __always_inline __u8 policy_entry_kind(struct policy_key *key, const struct policy_value *hit)
+static __always_inline __u8 policy_entry_kind(void *policy, struct policy_key *key, const struct policy_value *hit)
 {
 	struct policy_value *v;
 
 	key->prefixlen = 40;	/* egress + identity */
-	v = bpf_map_lookup_elem(&cellium_policy, key);
+	v = bpf_map_lookup_elem(policy, key);
 	if (v && v == hit)
 		return 0;
 	key->prefixlen = 48;	/* + protocol */
-	v = bpf_map_lookup_elem(&cellium_policy, key);
+	v = bpf_map_lookup_elem(policy, key);
 	if (v && v == hit)
 		return 1;
 	return 2;
 }
 
 /* The match type of the deciding entry (`peer`: it was found for the peer identity, else for any). */
-static __always_inline __u8 policy_match_type(struct policy_key *key, const struct policy_value *hit, int peer)
+static __always_inline __u8 policy_match_type(void *policy, struct policy_key *key, const struct policy_value *hit, int peer)
 {
 	__u8 kind;
 
 	if (!hit)
 		return POLICY_MATCH_NONE;
-	kind = policy_entry_kind(key, hit);
+	kind = policy_entry_kind(policy, key, hit);
 	if (peer)
 		return kind == 0 ? POLICY_MATCH_L3_ONLY : kind == 1 ? POLICY_MATCH_L3_PROTO : POLICY_MATCH_L3_L4;
 	return kind == 0 ? POLICY_MATCH_ALL : kind == 1 ? POLICY_MATCH_PROTO_ONLY : POLICY_MATCH_L4_ONLY;
@@ -67,7 +67,7 @@ static __always_inline __u8 policy_match_type(struct policy_key *key, const stru
  * DROP_NONE when the packet may pass, otherwise the drop reason; with `match` set, also the match
  * type of the entry that decided (POLICY_MATCH_NONE when none matched).
  */
-static __always_inline enum drop_reason policy_lookup(__u8 egress, __u32 identity, const struct pkt *p, __u8 *match)
+static __always_inline enum drop_reason policy_lookup(void *policy, __u8 egress, __u32 identity, const struct pkt *p, __u8 *match)
 {
 	struct policy_key key = {
 		.prefixlen = POLICY_PREFIX_FULL,
@@ -78,22 +78,24 @@ static __always_inline enum drop_reason policy_lookup(__u8 egress, __u32 identit
 	};
 	struct policy_value *peer, *any;
 
-	peer = bpf_map_lookup_elem(&cellium_policy, &key);
+	if (!policy)
+		return DROP_POLICY;	/* no policy map (shared program, empty slot): nothing matches */
+	peer = bpf_map_lookup_elem(policy, &key);
 	key.identity = IDENTITY_ANY;
-	any = bpf_map_lookup_elem(&cellium_policy, &key);
+	any = bpf_map_lookup_elem(policy, &key);
 	if ((peer && peer->deny) || (any && any->deny)) {
 		if (match) {
 			int by_peer = peer && peer->deny;
 
 			key.identity = by_peer ? identity : IDENTITY_ANY;
-			*match = policy_match_type(&key, by_peer ? peer : any, by_peer);
+			*match = policy_match_type(policy, &key, by_peer ? peer : any, by_peer);
 		}
 		return DROP_POLICY_DENY;
 	}
 	if (peer || any) {
 		if (match) {
 			key.identity = peer ? identity : IDENTITY_ANY;
-			*match = policy_match_type(&key, peer ? peer : any, peer != 0);
+			*match = policy_match_type(policy, &key, peer ? peer : any, peer != 0);
 		}
 		return DROP_NONE;
 	}
@@ -101,17 +103,18 @@ static __always_inline enum drop_reason policy_lookup(__u8 egress, __u32 identit
 }
 
 /*
- * The verdict for an IP packet whose peer resolved to `identity`; with `match` set, also the match
+ * The verdict for an IP packet whose peer resolved to `identity`, looked up in the endpoint's
+ * policy map `policy` (NULL: none, only the always-allowed cases pass); with `match` set, also the match
  * type (the always-allowed host cases are POLICY_MATCH_ALL).
  */
-static __always_inline enum drop_reason policy_verdict(__u8 egress, __u32 identity, const struct pkt *p, __u8 *match)
+static __always_inline enum drop_reason policy_verdict(void *policy, __u8 egress, __u32 identity, const struct pkt *p, __u8 *match)
 {
 	if ((!egress && identity == IDENTITY_HOST) || (egress && identity == IDENTITY_HOST && is_echo(p))) {
 		if (match)
 			*match = POLICY_MATCH_ALL;
 		return DROP_NONE;
 	}
-	return policy_lookup(egress, identity, p, match);
+	return policy_lookup(policy, egress, identity, p, match);
 }
 
 #endif

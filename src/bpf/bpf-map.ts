@@ -10,7 +10,7 @@ import { loadAddon, type BpfAddon, type RawMapInfo } from './native.js';
 
 /** BPF map types used by Cellium (linux/bpf.h enum bpf_map_type). */
 export const MapType = {
-  HASH: 1, ARRAY: 2, PERCPU_HASH: 5, PERCPU_ARRAY: 6, LRU_HASH: 9, LPM_TRIE: 11, RINGBUF: 27,
+  HASH: 1, ARRAY: 2, PERCPU_HASH: 5, PERCPU_ARRAY: 6, LRU_HASH: 9, LPM_TRIE: 11, ARRAY_OF_MAPS: 12, RINGBUF: 27,
 } as const;
 
 /** Map creation flags. */
@@ -27,6 +27,8 @@ export interface MapSpec {
   readonly valueSize: number;
   readonly maxEntries: number;
   readonly flags?: number;
+  /** For a map of maps: the spec of its inner maps (a map of that shape is made to create it). */
+  readonly inner?: MapSpec;
 }
 
 const PERCPU = new Set<number>([MapType.PERCPU_HASH, MapType.PERCPU_ARRAY]);
@@ -59,8 +61,13 @@ export class BpfMap {
   /** Creates a map (not pinned). */
   static create(spec: MapSpec): BpfMap {
     const a = loadAddon();
-    const fd = sys(() => a.mapCreate(spec.type, spec.name, spec.keySize, spec.valueSize, spec.maxEntries, spec.flags ?? 0));
-    return BpfMap.fromFd(fd);
+    const inner = spec.inner ? BpfMap.create(spec.inner) : undefined;
+    try {
+      const fd = sys(() => a.mapCreate(spec.type, spec.name, spec.keySize, spec.valueSize, spec.maxEntries, spec.flags ?? 0, inner?.fd ?? -1));
+      return BpfMap.fromFd(fd);
+    } finally {
+      inner?.close();
+    }
   }
 
   /** Opens the map pinned at `path`. */

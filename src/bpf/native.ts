@@ -47,7 +47,7 @@ export interface BpfAddon {
   libbpfVersion: string;
   BpfObject: new (source: string | Buffer, name?: string, pinRoot?: string) => RawBpfObject;
   RingReader: new (mapFd: number) => RawRingReader;
-  mapCreate(type: number, name: string, keySize: number, valueSize: number, maxEntries: number, flags: number): number;
+  mapCreate(type: number, name: string, keySize: number, valueSize: number, maxEntries: number, flags: number, innerMapFd?: number): number;
   objGet(path: string): number;
   objPin(fd: number, path: string): void;
   close(fd: number): void;

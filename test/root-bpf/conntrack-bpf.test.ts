@@ -5,14 +5,16 @@
 // (expiry cases load the program with short lifetimes). After every step the kernel's conntrack
 // entries equal the model's (memory datapath fed the same packets): keys, flags, source identity,
 // counters, remaining lifetime. Also: a failed insert drops with its own reason, lifetimes are
-// CLOCK_MONOTONIC seconds, and kernelVerdict reads conntrack.
+// CLOCK_MONOTONIC seconds, and kernelVerdict reads conntrack. The stateful cases run against both
+// ways of loading bpf_lxc: the endpoint's own copy and the node's shared program (whose test runs
+// see the loopback's ifindex, 1: the endpoint's cellium_endpoints entry is keyed by it).
 import t, { type Test } from 'tap';
 import { DropEventReader } from '../../src/monitor/index.js';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BpfMap, MapType, type BpfObject } from '../../src/bpf/index.js';
-import { CtMaps, flushCtMaps, monotonicSeconds, openIPCacheMap, openPolicyMap, readDropCounters, syncPolicyMap, type IPCacheMap, type PolicyMap } from '../../src/maps/index.js';
-import { kernelVerdict, loadLxcObject } from '../../src/cells/datapath-bpf/lxc/index.js';
+import { CtMaps, PolicyMapsMap, openEndpointsMap, flushCtMaps, monotonicSeconds, openIPCacheMap, openPolicyMap, readDropCounters, syncPolicyMap, type IPCacheMap, type PolicyMap } from '../../src/maps/index.js';
+import { kernelVerdict, loadLxcObject, loadSharedForEndpoint, writeSharedEndpoint } from '../../src/cells/datapath-bpf/lxc/index.js';
 import { MemoryDatapath } from '../../src/cells/datapath-memory/index.js';
 import { ctKeyId } from '../../src/datapath/model/conntrack.js';
 import type { CtEntry, CtKey, CtTimeouts } from '../../src/datapath/conntrack.js';
@@ -24,7 +26,12 @@ import { skipUnlessBpf, testBpfRoot } from '../bpf/fixtures/topology.js';
 
 const skip = skipUnlessBpf();
 const CFG: EndpointDatapathConfig = { id: 7, identity: 4242, ipv4: '10.0.0.2', ipv6: 'fd00::2', ifName: 'lxc7', ifIndex: 7, mac: '', hostMac: '' };
+/** The shared program's test runs cross the loopback (skb->ifindex 1). */
+const SHARED_CFG: EndpointDatapathConfig = { ...CFG, ifIndex: 1 };
 const TC_ACT_OK = 0;
+
+/** A loaded bpf_lxc to run packets through. */
+type Runnable = Pick<BpfObject, 'close'> & { testRun(name: 'from_container' | 'to_container', data: Buffer): { retval: number } };
 const TC_ACT_SHOT = 2;
 
 interface Fixture {
@@ -33,16 +40,16 @@ interface Fixture {
   readonly ipcache: IPCacheMap;
   readonly policy: PolicyMap;
   /** bpf_lxc loaded for these lifetimes and options (cached). */
-  program(timeouts?: CtTimeouts, options?: Readonly<Record<string, string>>): Promise<BpfObject>;
+  program(timeouts?: CtTimeouts, options?: Readonly<Record<string, string>>): Promise<Runnable>;
 }
 
-function fixture(t: Test): Fixture {
+function fixture(t: Test, shared = false): Fixture {
   const { root, remove } = testBpfRoot();
   t.teardown(remove);
   const ct = CtMaps.open(root, { tcp: 4096, any: 4096 });
   const ipcache = openIPCacheMap(root);
   const policy = openPolicyMap(root, CFG.id);
-  const loaded = new Map<string, BpfObject>();
+  const loaded = new Map<string, Runnable>();
   t.teardown(() => {
     for (const o of loaded.values()) o.close();
     ct.close();
@@ -55,11 +62,19 @@ function fixture(t: Test): Fixture {
       const id = JSON.stringify([timeouts, options]);
       let o = loaded.get(id);
       if (!o) {
-        o = await loadLxcObject({ ...CFG, ...(options ? { options } : {}) }, {
-          bpfRoot: root, ctTimeouts: timeouts,
-          reuseMaps: { ...ct.fds(), cellium_ipcache: ipcache.map.fd, cellium_policy: policy.map.fd },
-        });
+        const lo = { bpfRoot: root, ctTimeouts: timeouts, reuseMaps: { ...ct.fds(), cellium_ipcache: ipcache.map.fd, cellium_policy: policy.map.fd } };
+        o = shared
+          ? (await loadSharedForEndpoint({ ...SHARED_CFG, ...(options ? { options } : {}) }, lo, false)).program
+          : await loadLxcObject({ ...CFG, ...(options ? { options } : {}) }, lo);
         loaded.set(id, o);
+      }
+      // the shared program reads the endpoint's options from its entry: rewrite it for this case
+      if (shared) {
+        const endpoints = openEndpointsMap(root);
+        const policyMaps = PolicyMapsMap.open(root);
+        writeSharedEndpoint({ endpoints, policyMaps }, { ...SHARED_CFG, ...(options ? { options } : {}) }, policy.map.fd);
+        endpoints.close();
+        policyMaps.close();
       }
       return o;
     },
@@ -67,7 +82,7 @@ function fixture(t: Test): Fixture {
 }
 
 /** Sends a crafted packet through the program of its direction: true when it passed. */
-function run(obj: BpfObject, direction: 'ingress' | 'egress', p: VerdictPacket): boolean {
+function run(obj: Runnable, direction: 'ingress' | 'egress', p: VerdictPacket): boolean {
   const { retval } = obj.testRun(direction === 'egress' ? 'from_container' : 'to_container', frame(p));
   if (retval !== TC_ACT_OK && retval !== TC_ACT_SHOT) throw new Error(`unexpected tc verdict ${retval}`);
   return retval === TC_ACT_OK;
@@ -78,8 +93,8 @@ function entryText(k: CtKey, e: CtEntry): string {
   return `${ctKeyId(k)} flags=${e.flags} src=${e.srcSecId} rx=${e.rxPackets}/${e.rxBytes}/${e.rxFlagsSeen} tx=${e.txPackets}/${e.txBytes}/${e.txFlagsSeen}`;
 }
 
-t.test('every stateful case: the kernel passes and drops like the model, and holds the same entries', { skip }, async (t) => {
-  const fx = fixture(t);
+for (const program of ['per-endpoint', 'shared'] as const) t.test(`every stateful case (${program}): the kernel passes and drops like the model, and holds the same entries`, { skip }, async (t) => {
+  const fx = fixture(t, program === 'shared');
   for (const c of statefulCases) await t.test(c.name, async (t) => runCase(t, fx, c));
 });
 

@@ -4,10 +4,12 @@
 // got through exactly when expected, and a drop counted the expected reason. Replies travel the
 // other direction, so the opposite direction's entries are replaced by an allow-all (they do not
 // take part in the case's verdict). Cases that need packets these tools cannot send (ARP, neighbour
-// discovery, non-echo ICMP) are covered by the model test only.
+// discovery, non-echo ICMP) are covered by the model test only. Every case runs against both ways of
+// loading bpf_lxc: the endpoint's own copy, and the node's shared program (constants from
+// cellium_endpoints, the policy map through cellium_policy_maps).
 import t from 'tap';
 import { openIPCacheMap, openPolicyMap, readDropCounters, syncPolicyMap, type IPCacheMap } from '../../src/maps/index.js';
-import { kernelVerdict, loadEndpointProgram, unloadEndpointProgram } from '../../src/cells/datapath-bpf/lxc/index.js';
+import { kernelVerdict, loadEndpointProgram, loadSharedForEndpoint, unloadEndpointProgram, unloadSharedEndpoint } from '../../src/cells/datapath-bpf/lxc/index.js';
 import type { PolicyEntry } from '../../src/datapath/types.js';
 import { TOPOLOGY, verdictCases, type VerdictCase } from '../fixtures/verdict-cases.js';
 import { createTopology, exchange, ping, skipUnlessBpf, testBpfRoot, type Topology } from '../bpf/fixtures/topology.js';
@@ -51,7 +53,7 @@ t.test('every case: the model over maps read back from the kernel', { skip }, as
   }
 });
 
-t.test('verdict cases with real packets through bpf_lxc', { skip }, async (t) => {
+for (const program of ['per-endpoint', 'shared'] as const) t.test(`verdict cases with real packets through bpf_lxc (${program})`, { skip }, async (t) => {
   const cases = verdictCases.filter((c) => probeKind(c) !== undefined);
   t.ok(cases.length >= 35, `${cases.length} of ${verdictCases.length} cases are expressible as real traffic`);
   const peers = new Set<string>();
@@ -67,12 +69,18 @@ t.test('verdict cases with real packets through bpf_lxc', { skip }, async (t) =>
   t.teardown(() => ipcache.close());
   const policy = openPolicyMap(root, 7);
   t.teardown(() => policy.close());
-  const loaded = await loadEndpointProgram(
-    { id: 7, identity: 4242, ipv4: TOPOLOGY.endpoint4, ipv6: TOPOLOGY.endpoint6, ifName: topo.hostIf, ifIndex: topo.ifIndex, mac: topo.mac, hostMac: topo.hostMac },
-    { bpfRoot: root, netns: topo.hostNsPath },
-  );
-  t.teardown(() => unloadEndpointProgram(7, topo.ifIndex, { bpfRoot: root, netns: topo.hostNsPath }));
-  t.equal(loaded.attachments.from_container.mode, 'tcx', 'attached with tcx on this kernel');
+  const cfg = { id: 7, identity: 4242, ipv4: TOPOLOGY.endpoint4, ipv6: TOPOLOGY.endpoint6, ifName: topo.hostIf, ifIndex: topo.ifIndex, mac: topo.mac, hostMac: topo.hostMac };
+  const opts = { bpfRoot: root, netns: topo.hostNsPath };
+  if (program === 'shared') {
+    const { program: prog, result } = await loadSharedForEndpoint(cfg, opts);
+    prog.close();
+    t.teardown(() => unloadSharedEndpoint(7, topo.ifIndex, opts));
+    t.equal(result!.attachments.from_container.mode, 'tcx', 'attached with tcx on this kernel');
+  } else {
+    const loaded = await loadEndpointProgram(cfg, opts);
+    t.teardown(() => unloadEndpointProgram(7, topo.ifIndex, opts));
+    t.equal(loaded.attachments.from_container.mode, 'tcx', 'attached with tcx on this kernel');
+  }
 
   for (const c of cases) {
     const kind = probeKind(c)!;

@@ -58,11 +58,20 @@ export function bpfRoot(c: Cleanup): string {
   return r.root;
 }
 
+/**
+ * CELLIUM_BPF_LXC_PROGRAM (the flag's variable, which spawned agents read themselves) for the
+ * in-process agent too: the suite runs against either way of loading bpf_lxc.
+ */
+function lxcProgram(): Record<string, string> {
+  const p = process.env.CELLIUM_BPF_LXC_PROGRAM;
+  return p ? { 'bpf-lxc-program': p } : {};
+}
+
 /** The whole agent (src/cells.ts) in this process with --datapath-mode=bpf on `root` (plus `config`); a client on its socket in `dir` (a restart passes the same). */
 export async function startBpfAgent(c: Cleanup, root: string, pool: string, config: Record<string, unknown> = {}, dir = tempDir(c, 'agent')): Promise<{ dir: string; socketPath: string; client: CelliumClient; h: TestHive }> {
   const socketPath = join(dir, 'cellium.sock');
   const h = await testHive(c, agentCells, {
-    config: { ...isolatedDirs(dir), 'bpf-root': root, 'socket-path': socketPath, 'datapath-mode': 'bpf', 'ipv4-range': pool, ...config },
+    config: { ...isolatedDirs(dir), 'bpf-root': root, 'socket-path': socketPath, 'datapath-mode': 'bpf', 'ipv4-range': pool, ...lxcProgram(), ...config },
   });
   const client = new CelliumClient({ socketPath });
   c.teardown(() => client.close());
@@ -295,8 +304,8 @@ export interface AgentProcess {
   readonly dir: string;
   readonly socketPath: string;
   readonly client: CelliumClient;
-  /** Spawns the agent (bpf datapath, the pool, prune every second, no socket load balancing, plus the extra flags, which win). */
-  start(): ReturnType<typeof spawnAgent>;
+  /** Spawns the agent (bpf datapath, the pool, prune every second, no socket load balancing, plus the extra flags and then `more`, which win). */
+  start(more?: readonly string[]): ReturnType<typeof spawnAgent>;
   /** Waits (up to 60 s) until the spawned agent serves the API; false when it exited or never did. */
   up(agent: ReturnType<typeof spawnAgent>): Promise<boolean>;
 }
@@ -316,7 +325,7 @@ export function agentProcess(c: Cleanup, name: string, pool: string, extraArgs: 
   c.teardown(() => client.close());
   return {
     root, dir, socketPath, client,
-    start: () => spawnAgent(c, args),
+    start: (more = []) => spawnAgent(c, [...args, ...more]),
     up: (a) => until(async () => a.proc.exitCode === null && (await client.listEndpoints().then(() => true, () => false)), 60000, 50),
   };
 }

@@ -1,7 +1,8 @@
 // Privileged: the BPF datapath's loader. rewrite+load attaches bpf_lxc with the endpoint's
 // constants, bound to the policy map the reconciler writes (at the configured size); isLoaded
 // answers from the kernel (constants and map binding); unload detaches and unpins; after restore,
-// programs and maps of endpoints that no longer exist are removed and live ones are kept.
+// programs and maps of endpoints that no longer exist are removed and live ones are kept. These are
+// the per-endpoint programs' (--bpf-lxc-program=per-endpoint); shared-program.test.ts has the shared one's.
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,7 +16,7 @@ import { hostVeth, skipUnlessBpf, startedDatapath } from './helpers.js';
 const skip = skipUnlessBpf();
 
 t.test('load, check, reload with new constants, unload (tcx)', { skip }, async (t) => {
-  const dp = startedDatapath(t, { bpfPolicyMapMax: 1024, bpfAttachMode: 'tcx' });
+  const dp = startedDatapath(t, { bpfPolicyMapMax: 1024, bpfAttachMode: 'tcx', bpfLxcProgram: 'per-endpoint' });
   const link = hostVeth(t);
   const cfg: EndpointDatapathConfig = { id: 321, identity: 70000, ipv4: '10.78.0.5', ifName: link.ifName, ifIndex: link.ifIndex, mac: '02:00:00:00:03:21', hostMac: link.mac };
   t.notOk(await dp.loader.isLoaded(cfg), 'nothing is loaded at first');
@@ -48,7 +49,7 @@ t.test('load, check, reload with new constants, unload (tcx)', { skip }, async (
 
 for (const mode of ['legacy', 'tcx'] as const) {
   t.test(`after restore, programs and maps of endpoints that no longer exist are removed (${mode})`, { skip }, async (t) => {
-    const dp = startedDatapath(t, { bpfAttachMode: mode });
+    const dp = startedDatapath(t, { bpfAttachMode: mode, bpfLxcProgram: 'per-endpoint' });
     const live = hostVeth(t);
     const stale = hostVeth(t);
     const base = { identity: 70002, hostMac: live.mac, mac: '02:00:00:00:00:01' };
@@ -71,7 +72,7 @@ for (const mode of ['legacy', 'tcx'] as const) {
 }
 
 t.test('--bpf-attach-mode=legacy: clsact filters; switching from tcx leaves one program per hook', { skip }, async (t) => {
-  const tcx = startedDatapath(t, { bpfAttachMode: 'tcx' });
+  const tcx = startedDatapath(t, { bpfAttachMode: 'tcx', bpfLxcProgram: 'per-endpoint' });
   const link = hostVeth(t);
   const cfg: EndpointDatapathConfig = { id: 77, identity: 70003, ipv4: '10.78.0.77', ifName: link.ifName, ifIndex: link.ifIndex, mac: '02:00:00:00:00:77', hostMac: link.mac };
   await tcx.loader.reloadEndpoint(cfg);

@@ -9,7 +9,7 @@
 // writer restart (state directory + kernel maps) a stream through a VIP goes on.
 import t from 'tap';
 import { openIPCacheMap, openLBMaps, openPolicyMap, readDropCounters, syncPolicyMap } from '../../src/maps/index.js';
-import { loadEndpointProgram, unloadEndpointProgram } from '../../src/cells/datapath-bpf/lxc/index.js';
+import { loadEndpointProgram, loadSharedForEndpoint, unloadEndpointProgram, unloadSharedEndpoint } from '../../src/cells/datapath-bpf/lxc/index.js';
 import { LBOps, LBServiceManager, ServiceStore, type Backend } from '../../src/cells/loadbalancer/index.js';
 import { Reconciler } from '../../src/lib/reconciler/index.js';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -64,7 +64,7 @@ async function hitsOf(agent: TrafficAgent, ids: string[], total: number): Promis
   return now();
 }
 
-t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
+for (const program of ['per-endpoint', 'shared'] as const) t.test(`ClusterIP services through bpf_lxc (${program})`, { skip }, async (t) => {
   const { root, remove } = testBpfRoot();
   t.teardown(remove);
   const topo = createTopology({ ep4: EP, ep6: 'fd00:161::2', host4: HOST, host6: 'fd00:161::1', prefix4: 24, prefix6: 64, peers: [...BACKENDS, ...BACKENDS6] });
@@ -108,11 +108,15 @@ t.test('ClusterIP services through bpf_lxc', { skip }, async (t) => {
     { identity: 0, direction: 'ingress', protocol: 0, port: 0, deny: false },
   ];
   syncPolicyMap(policy, allowBackends);
-  await loadEndpointProgram(
-    { id: 9, identity: 4242, ipv4: EP, ipv6: 'fd00:161::2', ifName: topo.hostIf, ifIndex: topo.ifIndex, mac: topo.mac, hostMac: topo.hostMac },
-    { bpfRoot: root, netns: topo.hostNsPath },
-  );
-  t.teardown(() => unloadEndpointProgram(9, topo.ifIndex, { bpfRoot: root, netns: topo.hostNsPath }));
+  const cfg = { id: 9, identity: 4242, ipv4: EP, ipv6: 'fd00:161::2', ifName: topo.hostIf, ifIndex: topo.ifIndex, mac: topo.mac, hostMac: topo.hostMac };
+  const opts = { bpfRoot: root, netns: topo.hostNsPath };
+  if (program === 'shared') {
+    (await loadSharedForEndpoint(cfg, opts)).program.close();
+    t.teardown(() => unloadSharedEndpoint(9, topo.ifIndex, opts));
+  } else {
+    await loadEndpointProgram(cfg, opts);
+    t.teardown(() => unloadEndpointProgram(9, topo.ifIndex, opts));
+  }
 
   const servers = await Promise.all(BACKENDS.map((b) => listen(topo.hostAgent, 'tcp', b, 8080)));
   const N = 90;

@@ -67,7 +67,7 @@ export class BpfDatapath implements Datapath {
       onError: (table, key, err) => log.warn({ map: table, key, err: err.message }, 'BPF map write failed; retrying with backoff'),
       onEndpointDeleted: (ips) => void this.gc.scrub(ips),
     });
-    this.loader = new BpfLoader(this.kernel, { mode: cfg.bpfAttachMode, ctTimeouts: opts.ctTimeouts });
+    this.loader = new BpfLoader(this.kernel, { mode: cfg.bpfAttachMode, ctTimeouts: opts.ctTimeouts, program: cfg.bpfLxcProgram });
     this.loader.setGate((c) => this.gc.settled([c.ipv4, c.ipv6]));
     const kernel = this.kernel;
     this.monitorEvents = { get bpfRoot() { return kernel.root; }, eventsLost: () => kernel.traffic().eventsLost };
@@ -85,6 +85,7 @@ export class BpfDatapath implements Datapath {
   async stop(): Promise<void> {
     await this.gc.stop();
     await this.maps.stop();
+    this.loader.shared?.close();
     this.kernel.close();
     this.lost.complete();
   }
@@ -117,8 +118,9 @@ export class BpfDatapath implements Datapath {
     const liveIPs = new Set(live.flatMap((e) => e.ips.map(lxcKey)));
     const staleEntries = this.kernel.lxc.entries().filter(([, v]) => !keep.has(v.endpointId));
     const guarded = staleEntries.filter(([, v]) => this.attachedHere(v.endpointId, v.ifIndex)).map(([, v]) => v);
-    const ids = this.removeStalePrograms(keep, staleEntries);
+    // the guarded interfaces go first: detaching their programs before would let their pods talk unenforced meanwhile
     await this.deleteGuarded(guarded);
+    const ids = this.removeStalePrograms(keep, staleEntries);
     const ips = staleEntries.map(([ip]) => ip).filter((ip) => !this.maps.lxcTable.get(ip));
     // connections of endpoints deleted while the agent was down: their addresses may be reused
     void this.gc.scrub(ips.filter((ip) => !liveIPs.has(ip)));
@@ -135,7 +137,7 @@ export class BpfDatapath implements Datapath {
   private attachedHere(id: number, ifIndex: number): boolean {
     try {
       const p = endpointPrograms(ifIndex);
-      return [p.from_container, p.to_container].some((h) => [...h.tcx, h.legacy].some((prog) => prog !== undefined && this.loader.owns(prog, id)));
+      return [p.from_container, p.to_container].some((h) => [...h.tcx, h.legacy].some((prog) => prog !== undefined && this.loader.owns(prog, id, ifIndex)));
     } catch {
       return false; // no such interface
     }
@@ -179,18 +181,26 @@ export class BpfDatapath implements Datapath {
 
   /**
    * Removes the programs (link pins, and the legacy filters that are theirs on the interfaces
-   * `entries` name) and policy maps of every endpoint ID found under the BPF root or in `entries`
-   * that is not kept. Returns those IDs.
+   * `entries` and cellium_endpoints name), policy maps and shared-program entries and slots of
+   * every endpoint ID found under the BPF root, in `entries` or in those maps that is not kept.
+   * Returns those IDs.
    */
   private removeStalePrograms(keep: ReadonlySet<number>, entries: ReadonlyArray<readonly [string, LxcValue]>): number[] {
     const ifIndexes = new Map<number, Set<number>>();
     for (const [, v] of entries) ifIndexes.set(v.endpointId, (ifIndexes.get(v.endpointId) ?? new Set()).add(v.ifIndex));
-    const stale = [...new Set([...pinnedEndpoints(this.cfg.bpfRoot), ...this.kernel.pinnedPolicyMaps(), ...ifIndexes.keys()])].filter((id) => !keep.has(id));
+    const sharedEntries = this.kernel.endpoints.entries();
+    const stale = [...new Set([
+      ...pinnedEndpoints(this.cfg.bpfRoot), ...this.kernel.pinnedPolicyMaps(), ...ifIndexes.keys(), ...sharedEntries.map(([, v]) => v.endpointId), ...this.kernel.policySlots.ids(),
+    ])].filter((id) => !keep.has(id));
+    for (const [ifIndex, v] of sharedEntries) if (!keep.has(v.endpointId)) ifIndexes.set(v.endpointId, (ifIndexes.get(v.endpointId) ?? new Set()).add(ifIndex));
     for (const id of stale) {
       try {
         for (const ifIndex of ifIndexes.get(id) ?? [0]) {
-          unloadEndpointProgram(id, ifIndex, { bpfRoot: this.cfg.bpfRoot, removePolicyMap: false, owns: (prog) => this.loader.owns(prog, id) });
+          unloadEndpointProgram(id, ifIndex, { bpfRoot: this.cfg.bpfRoot, removePolicyMap: false, owns: (prog) => this.loader.owns(prog, id, ifIndex) });
         }
+        // the shared program's entries and slot of the endpoint, after its programs are detached
+        for (const ifIndex of ifIndexes.get(id) ?? []) if (this.kernel.endpoints.get(ifIndex)?.endpointId === id) this.kernel.endpoints.delete(ifIndex);
+        this.kernel.policySlots.delete(id);
         this.kernel.removePolicy(id);
       } catch (err) {
         this.log.warn({ endpointID: id, err: wrapBpf('program', `removing stale endpoint ${id}`, err).message }, 'could not remove a stale endpoint program');

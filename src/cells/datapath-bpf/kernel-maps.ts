@@ -5,14 +5,15 @@
  * their counters (cellium_ct_stats), the
  * endpoints' policy maps (opened or created on first use and kept open, so the loader binds the
  * program to the very map the reconciler writes), the traffic counters (cellium_metrics) and the
- * monitor's ring buffer (cellium_events); the last two are opened or created here too, so a pinned
+ * monitor's ring buffer (cellium_events), and the shared bpf_lxc's cellium_endpoints and
+ * cellium_policy_maps; cellium_metrics and cellium_events are opened or created here too, so a pinned
  * one of an older layout is replaced before any program is loaded against it. Everything is pinned
  * under the BPF root, so it outlives the agent.
  */
 import { join } from 'node:path';
 import { existsSync, readdirSync } from 'node:fs';
 import { BpfMap, ensureBpffs } from '../../bpf/index.js';
-import { CtMaps, EVENTS_MAP, EVENTS_MAP_SPEC, METRICS_MAP, METRICS_MAP_SPEC, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readTraffic, removePolicyMap, type IPCacheMap, type LxcMap, type MapReplacement, type PolicyMap, type TrafficCounters } from '../../maps/index.js';
+import { CtMaps, PolicyMapsMap, openEndpointsMap, type EndpointsMap, EVENTS_MAP, EVENTS_MAP_SPEC, METRICS_MAP, METRICS_MAP_SPEC, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readTraffic, removePolicyMap, type IPCacheMap, type LxcMap, type MapReplacement, type PolicyMap, type TrafficCounters } from '../../maps/index.js';
 import { endpointOfPolicyMap } from '../../datapath/map-names.js';
 import type { BpfDatapathConfig } from '../../datapath/bpf-config.js';
 import { BpfDatapathError, wrapBpf } from './errors.js';
@@ -24,6 +25,8 @@ export class KernelMaps {
   private ctMaps?: CtMaps;
   private metricsMap?: BpfMap;
   private eventsMap?: BpfMap;
+  private endpointsMap?: EndpointsMap;
+  private policyMapsMap?: PolicyMapsMap;
   private readonly policyMaps = new Map<number, PolicyMap>();
 
   constructor(
@@ -46,6 +49,8 @@ export class KernelMaps {
       this.ctMaps = CtMaps.open(this.cfg.bpfRoot, { tcp: this.cfg.bpfCtGlobalTcpMax, any: this.cfg.bpfCtGlobalAnyMax }, this.onReplace);
       this.metricsMap = BpfMap.openOrCreate(join(this.cfg.bpfRoot, METRICS_MAP), METRICS_MAP_SPEC);
       this.eventsMap = BpfMap.openOrCreate(join(this.cfg.bpfRoot, EVENTS_MAP), EVENTS_MAP_SPEC);
+      this.endpointsMap = openEndpointsMap(this.cfg.bpfRoot);
+      this.policyMapsMap = PolicyMapsMap.open(this.cfg.bpfRoot);
     } catch (err) {
       this.close();
       throw wrapBpf('map', `opening the datapath maps under ${this.cfg.bpfRoot}`, err);
@@ -59,7 +64,9 @@ export class KernelMaps {
     this.ctMaps?.close();
     this.metricsMap?.close();
     this.eventsMap?.close();
-    this.lxcMap = this.ipcacheMap = this.ctMaps = this.metricsMap = this.eventsMap = undefined;
+    this.endpointsMap?.close();
+    this.policyMapsMap?.close();
+    this.lxcMap = this.ipcacheMap = this.ctMaps = this.metricsMap = this.eventsMap = this.endpointsMap = this.policyMapsMap = undefined;
     for (const m of this.policyMaps.values()) m.close();
     this.policyMaps.clear();
   }
@@ -74,6 +81,18 @@ export class KernelMaps {
   get ipcache(): IPCacheMap {
     if (!this.ipcacheMap) throw new BpfDatapathError('not-started', 'the BPF datapath maps are not open (the datapath has not started)');
     return this.ipcacheMap;
+  }
+
+  /** The shared bpf_lxc's endpoints (cellium_endpoints, by host interface index). */
+  get endpoints(): EndpointsMap {
+    if (!this.endpointsMap) throw new BpfDatapathError('not-started', 'the BPF datapath maps are not open (the datapath has not started)');
+    return this.endpointsMap;
+  }
+
+  /** The shared bpf_lxc's policy maps (cellium_policy_maps, by endpoint ID). */
+  get policySlots(): PolicyMapsMap {
+    if (!this.policyMapsMap) throw new BpfDatapathError('not-started', 'the BPF datapath maps are not open (the datapath has not started)');
+    return this.policyMapsMap;
   }
 
   /** The global conntrack maps. */

@@ -3,12 +3,12 @@
  * once per process and never recompiled; each load only sets the endpoint's .rodata constants; the
  * verifier runs off the JS thread) and attaches it to the endpoint's host interface, replacing the
  * old program atomically. The program is bound to the very maps the reconcilers write: the
- * endpoint's policy map and the shared maps, with the sizes of the configuration.
+ * endpoint's policy map and the shared maps, with the sizes of the configuration. With
+ * `program: 'shared'` (--bpf-lxc-program) endpoints attach the node's one shared bpf_lxc instead
+ * (SharedLxc): a load is map writes and, the first time, two attaches.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { BpfMap, type AttachMode } from '../../bpf/index.js';
-import { LB_MAP_NAMES } from '../../datapath/lb-maps.js';
+import { readFileSync } from 'node:fs';
+import type { AttachMode, BpfMap } from '../../bpf/index.js';
 import { LXC_PROGRAMS, endpointPrograms, isEndpointLoaded, isEndpointProgram, loadEndpointProgram, programMapIds, unloadEndpointProgram } from './lxc/index.js';
 import { policyMapName } from '../../datapath/map-names.js';
 import { DEFAULT_CT_TIMEOUTS, type CtTimeouts } from '../../datapath/conntrack.js';
@@ -16,6 +16,7 @@ import { IPCACHE_MAP, LXC_MAP } from '../../datapath/map-names.js';
 import type { EndpointDatapathConfig, Loader } from '../../datapath/types.js';
 import { wrapBpf } from './errors.js';
 import type { KernelMaps } from './kernel-maps.js';
+import { SharedLxc, isSharedProgram, openPinnedLBMaps } from './shared-loader.js';
 
 /** The object's name of the per-endpoint policy map (bound to cellium_policy_<id>). */
 const OBJECT_POLICY_MAP = 'cellium_policy';
@@ -65,10 +66,15 @@ export class BpfLoader implements Loader {
   /** Endpoints with a load or unload in progress (their programs are changing: checkAttached skips them). */
   private readonly busy = new Map<number, number>();
 
+  /** The shared program, with `program: 'shared'`. */
+  readonly shared?: SharedLxc;
+
   constructor(
     private readonly kernel: KernelMaps,
-    private readonly opts: { readonly object?: string; readonly mode?: AttachMode; readonly ctTimeouts?: CtTimeouts } = {},
-  ) {}
+    private readonly opts: { readonly object?: string; readonly mode?: AttachMode; readonly ctTimeouts?: CtTimeouts; readonly program?: 'per-endpoint' | 'shared' } = {},
+  ) {
+    if (opts.program === 'shared') this.shared = new SharedLxc(kernel, opts);
+  }
 
   /** Resolves once nothing stands in the way of loading `cfg` (see setGate). */
   private gate: (cfg: EndpointDatapathConfig) => Promise<void> = async () => undefined;
@@ -89,7 +95,13 @@ export class BpfLoader implements Loader {
     try {
       await this.gate(cfg);
       signal?.throwIfAborted();
-      const lb = this.pinnedLBMaps();
+      if (this.shared) {
+        const progs = await this.shared.load(cfg, this.attached.get(cfg.id)?.ifIndex);
+        this.attached.set(cfg.id, { ifName: cfg.ifName, ifIndex: cfg.ifIndex, progs });
+        this.loads++;
+        return;
+      }
+      const lb = openPinnedLBMaps(this.kernel.root);
       let r: Awaited<ReturnType<typeof loadEndpointProgram>>;
       try {
         r = await loadEndpointProgram(cfg, {
@@ -118,10 +130,14 @@ export class BpfLoader implements Loader {
    * this agent's bpf_lxc of this endpoint stays.
    */
   async unloadEndpoint(id: number, ifName: string): Promise<void> {
+    const known = this.attached.get(id)?.ifIndex;
     this.attached.delete(id);
     this.enter(id);
     try {
-      unloadEndpointProgram(id, ifIndexOf(ifName), { bpfRoot: this.kernel.root, removePolicyMap: false, owns: (prog) => this.owns(prog, id) });
+      const ifIndex = ifIndexOf(ifName);
+      unloadEndpointProgram(id, ifIndex, { bpfRoot: this.kernel.root, removePolicyMap: false, owns: (prog) => this.owns(prog, id, ifIndex) });
+      // the shared program's entry and slot go after the detach (an attached interface never lacks its entry)
+      this.forgetShared(id, known ?? (ifIndex || undefined));
       this.kernel.removePolicy(id);
     } catch (err) {
       throw wrapBpf('program', `unloading the program of endpoint ${id} (${ifName})`, err);
@@ -131,23 +147,15 @@ export class BpfLoader implements Loader {
   }
 
   /**
-   * The LB maps pinned under the BPF root (by the loadbalancer cell, at the sizes of
-   * --bpf-lb-map-max and --bpf-lb-maglev-table-size), opened for one load: the program binds these
-   * instead of libbpf refusing a pin whose size differs from the object's default. None pinned
-   * (no loadbalancer cell in the hive): the object's own definitions are pinned as before.
+   * Removes an endpoint's cellium_endpoints entry and cellium_policy_maps slot (whatever the mode:
+   * an agent switched back to per-endpoint programs leaves none behind).
    */
-  private pinnedLBMaps(): { name: string; map: BpfMap }[] {
-    const out: { name: string; map: BpfMap }[] = [];
-    try {
-      for (const name of Object.values(LB_MAP_NAMES)) {
-        const path = join(this.kernel.root, name);
-        if (existsSync(path)) out.push({ name, map: BpfMap.openPinned(path) });
-      }
-    } catch (err) {
-      for (const m of out) m.map.close();
-      throw err;
-    }
-    return out;
+  forgetShared(id: number, ifIndex?: number): void {
+    const slots = this.kernel.policySlots;
+    const eps = this.kernel.endpoints;
+    if (ifIndex !== undefined && eps.get(ifIndex)?.endpointId === id) eps.delete(ifIndex);
+    else for (const [ifx, v] of eps.entries()) if (v.endpointId === id) eps.delete(ifx);
+    slots.delete(id);
   }
 
   /** The conntrack lifetimes programs are loaded with. */
@@ -155,9 +163,20 @@ export class BpfLoader implements Loader {
     return this.opts.ctTimeouts ?? DEFAULT_CT_TIMEOUTS;
   }
 
-  /** Whether the loaded program `progId` is this agent's bpf_lxc of endpoint `id` (its constants, this agent's ipcache). */
-  owns(progId: number, id: number): boolean {
-    return isEndpointProgram(progId, id, [this.kernel.ipcache.map.info.id]);
+  /**
+   * Whether the loaded program `progId` is this agent's bpf_lxc of endpoint `id`: its per-endpoint
+   * program (its constants, this agent's ipcache), or this agent's shared program on an interface
+   * (`ifIndex`) whose cellium_endpoints entry is the endpoint's or missing.
+   */
+  owns(progId: number, id: number, ifIndex?: number): boolean {
+    const ids = this.shared?.ids;
+    const ipcache = [this.kernel.ipcache.map.info.id];
+    if ((ids && (ids.from_container === progId || ids.to_container === progId)) || isSharedProgram(progId, ipcache)) {
+      // the shared program serves whichever endpoint the interface's cellium_endpoints entry names (none: nobody else)
+      const entry = ifIndex === undefined ? undefined : this.kernel.endpoints.get(ifIndex);
+      return entry === undefined || entry.endpointId === id;
+    }
+    return isEndpointProgram(progId, id, ipcache);
   }
 
   /**
@@ -190,6 +209,11 @@ export class BpfLoader implements Loader {
    */
   private policyMapMismatch(id: number, progs: Record<LxcProgram, number>): string | undefined {
     const pinned = this.busy.has(id) ? undefined : this.kernel.existingPolicy(id)?.map.info.id;
+    if (this.shared) {
+      const slot = this.kernel.policySlots.get(id);
+      if (pinned !== undefined && slot === pinned) return undefined;
+      return `the shared program, through its slot in cellium_policy_maps (${slot === undefined ? 'empty' : `map id ${slot}`}), does not look up the pinned policy map ${policyMapName(id)} (${pinned === undefined ? 'none is pinned' : `the pinned one is map id ${pinned}`}): it was removed or replaced by hand`;
+    }
     for (const prog of Object.keys(LXC_PROGRAMS) as LxcProgram[]) {
       let bound: number[];
       try {
@@ -232,6 +256,12 @@ export class BpfLoader implements Loader {
    */
   async isLoaded(cfg: EndpointDatapathConfig): Promise<boolean> {
     try {
+      if (this.shared) {
+        if (!(await this.shared.isLoaded(cfg))) return false;
+        const ids = this.shared.ids;
+        if (ids && !this.busy.has(cfg.id)) this.attached.set(cfg.id, { ifName: cfg.ifName, ifIndex: cfg.ifIndex, progs: { ...ids } });
+        return true;
+      }
       const maps = this.boundMaps(cfg.id);
       if (!isEndpointLoaded(cfg, undefined, [maps[OBJECT_POLICY_MAP]!.info.id, maps[IPCACHE_MAP]!.info.id, ...this.kernel.ct.ids(), ...this.kernel.sharedIds()], this.timeouts)) return false;
       // what restore found in place is what checkAttached watches from now on

@@ -4,8 +4,12 @@
  * crafted packets (kernelVerdict).
  */
 export {
-  LXC_PROGRAMS, endpointIdConstant, lxcConstants, lxcLinkPath, loadEndpointProgram, loadLxcObject, unloadEndpointProgram, endpointPrograms, pinnedEndpoints,
+  LXC_PROGRAMS, endpointIdConstant, ctConstants, lxcConstants, lxcLinkPath, loadEndpointProgram, loadLxcObject, unloadEndpointProgram, endpointPrograms, pinnedEndpoints,
   type LxcLoadOptions, type LxcLoadResult, type LxcUnloadOptions,
 } from './lxc.js';
+export {
+  sharedConstants, endpointInfo, loadSharedProgram, sharedProgramPath, pinSharedProgram, openPinnedShared, unpinSharedProgram, writeSharedEndpoint,
+  attachShared, loadSharedForEndpoint, unloadSharedEndpoint, type SharedProgram, type SharedLoadOptions, type SharedAttachOptions,
+} from './shared.js';
 export { kernelVerdict } from './kernel-verdict.js';
 export { isEndpointLoaded, isEndpointProgram, programConstants, programMapIds } from './lxc-state.js';

@@ -30,6 +30,24 @@ export function endpointIdConstant(id: number): Buffer {
   return u16;
 }
 
+/** A u32 constant's bytes (host order). */
+function u32(v: number): Buffer {
+  const b = Buffer.alloc(4);
+  hostOrder.u32.write(b, v, 0);
+  return b;
+}
+
+/** The node-wide conntrack constants of bpf_lxc (lifetimes, monitor report interval), by variable name. */
+export function ctConstants(timeouts: CtTimeouts = DEFAULT_CT_TIMEOUTS): Record<string, Buffer> {
+  return {
+    ct_lifetime_tcp: u32(timeouts.tcp),
+    ct_lifetime_any: u32(timeouts.any),
+    ct_lifetime_syn: u32(timeouts.syn),
+    ct_lifetime_close: u32(timeouts.close),
+    ct_report_interval: u32(timeouts.report ?? DEFAULT_MONITOR_AGGREGATION_S),
+  };
+}
+
 /**
  * The .rodata constants of bpf_lxc for an endpoint, by variable name: its identity, addresses and
  * MACs, the conntrack lifetimes, and whether conntrack and its accounting are on (the endpoint's
@@ -37,11 +55,6 @@ export function endpointIdConstant(id: number): Buffer {
  */
 export function lxcConstants(cfg: EndpointDatapathConfig, timeouts: CtTimeouts = DEFAULT_CT_TIMEOUTS): Record<string, Buffer> {
   const u16 = endpointIdConstant(cfg.id);
-  const u32 = (v: number): Buffer => {
-    const b = Buffer.alloc(4);
-    hostOrder.u32.write(b, v, 0);
-    return b;
-  };
   const ip = (s: string | undefined, family: 'ipv4' | 'ipv6'): Buffer => {
     const out = Buffer.alloc(family === 'ipv4' ? 4 : 16);
     const a = s ? parseAddr(s) : undefined;
@@ -61,11 +74,7 @@ export function lxcConstants(cfg: EndpointDatapathConfig, timeouts: CtTimeouts =
     endpoint_ifindex: u32(cfg.ifIndex),
     endpoint_mac: macBytes(cfg.mac),
     host_mac: macBytes(cfg.hostMac),
-    ct_lifetime_tcp: u32(timeouts.tcp),
-    ct_lifetime_any: u32(timeouts.any),
-    ct_lifetime_syn: u32(timeouts.syn),
-    ct_lifetime_close: u32(timeouts.close),
-    ct_report_interval: u32(timeouts.report ?? DEFAULT_MONITOR_AGGREGATION_S),
+    ...ctConstants(timeouts),
     ct_enabled: Buffer.from([cfg.options?.Conntrack === 'Disabled' ? 0 : 1]),
     ct_accounting: Buffer.from([cfg.options?.ConntrackAccounting === 'Disabled' ? 0 : 1]),
   };

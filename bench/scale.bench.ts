@@ -1,0 +1,152 @@
+/**
+ * The BPF datapath at scale (issue 27): the `cellium-agent` process (--datapath-mode=bpf, API rate
+ * limiter off) creates an endpoint on each of 4,000 real veths (CELLIUM_BENCH_SCALE_ENDPOINTS),
+ * 32 requests in flight over its API socket, with --bpf-lxc-program=shared; measured: the create
+ * rate, the agent's RSS, the kernel memory of this agent's programs and maps (bpftool, memlock),
+ * and 250 rules selecting every endpoint imported until every endpoint realized them. Baseline in
+ * the same run: per-endpoint programs on the first 400 of the veths
+ * (CELLIUM_BENCH_SCALE_BASELINE; at 4,000 they would take 8,000 programs). Conntrack maps are
+ * sized 65,536 (their preallocation is not what is measured). Needs root and BPF; never asserts.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { BpfMap } from '../src/bpf/bpf-map.js';
+import { bpfAvailable } from '../src/bpf/index.js';
+import { IPCACHE_MAP } from '../src/datapath/map-names.js';
+import { rss, scratchBase, startAgent, type AgentProcess } from './lib/agent-process.js';
+import { printTable, ratio } from './lib/report.js';
+import { benchRules, createVeths, endpointRequest, type Veth } from './lib/veths.js';
+
+const N = Number(process.env.CELLIUM_BENCH_SCALE_ENDPOINTS ?? 4000);
+const BASELINE = Math.min(N, Number(process.env.CELLIUM_BENCH_SCALE_BASELINE ?? 400));
+const IN_FLIGHT = 32;
+const RULES = 250;
+/** How long the rules may take to be realized before the run reports them unrealized (and goes on). */
+const RULES_TIMEOUT_MS = Number(process.env.CELLIUM_BENCH_SCALE_RULES_TIMEOUT_MS ?? 120_000);
+type Program = 'per-endpoint' | 'shared';
+
+/** What one agent measured. */
+interface Scale {
+  readonly n: number;
+  readonly createMs: number;
+  readonly rssMiB: number;
+  readonly programs: number;
+  readonly programKiB: number;
+  readonly mapKiB: number;
+  /** Until every endpoint realized the rules, or a text saying how far they got. */
+  readonly rules: number | string;
+}
+
+/** Creates an endpoint per veth with IN_FLIGHT requests at once; resolves with the wall time. */
+async function createAll(agent: AgentProcess, run: string, veths: readonly Veth[]): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+    for (let i = next++; i < veths.length; i = next++) await agent.client.createEndpoint(0, endpointRequest(run, veths[i]!, i, '10.96'));
+  }));
+  return performance.now() - t0;
+}
+
+/** Kernel memory (memlock, KiB) of the programs that use this agent's ipcache, and of their maps plus the pinned policy maps. */
+function kernelMemory(bpfRoot: string): { programs: number; programKiB: number; mapKiB: number } {
+  const ipcache = BpfMap.openPinned(join(bpfRoot, IPCACHE_MAP));
+  const ipcacheId = ipcache.info.id;
+  ipcache.close();
+  const progs = (JSON.parse(execFileSync('bpftool', ['prog', 'show', '-j'], { encoding: 'utf8', maxBuffer: 256 << 20 })) as { id: number; map_ids?: number[]; bytes_memlock?: number }[])
+    .filter((p) => p.map_ids?.includes(ipcacheId));
+  const mapIds = new Set(progs.flatMap((p) => p.map_ids ?? []));
+  for (const f of readdirSync(bpfRoot).filter((f) => f.startsWith('cellium_policy_'))) {
+    const m = BpfMap.openPinned(join(bpfRoot, f));
+    mapIds.add(m.info.id);
+    m.close();
+  }
+  const maps = JSON.parse(execFileSync('bpftool', ['map', 'show', '-j'], { encoding: 'utf8', maxBuffer: 256 << 20 })) as { id: number; bytes_memlock?: number }[];
+  const mapBytes = maps.filter((m) => mapIds.has(m.id)).reduce((a, m) => a + (m.bytes_memlock ?? 0), 0);
+  return { programs: progs.length, programKiB: progs.reduce((a, p) => a + (p.bytes_memlock ?? 0), 0) / 1024, mapKiB: mapBytes / 1024 };
+}
+
+/** Imports the rules over the API and waits until every endpoint realized them (at most RULES_TIMEOUT_MS). */
+async function rules(agent: AgentProcess): Promise<number | string> {
+  const t0 = performance.now();
+  const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), RULES_TIMEOUT_MS).unref());
+  const put = await Promise.race([agent.client.putPolicy(benchRules(RULES)), timeout]);
+  if (put === 'timeout') return `the import did not answer within ${RULES_TIMEOUT_MS} ms`;
+  let done = 0;
+  while (performance.now() - t0 < RULES_TIMEOUT_MS) {
+    const eps = await agent.client.listEndpoints();
+    done = eps.filter((e) => (e.status.policy?.realized?.['policy-revision'] ?? 0) >= put.revision).length;
+    if (done === eps.length) return performance.now() - t0;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return `${done} endpoints realized them within ${RULES_TIMEOUT_MS} ms`;
+}
+
+async function measure(program: Program, run: string, veths: readonly Veth[], cleanup: (what: string, fn: () => unknown) => void): Promise<Scale> {
+  const dir = mkdtempSync(join(scratchBase(), `cellium-bench-scale-${program}-`));
+  const bpfRoot = `/sys/fs/bpf/cellium-bench-scale-${run}-${program}`;
+  cleanup(`removing ${dir}`, () => rmSync(dir, { recursive: true, force: true }));
+  cleanup(`removing ${bpfRoot}`, () => rmSync(bpfRoot, { recursive: true, force: true }));
+  const agent = await startAgent({
+    dir, bpfRoot, socketPath: join(dir, 'cellium.sock'), pool: '10.96.0.0/16',
+    flags: {
+      'datapath-mode': 'bpf', 'bpf-lxc-program': program, 'enable-api-rate-limit': false, 'endpoint-regen-interval': '0', 'bpf-lb-sock': false,
+      'bpf-ct-global-tcp-max': 65536, 'bpf-ct-global-any-max': 65536,
+    },
+  });
+  try {
+    const createMs = await createAll(agent, run, veths);
+    await new Promise((r) => setTimeout(r, 1000));
+    const mem = kernelMemory(bpfRoot);
+    const rssMiB = rss(agent.pid).rss;
+    console.log(`scale (${program}): ${veths.length} endpoints in ${Math.round(createMs)} ms, agent RSS ${rssMiB} MiB, ${mem.programs} programs (${Math.round(mem.programKiB)} KiB), maps ${Math.round(mem.mapKiB)} KiB`);
+    const realized = await rules(agent);
+    return { n: veths.length, createMs, rssMiB, ...mem, rules: realized };
+  } finally {
+    await agent.stop();
+    // the agent leaves its programs attached (that is the point of pinning): the veths' removal detaches them
+  }
+}
+
+function skipReason(): string | undefined {
+  if (process.getuid?.() !== 0) return 'needs root: creates veths and a network namespace, loads and attaches BPF programs';
+  const a = bpfAvailable();
+  return a.ok ? undefined : `BPF unavailable: ${a.reason}`;
+}
+
+async function main(): Promise<void> {
+  const skip = skipReason();
+  if (skip) {
+    console.log(`scale: skipped: ${skip}`);
+    return;
+  }
+  const run = randomBytes(2).toString('hex');
+  const steps: Array<{ what: string; fn: () => unknown }> = [];
+  const cleanup = (what: string, fn: () => unknown): void => void steps.push({ what, fn });
+  try {
+    const veths = createVeths(cleanup, 'lxcs', run, `clscale-${run}`, N);
+    const shared = await measure('shared', run, veths, cleanup);
+    // the baseline on fresh veths: nothing of the shared run stays attached to them
+    const base = createVeths(cleanup, 'lxcq', run, `clscalq-${run}`, BASELINE);
+    const per = await measure('per-endpoint', run, base, cleanup);
+    const row = (what: string, s: Scale, target: string): Array<string | number> => [
+      what, s.n, s.createMs, Math.round((s.n / s.createMs) * 1000), s.rssMiB, s.programs, s.programKiB, s.mapKiB, s.rules, target,
+    ];
+    printTable(`scale: endpoints created over the agent's API on real veths (${IN_FLIGHT} in flight), then ${RULES} rules selecting every endpoint until all realized them`,
+      ['bpf_lxc', 'endpoints', 'create ms', 'creates/s', 'agent RSS MiB', 'programs', 'programs KiB', 'maps KiB', `${RULES} rules ms`, 'target / vs per-endpoint'], [
+        row('--bpf-lxc-program=shared', shared, `>= 1000/s, <= 250 MiB, programs O(1), rules <= 2000 ms; rate ${ratio(shared.n / shared.createMs, per.n / per.createMs)} of per-endpoint`),
+        row('per-endpoint programs (baseline)', per, ''),
+      ]);
+  } finally {
+    for (const { what, fn } of steps.reverse()) {
+      try {
+        await fn();
+      } catch (err) {
+        console.error(`scale: cleanup: ${what} failed: ${(err as Error).message}`);
+      }
+    }
+  }
+}
+
+await main();
