@@ -46,29 +46,16 @@ die() {
 
 # --- Go and the build ------------------------------------------------------------------------
 
-# find_go and go_env (CELLIUM_*_GO names a Go to use instead of the one found)
+# find_go, go_env and k8s_ldflags (CELLIUM_*_GO names a Go to use instead of the one found)
 # shellcheck source=lib/go.sh
 source "$ROOT/scripts/lib/go.sh"
 # node_up and node_down (up --with-kubelet)
 # shellcheck source=lib/k8s-node.sh
 source "$ROOT/scripts/lib/k8s-node.sh"
 
-# The version the binaries report (kubectl version, the apiserver's /version, what e2e tests and
-# version-skew checks read): Kubernetes' own build sets it with -X, as hack/lib/version.sh does;
-# without it they say v0.0.0-master. The build date is the release's time from the module proxy.
+# The link flags: stripped, with the version the binaries report (scripts/lib/go.sh).
 ldflags() {
-  local major minor date v pkg flags="-s -w"
-  major=${VERSION#v}
-  minor=${major#*.}
-  minor=${minor%%.*}
-  major=${major%%.*}
-  date=$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$CACHE/gomod/cache/download/k8s.io/kubernetes/@v/$VERSION.info" 2>/dev/null || true)
-  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-    for v in "gitVersion=$VERSION" "gitMajor=$major" "gitMinor=$minor" "gitTreeState=clean" ${date:+"buildDate=$date"}; do
-      flags+=" -X $pkg.$v"
-    done
-  done
-  echo "$flags"
+  k8s_ldflags "$VERSION"
 }
 
 # What the binaries were built from: a change of go.mod, go.sum or the link flags rebuilds them.

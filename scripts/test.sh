@@ -20,5 +20,8 @@ bash scripts/k8s.sh prepare
 # The real hubble CLI (test/root-datapath-agent/hubble.test.ts), cached like the Kubernetes binaries.
 echo "test: the hubble CLI (scripts/hubble.sh prepare)"
 bash scripts/hubble.sh prepare
+# The upstream e2e tests' binary and images (test/conformance/conformance.test.ts), cached likewise.
+echo "test: e2e.test and its images (scripts/conformance.sh prepare)"
+bash scripts/conformance.sh prepare
 echo "test: tap (every tier; npm run test:unit runs the unit tier alone)"
 bash scripts/tap.sh "$@"

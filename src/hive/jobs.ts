@@ -195,8 +195,10 @@ export class JobGroup implements Jobs {
       if (opts.sync) {
         if (signal.aborted) return;
         try {
-          const r = fn(v, ctx);
-          if (r) r.catch(failed);
+          const r: unknown = fn(v, ctx);
+          // only a promise is awaited: a handler written as an expression may return what its
+          // call returned (prom-client's inc() returns an object), which is no failure
+          if (r instanceof Promise) r.catch(failed);
         } catch (err) {
           failed(err);
         }

@@ -97,6 +97,20 @@ t.test('observer jobs handle every value and report handler failures in health',
   await h.stop();
 });
 
+t.test('a sync observer whose handler returns a value that is no promise handles it without a failure', async (t) => {
+  const src = new Subject<number>();
+  let count = 0;
+  // as a handler written `(n) => counter.inc(n)` does: prom-client's inc() returns an object
+  const h = jobsHive((j) => j.observer('counting', src, ((n: number) => ({ counted: (count += n) })) as unknown as (n: number) => void, { sync: true }));
+  const tree: HealthTree = h.get(HealthTreeToken);
+  await h.start();
+  src.next(1); src.next(2);
+  t.equal(count, 3, 'both values handled');
+  const obs = tree.snapshot().children.find((c) => c.name === 'worker')?.children.find((c) => c.name === 'observer-counting');
+  t.equal(obs?.level, 'ok', 'no "handler failed" (it was r.catch is not a function)');
+  await h.stop();
+});
+
 t.test('an immediate observer sees values emitted during the start hooks; a sync one handles them inside next', async (t) => {
   const { LifecycleToken } = await import('../../src/hive/index.js');
   const src = new Subject<number>();

@@ -122,7 +122,9 @@ export function registerAgentMetrics(registry: Registry, src: MetricSources, job
       regenerationTime.observe({ scope: 'total', status: e.outcome }, e.seconds);
     }, now);
   }
-  jobs.observer('policy-changes', src.policy.changes$, (_c: PolicyChange) => policyChanges.inc({ outcome: 'success' }), now);
+  jobs.observer('policy-changes', src.policy.changes$, (_c: PolicyChange) => {
+    policyChanges.inc({ outcome: 'success' });
+  }, now);
   jobs.observer('api-requests', src.requests, (r) => apiTime.observe({ path: r.path, method: r.method, return_code: String(r.status) }, r.seconds), now);
   jobs.observer('api-limiter-reports', src.limiterReports, (r) => {
     const api_call = r.name;
