@@ -72,9 +72,11 @@ t.test('the npm package', { skip }, async (t) => {
       'dist/src/hive/index.js', 'dist/src/hive/index.d.ts', 'dist/src/cells/ipam/index.d.ts', 'dist/src/api/models.d.ts',
       'dist/api/generated/schema.d.ts', 'dist/src/cli/main.js', 'dist/src/cmd/agent.js',
       'bpf/bpf_lxc.c', 'bpf-loader-native/binding.gyp', 'bpf-loader-native/src/addon.cc', 'netlink-native/binding.gyp', 'netlink-native/src/addon.cc', 'cni-shim/cellium-cni.c',
+      'src/ui/static/index.html', 'src/ui/static/app.js',
     ]) t.ok(files.has(f), `ships ${f}`);
     const unwanted = [...files].filter((f) =>
-      /^(test|bench|src|docs|shared|build|\.tap)\//.test(f) || /^dist\/(bench|docs)\//.test(f) || /\.(node|o|map|tsbuildinfo)$/.test(f) || f === 'bin/cellium-cni' || /(^|\/)build\//.test(f) ||
+      // src/ui/static/ is the flow page's assets (HTML, CSS, browser JS), served from the package as they are
+      (/^(test|bench|src|docs|shared|build|\.tap)\//.test(f) && !f.startsWith('src/ui/static/')) || /^dist\/(bench|docs)\//.test(f) || /\.(node|o|map|tsbuildinfo)$/.test(f) || f === 'bin/cellium-cni' || /(^|\/)build\//.test(f) ||
       (f.endsWith('.ts') && !f.endsWith('.d.ts')));
     t.same(unwanted, [], 'no sources, tests, benches, source maps or machine-built binaries');
   });
