@@ -198,6 +198,9 @@ node_kustomization() {
   mkdir -p "$d"
   for f in "$ROOT"/deploy/*.yaml; do cp "$f" "$d/"; done
   [ -d "$modules" ] || { modules="$NODE_DIR/lib-modules"; mkdir -p "$modules"; }
+  local pool
+  pool=$(node_pod_pool)
+  echo "$pool" >"$NODE_DIR/pod-pool"
   cat >"$d/kustomization.yaml" <<EOF
 # Written by scripts/k8s.sh up --with-kubelet: deploy/ for the node under $NODE_DIR.
 apiVersion: kustomize.config.k8s.io/v1beta1
@@ -234,6 +237,7 @@ patches:
       - { op: test, path: /spec/template/spec/containers/0/args/3, value: "--prometheus-serve-addr=:9962" }
       - { op: replace, path: /spec/template/spec/containers/0/args/3, value: "--prometheus-serve-addr=127.0.0.1:$metrics" }
       - { op: remove, path: /spec/template/spec/containers/0/ports }
+      - { op: add, path: /spec/template/spec/containers/0/args/-, value: "--ipv4-range=$pool" }
 EOF
 }
 
@@ -364,4 +368,18 @@ node_down() {
     case $(readlink "$f") in "$NODE_DIR"/*) rm -f "$f" ;; esac
   done
   return 0
+}
+
+# This node's pod pool (the agent's --ipv4-range): a /24 of 10.64.0.0/16 that no route of the host
+# uses, chosen once per node and kept in NODE_DIR/pod-pool. Nodes of several harnesses share the
+# host's network namespace and its /32 routes to pods: with one pool for all (the agent's default
+# 10.200.0.0/24), one node's CNI DEL removed another's route to a pod of the same address.
+node_pod_pool() {
+  local f="$NODE_DIR/pod-pool" n i
+  if [ -s "$f" ]; then cat "$f"; return; fi
+  for i in $(seq 1 64); do
+    n=$((RANDOM % 256))
+    if ! ip -4 route show | grep -q "^10\.64\.$n\."; then echo "10.64.$n.0/24"; return; fi
+  done
+  echo "10.64.$((RANDOM % 256)).0/24"
 }
