@@ -198,17 +198,21 @@ run() {
     sampler=$!
   fi
   echo "conformance: running e2e.test $E2E_VERSION ($suite) against $CELLIUM_K8S_SERVER; log: $out/e2e.log" >&2
+  # e2e.test leaves kubeconfig copies (test-kuberc*) in its TMPDIR: give it one of its own, removed after
+  local etmp
+  etmp=$(mktemp -d)
   if [ "$procs" = 1 ]; then
     # shellcheck disable=SC2046
-    "$E2E_BIN/e2e.test" $(e2e_flags) --report-dir="$out" --ginkgo.json-report="$out/report.json" \
+    TMPDIR="$etmp" "$E2E_BIN/e2e.test" $(e2e_flags) --report-dir="$out" --ginkgo.json-report="$out/report.json" \
       --ginkgo.timeout="$timeout" --ginkgo.focus="$FOCUS" --ginkgo.skip="$SKIP" >"$out/e2e.log" 2>&1 || rc=$?
   else
     # shellcheck disable=SC2046
-    "$ginkgo" --procs="$procs" --no-color -v --timeout="$timeout" --focus="$FOCUS" --skip="$SKIP" \
+    TMPDIR="$etmp" "$ginkgo" --procs="$procs" --no-color -v --timeout="$timeout" --focus="$FOCUS" --skip="$SKIP" \
       --output-dir="$out" --json-report=report.json "$E2E_BIN/e2e.test" -- \
       $(e2e_flags | sed 's/ --ginkgo\.[a-z-]*//g') --report-dir="$out" >"$out/e2e.log" 2>&1 || rc=$?
   fi
   local wall=$((SECONDS - start))
+  rm -rf "$etmp"
   [ -z "$sampler" ] || { kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true; }
   [ -f "$out/report.json" ] || { tail -n 30 "$out/e2e.log" >&2; e2e_die "e2e.test exited $rc without a report (log: $out/e2e.log)"; }
   node --import="$ROOT/test/loader/register.mjs" "$ROOT/test/conformance/report-cli.ts" \
