@@ -338,7 +338,8 @@ kill_pids() {
 # Removes the node: kubelet first (it would restart what is stopped), containerd, then the pods'
 # processes (SIGKILL to every process in the node's cgroups) and containerd's shims (their command
 # line names DIR/node), by PID; nothing of containerd's metadata needs keeping (DIR goes), the mounts under DIR/node (netns, rootfs, volumes, bpffs),
-# the node's cgroups, the bridge of the reference network and /var/log/containers links into DIR.
+# the node's cgroups, interfaces left routing its pod pool, the bridge of the reference network and
+# /var/log/containers links into DIR.
 node_down() {
   node_paths
   [ -d "$NODE_DIR" ] || return 0
@@ -362,6 +363,15 @@ node_down() {
   for f in $(node_cgroup_dirs); do
     find "$f" -depth -type d -exec rmdir {} + 2>/dev/null
   done
+  # the pods' host-side veths go with their namespaces, unless something outside the node still
+  # holds one (seen after a test was killed mid-run): remove every interface routing this node's pool
+  local pool dev
+  pool=$(cat "$NODE_DIR/pod-pool" 2>/dev/null || true)
+  if [ -n "$pool" ]; then
+    for dev in $(ip -4 route show | awk -v p="${pool%0/24}" 'index($1, p) == 1 && $2 == "dev" && $3 ~ /^lxc/ { print $3 }' | sort -u); do
+      ip link del "$dev" 2>/dev/null || true
+    done
+  fi
   ip link del "ckb$NODE_ID" 2>/dev/null || true
   for f in /var/log/containers/*.log; do
     [ -L "$f" ] || continue
