@@ -22,6 +22,10 @@
  * monitor aggregation), read by the agent's monitor.
  * A packet from the endpoint to a service (lib/lb.h) is first translated to a backend (DNAT), and
  * then judged against the backend; replies of such connections get the frontend as source again.
+ * A packet to one of the node's addresses at a node port goes through the NodePort surrogate. When
+ * the backend is the endpoint itself (hairpin), the source becomes the service loopback address
+ * and the packet, once its egress is allowed, is judged as the endpoint's ingress (conntrack only,
+ * as Cilium) and redirected into the pod; so is such a connection's reply (see hairpin()).
  * decide(), drop(), emit_event(), parse_l4(), ct_lookup() and ct_create() are global functions:
  * the verifier checks each once per program instead of once per path that reaches it.
  */

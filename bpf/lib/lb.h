@@ -12,7 +12,12 @@
  *   - the packet is DNATed to the backend (addresses, ports, checksums) before conntrack and the
  *     policy, which is the backend's; the connection's entry then carries the rev-NAT index;
  *   - a reply (to_container, CT_REPLY with a rev-NAT index) gets its source rewritten to the
- *     frontend from cellium_lb4_reverse_nat.
+ *     frontend from cellium_lb4_reverse_nat;
+ *   - a destination that is no frontend but one of the node's addresses is looked up as the
+ *     NodePort surrogate of its port (the node address kept in the CT_SERVICE entry for the reply);
+ *   - a backend that is the client itself (hairpin) marks the packet (p->hairpin): bpf_lxc gives
+ *     it the loopback source (lb_hairpin_snat) and turns it around; its reply's rev-NAT also
+ *     restores the client as the destination (CT_F_LB_LOOPBACK).
  * The lookups of services and backends are lib/lb_lookup.h (bpf_sock shares them). The memory
  * datapath's model is src/datapath/model/lb.ts.
  */
