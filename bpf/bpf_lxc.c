@@ -206,8 +206,10 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 	 * sender the endpoint itself, whose egress policy allowed it. As in Cilium (bpf_lxc's
 	 * ipv4_policy, ct_state->loopback), the ingress policy is not consulted: a pod reaches itself
 	 * through a service without a rule allowing itself; conntrack still runs for the replies.
+	 * Only the forward direction, from the loopback address: a hairpin reply is a conntrack
+	 * reply (above), and one whose connection is gone is judged like any other packet.
 	 */
-	if (!egress && p->hairpin) {
+	if (!egress && p->hairpin && lb_from_loopback(p)) {
 		identity = p->ep_identity;
 		reason = DROP_NONE;
 		goto allowed;

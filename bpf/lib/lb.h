@@ -139,6 +139,18 @@ static __always_inline void lb_loopback_addr(__u8 family, __u32 *w)
  * matched, so the slots are looked up under them; else the key is the packet's again. One body for
  * both families (no copy of the key: the stack of lb6_egress stays small).
  */
+/* Whether the packet comes from the hairpin loopback address of its family. */
+static __always_inline int lb_from_loopback(const struct pkt *p)
+{
+	const __u32 *s = (const __u32 *)p->src;
+	__u32 lo[4];
+
+	lb_loopback_addr(p->family, lo);
+	if (p->family == FAMILY_IPV4)
+		return s[0] == lo[0];
+	return s[0] == lo[0] && s[1] == lo[1] && s[2] == lo[2] && s[3] == lo[3];
+}
+
 /*
  * Whether the packet's destination is one of the node's own addresses (the host identity in the
  * ipcache). A global function: its ipcache key is not on the load balancer's stack.
