@@ -15,6 +15,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { ensureBpffs } from '../src/bpf/index.js';
 import { CtMaps, openIPCacheMap } from '../src/maps/index.js';
 import type { PolicyEntry } from '../src/datapath/types.js';
@@ -88,10 +89,17 @@ async function withServer<T>(serverArgs: string[], client: () => T): Promise<T> 
   }
 }
 
+/**
+ * iperf3's CPU affinity (-A): with two CPUs or more the client and the server each keep one CPU,
+ * so every setup runs with the same placement (as in lb-traffic.bench.ts: unpinned, the
+ * scheduler's placement moved a run's throughput by a third either way on a 2-CPU machine).
+ */
+const affinity = (cpu: number): string[] => (availableParallelism() >= 2 ? ['-A', String(cpu)] : []);
+
 /** iperf3 TCP throughput client -> server, Gbit/s. */
 function iperf(): Promise<number> {
-  return withServer(['iperf3', '-s', '-1', '-B', PODS.server.addr, '-p', String(IPERF_PORT)], () => {
-    const out = execFileSync('ip', ['netns', 'exec', PODS.client.ns, 'iperf3', '-c', PODS.server.addr, '-p', String(IPERF_PORT), '-t', String(SECONDS), '-J'], { encoding: 'utf8' });
+  return withServer(['iperf3', '-s', '-1', '-B', PODS.server.addr, '-p', String(IPERF_PORT), ...affinity(1)], () => {
+    const out = execFileSync('ip', ['netns', 'exec', PODS.client.ns, 'iperf3', '-c', PODS.server.addr, '-p', String(IPERF_PORT), '-t', String(SECONDS), '-J', ...affinity(0)], { encoding: 'utf8' });
     return iperfGbps(out);
   });
 }
