@@ -16,7 +16,7 @@ import type { CtTimeouts } from '../../datapath/conntrack.js';
 import type { EndpointDatapathConfig } from '../../datapath/types.js';
 import {
   LXC_PROGRAMS, attachShared, endpointInfo, endpointPrograms, loadSharedProgram, openPinnedShared, pinSharedProgram, programConstants, programMapIds,
-  sharedConstants, writeSharedEndpoint, type SharedProgram,
+  sharedConstants, type SharedProgram,
 } from './lxc/index.js';
 import type { KernelMaps } from './kernel-maps.js';
 
@@ -139,7 +139,10 @@ export class SharedLxc {
    */
   async load(cfg: EndpointDatapathConfig, previousIfIndex?: number): Promise<Record<LxcProgram, number>> {
     const program = await this.program();
-    writeSharedEndpoint({ endpoints: this.kernel.endpoints, policyMaps: this.kernel.policySlots }, cfg, this.kernel.policy(cfg.id).map.fd);
+    // the slot first (the program finds the policy map the entry's ID names), then the entry; the
+    // slot's write is left to a worker once it reads back (its grace period blocks nobody)
+    await this.kernel.policySlots.setVisible(cfg.id, this.kernel.policy(cfg.id).map);
+    this.kernel.endpoints.set(cfg.ifIndex, endpointInfo(cfg));
     if (previousIfIndex !== undefined && previousIfIndex !== cfg.ifIndex) this.forgetInterface(cfg.id, previousIfIndex);
     if (!this.runs(cfg.ifIndex, program)) await attachShared(program, cfg, { bpfRoot: this.kernel.root, mode: this.opts.mode });
     return { ...program.ids };
