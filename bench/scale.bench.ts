@@ -83,7 +83,10 @@ async function rules(agent: AgentProcess): Promise<number | string> {
     const eps = await agent.client.listEndpoints();
     done = eps.filter((e) => (e.status.policy?.realized?.['policy-revision'] ?? 0) >= put.revision).length;
     if (done === eps.length) return performance.now() - t0;
-    await new Promise((r) => setTimeout(r, 20));
+    // each poll lists every endpoint with its policy's identities (megabytes at 4,000 under these
+    // rules, built by the agent being measured): polled at 2% of the time so far, at least 20 ms,
+    // so the figure is at most ~2% late and the polls do not become the agent's main work
+    await new Promise((r) => setTimeout(r, Math.max(20, (performance.now() - t0) * 0.02)));
   }
   return `${done} endpoints realized them within ${RULES_TIMEOUT_MS} ms`;
 }
