@@ -72,9 +72,23 @@ export function bareName(pod: string | undefined, namespace: string | undefined)
   return namespace && pod.startsWith(`${namespace}/`) ? pod.slice(namespace.length + 1) : pod;
 }
 
-/** A side of the flow. The labels array is the enricher's own (never changed by flows), not a copy. */
+const NO_WORKLOADS: Workload[] = [];
+/** Each side's Endpoint, by the enricher's side and its workloads: both are shared while they do not change. */
+const endpoints = new WeakMap<FlowEndpoint, { readonly workloads: Workload[] | undefined; readonly endpoint: Endpoint }>();
+
+/**
+ * A side of the flow: made once per side the enricher describes (and its workloads), frozen, and
+ * shared by every flow of that side (the enricher describes a side anew when it changes). The
+ * labels array is the enricher's own (never changed by flows), not a copy.
+ */
 function endpoint(s: FlowEndpoint, workloads: Workload[] | undefined): Endpoint {
-  return { ID: s.ID, identity: s.identity, clusterName: clusterOf(s.labels), namespace: s.namespace ?? '', labels: s.labels as string[], podName: bareName(s.pod_name, s.namespace), workloads: workloads ?? [] };
+  const known = endpoints.get(s);
+  if (known && known.workloads === workloads) return known.endpoint;
+  const ep: Endpoint = Object.freeze({
+    ID: s.ID, identity: s.identity, clusterName: clusterOf(s.labels), namespace: s.namespace ?? '', labels: s.labels as string[], podName: bareName(s.pod_name, s.namespace), workloads: workloads ?? NO_WORKLOADS,
+  });
+  endpoints.set(s, { workloads, endpoint: ep });
+  return ep;
 }
 
 const CLUSTER_LABEL = 'k8s:io.cilium.k8s.policy.cluster=';

@@ -65,18 +65,33 @@ export interface MonitorEvent extends DropEvent {
   readonly len: number;
 }
 
+/** IPv4 addresses as strings, kept by value: a read's events share few addresses (bounded: it starts over when full). */
+const ipv4Strings = new Map<number, string>();
+const MAX_IPV4_STRINGS = 65536;
+
+function ipv4At(b: Buffer, o: number): string {
+  const n = b.readUInt32BE(o);
+  let s = ipv4Strings.get(n);
+  if (s === undefined) {
+    if (ipv4Strings.size >= MAX_IPV4_STRINGS) ipv4Strings.clear();
+    ipv4Strings.set(n, (s = formatAddr('ipv4', BigInt(n))));
+  }
+  return s;
+}
+
+function addrAt(b: Buffer, family: number | undefined, o: number): string | undefined {
+  if (family === 4) return ipv4At(b, o);
+  if (family === 6) return formatAddr('ipv6', (b.readBigUInt64BE(o) << 64n) | b.readBigUInt64BE(o + 8));
+  return undefined;
+}
+
 /** Decodes one record; undefined when it is not a monitor event of a known type and size. */
 export function decodeMonitorEvent(b: Buffer): MonitorEvent | undefined {
   const type = EVENT_TYPES[b[0] as keyof typeof EVENT_TYPES];
   if (b.length < MONITOR_EVENT_SIZE || !type) return undefined;
   const family = b[20];
-  const addr = (o: number): string | undefined => {
-    if (family === 4) return formatAddr('ipv4', BigInt(b.readUInt32BE(o)));
-    if (family === 6) return formatAddr('ipv6', (b.readBigUInt64BE(o) << 64n) | b.readBigUInt64BE(o + 8));
-    return undefined;
-  };
-  const src = addr(24);
-  const dst = addr(40);
+  const src = addrAt(b, family, 24);
+  const dst = addrAt(b, family, 40);
   return {
     type,
     reason: type === 'trace' || (type === 'policy-verdict' && b[1] === 0) ? '' : (DROP_REASONS[b[1]!] ?? `reason-${b[1]}`),
