@@ -30,6 +30,9 @@ export interface ObserverStats {
   readonly flowsRate: number;
 }
 
+/** The workloads of a pod no lookup knows (one array for all: flows share it and never change it). */
+const NO_WORKLOADS: flowpb.Workload[] = [];
+
 /** Keeps and fans out the node's flows. */
 export class HubbleObserver {
   readonly ring: FlowRing;
@@ -46,7 +49,7 @@ export class HubbleObserver {
     capacity: number,
     readonly nodeName: string,
     private readonly services: ServiceLookup = () => undefined,
-    private readonly workloads: WorkloadLookup = () => [],
+    private readonly workloads: WorkloadLookup = () => NO_WORKLOADS,
   ) {
     this.ring = new FlowRing(capacity);
   }
