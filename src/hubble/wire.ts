@@ -11,7 +11,7 @@
  * when Flow gains a field this file does not write.
  */
 import type { BinaryWriter } from '@bufbuild/protobuf/wire';
-import { CiliumEventType, Endpoint, Ethernet, Service, TCPFlags, type Flow, type IP, type Layer4, type NetworkInterface } from './gen/flow/flow.js';
+import { CiliumEventType, Endpoint, Ethernet, IP, NetworkInterface, Service, TCPFlags, type Flow, type Layer4 } from './gen/flow/flow.js';
 import { Timestamp } from './gen/google/protobuf/timestamp.js';
 
 /** A generated message's encoder. */
@@ -43,6 +43,8 @@ export class FlowResponseEncoder {
   private slabPos = 0;
   /** The encoded bytes of frozen messages, by message. */
   private readonly frozen = new WeakMap<object, Uint8Array>();
+  /** The frozen message last written under each tag, and its bytes. */
+  private readonly lastByTag = new Map<number, { message: object; bytes: Uint8Array }>();
 
   /** The GetFlowsResponse `{ flow, node_name: node, time: flow.time }`. */
   encode(flow: Flow, node: string): Buffer {
@@ -63,7 +65,10 @@ export class FlowResponseEncoder {
     if (m.verdict !== 0) this.int32(16, m.verdict);
     if (m.dropReason !== 0) this.uint32(24, m.dropReason);
     if (m.ethernet !== undefined) this.message(34, m.ethernet, Ethernet);
-    if (m.IP !== undefined) this.ip(m.IP);
+    if (m.IP !== undefined) {
+      if (Object.isFrozen(m.IP)) this.message(42, m.IP, IP);
+      else this.ip(m.IP);
+    }
     if (m.l4 !== undefined) this.layer4(m.l4);
     if (m.source !== undefined) this.message(66, m.source, Endpoint);
     if (m.destination !== undefined) this.message(74, m.destination, Endpoint);
@@ -85,7 +90,10 @@ export class FlowResponseEncoder {
       if (m.isReply) this.bool(8, true);
       this.join();
     }
-    if (m.interface !== undefined) this.networkInterface(m.interface);
+    if (m.interface !== undefined) {
+      if (Object.isFrozen(m.interface)) this.message(226, m.interface, NetworkInterface);
+      else this.networkInterface(m.interface);
+    }
     if (m.Summary !== '') this.str(800002, m.Summary);
   }
 
@@ -138,12 +146,27 @@ export class FlowResponseEncoder {
     this.join();
   }
 
-  /** A sub-message: a frozen one's bytes made once and kept, any other one by the generated encoder. */
+  /**
+   * A sub-message: a frozen one's bytes made once and kept, any other one by the generated encoder.
+   * The message and bytes last written under each tag are at hand without the lookup (consecutive
+   * flows mostly share them).
+   */
   private message<T extends object>(tag: number, m: T, type: Encodes<T>): void {
-    let bytes = Object.isFrozen(m) ? this.frozen.get(m) : undefined;
-    if (!bytes) {
+    let bytes: Uint8Array | undefined;
+    const last = this.lastByTag.get(tag);
+    if (last?.message === m) {
+      bytes = last.bytes;
+    } else if (Object.isFrozen(m)) {
+      bytes = this.frozen.get(m);
+      if (!bytes) this.frozen.set(m, (bytes = type.encode(m).finish()));
+      if (last) {
+        last.message = m;
+        last.bytes = bytes;
+      } else {
+        this.lastByTag.set(tag, { message: m, bytes });
+      }
+    } else {
       bytes = type.encode(m).finish();
-      if (Object.isFrozen(m)) this.frozen.set(m, bytes);
     }
     this.tag(tag);
     const n = bytes.length;

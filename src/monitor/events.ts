@@ -90,9 +90,7 @@ export function decodeMonitorEvent(b: Buffer): MonitorEvent | undefined {
   const type = EVENT_TYPES[b[0] as keyof typeof EVENT_TYPES];
   if (b.length < MONITOR_EVENT_SIZE || !type) return undefined;
   const family = b[20];
-  const src = addrAt(b, family, 24);
-  const dst = addrAt(b, family, 40);
-  return {
+  const e: { -readonly [K in keyof MonitorEvent]: MonitorEvent[K] } = {
     type,
     reason: type === 'trace' || (type === 'policy-verdict' && b[1] === 0) ? '' : (DROP_REASONS[b[1]!] ?? `reason-${b[1]}`),
     direction: b[2] ? 'egress' : 'ingress',
@@ -102,8 +100,6 @@ export function decodeMonitorEvent(b: Buffer): MonitorEvent | undefined {
     srcIdentity: hostOrder.u32.read(b, 8),
     dstIdentity: hostOrder.u32.read(b, 12),
     ifIndex: hostOrder.u32.read(b, 16),
-    ...(src !== undefined ? { src } : {}),
-    ...(dst !== undefined ? { dst } : {}),
     icmpType: b[21]!,
     ctStatus: CT_STATUSES[b[22]!] ?? 'new',
     match: POLICY_MATCH_TYPES[b[23]!] ?? `match-${b[23]}`,
@@ -112,6 +108,13 @@ export function decodeMonitorEvent(b: Buffer): MonitorEvent | undefined {
     action: b[59] ? 'allow' : 'deny',
     len: hostOrder.u32.read(b, 60),
   };
+  // both addresses or neither (a packet that did not parse): one shape each, no spread objects
+  const src = addrAt(b, family, 24);
+  if (src !== undefined) {
+    e.src = src;
+    e.dst = addrAt(b, family, 40);
+  }
+  return e;
 }
 
 /** Decodes a drop event; undefined for other records. */

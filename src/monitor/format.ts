@@ -57,8 +57,9 @@ function hostPort(addr: string | undefined, port: number, withPort: boolean): st
 export function packetSummary(e: MonitorEvent): string {
   const ports = e.protocol === 6 || e.protocol === 17 || e.protocol === 132;
   const proto = PROTOCOLS[e.protocol] ?? `proto ${e.protocol}`;
-  const tail = e.protocol === 6 ? ` ${TCP_FLAG_TEXT[e.tcpFlags & 0xff]}` : e.protocol === 1 || e.protocol === 58 ? ` type ${e.icmpType}` : '';
-  return `${hostPort(e.src, e.sport, ports)} -> ${hostPort(e.dst, e.dport, ports)} ${proto}${tail}`.trimEnd();
+  const flags = e.protocol === 6 ? TCP_FLAG_TEXT[e.tcpFlags & 0xff]! : '';
+  const tail = flags !== '' ? ` ${flags}` : e.protocol === 1 || e.protocol === 58 ? ` type ${e.icmpType}` : '';
+  return `${hostPort(e.src, e.sport, ports)} -> ${hostPort(e.dst, e.dport, ports)} ${proto}${tail}`;
 }
 
 function reasonText(reason: string): string {
