@@ -82,6 +82,7 @@ export function serveGetFlows(call: GetFlowsCall, observer: HubbleObserver): voi
       if (next < ring.oldest) {
         const lost = ring.oldest - next;
         next = ring.oldest;
+        observer.countRingLoss(lost);
         blocked = !call.write(lostResponse({ source: flowpb.LostEventSource.HUBBLE_RING_BUFFER, numEventsLost: lost, cpu: undefined }, node));
         continue;
       }
