@@ -10,7 +10,8 @@
  * them is. The stages in between say where the time goes: enrichment (the monitor cell's Enricher
  * over a real endpoint manager and identity allocator: an agent in this process, memory datapath,
  * the records' two pods as its endpoints; a read enriched at once as the monitor agent does), the
- * flow and the ring (HubbleObserver.onRecord without followers, the services and workloads looked up
+ * flow and the ring (HubbleObserver.onRecord without followers, a ring of 131,071 and, for the
+ * encoded stage, also the agent's default 4,095, the services and workloads looked up
  * in that agent as the hubble cell does), then its protobuf encoding once,
  * then gRPC to a client in another process that only counts messages (what grpc-js and HTTP/2 add,
  * both ends sharing this machine's cores), then to `hubble observe -o json` (the real client, whose
@@ -42,6 +43,10 @@ const N = 100_000;
 const BATCH = 2000;
 const ROUNDS = 5;
 const SERVED_ROUNDS = 3;
+/** The observer's ring: more than N, so a follower slower than the loop lags without losing flows. */
+const RING = 131071;
+/** The agent's default ring (--hubble-event-buffer-capacity). */
+const DEFAULT_RING = 4095;
 
 /** One served run: the rate, how many flows the client received, and how many it never did. */
 interface Served {
@@ -126,7 +131,7 @@ class Ring {
  * allocator: an agent in this process (memory datapath) with the records' two pods as endpoints,
  * so each side is looked up and described as in the agent.
  */
-async function startEnricher(dir: string): Promise<{ enricher: Enricher; newObserver: () => HubbleObserver; stop: () => Promise<void> }> {
+async function startEnricher(dir: string): Promise<{ enricher: Enricher; newObserver: (capacity?: number) => HubbleObserver; stop: () => Promise<void> }> {
   const hive = new Hive(agentCells, { logger: silentLogger() });
   const flags = new Set(hive.config.entries().map((e) => e.flag));
   const own = Object.fromEntries([['bpf-root', join(dir, 'bpf')], ['cni-delete-queue-dir', join(dir, 'delete-queue')]].filter(([f]) => flags.has(f!)));
@@ -142,13 +147,13 @@ async function startEnricher(dir: string): Promise<{ enricher: Enricher; newObse
   return {
     enricher: new Enricher(hive.get(EndpointManagerToken), hive.get(IdentityAllocatorToken)),
     // the agent's observer: services and workloads looked up as the hubble cell does
-    newObserver: () => new HubbleObserver(131071, 'bench', frontendServices(hive.get(ServiceManagerToken)), podWorkloadLookup(hive.get(LocalPodsToken))),
+    newObserver: (capacity = RING) => new HubbleObserver(capacity, 'bench', frontendServices(hive.get(ServiceManagerToken)), podWorkloadLookup(hive.get(LocalPodsToken))),
     stop: () => hive.stop(),
   };
 }
 
 let enricher: Enricher;
-let newObserver: () => HubbleObserver;
+let newObserver: (capacity?: number) => HubbleObserver;
 let ring: Ring;
 
 /** One poll as the monitor agent makes it: the ring read, the read enriched at once (one time string), each event to the observer. */
@@ -195,8 +200,8 @@ function enriched(recs: readonly Buffer[]): number {
 }
 
 /** read + decode + enrich + flow + ring, optionally encoding each response once (what serving adds per flow). */
-function observed(recs: readonly Buffer[], encode: boolean): number {
-  const observer = newObserver();
+function observed(recs: readonly Buffer[], encode: boolean, capacity = RING): number {
+  const observer = newObserver(capacity);
   let bytes = 0;
   const sub = encode ? observer.items$.subscribe((item) => {
     if (item.kind === 'flow') bytes += flowResponseBytes(item.entry, 'bench').length;
@@ -356,11 +361,13 @@ async function stages(bin: string): Promise<void> {
   let enrich = 0;
   let flows = 0;
   let encoded = 0;
+  let encodedDefault = 0;
   for (let i = 0; i < ROUNDS; i++) {
     base = Math.max(base, baseline(recs));
     enrich = Math.max(enrich, enriched(recs));
     flows = Math.max(flows, observed(recs, false));
     encoded = Math.max(encoded, observed(recs, true));
+    encodedDefault = Math.max(encodedDefault, observed(recs, true, DEFAULT_RING));
   }
   const best = (a: Served, b: Served): Served => ({ ...(b.rate > a.rate ? b : a), cpuRate: Math.max(a.cpuRate, b.cpuRate) });
   let counted = await served(counterFollower, recs);
@@ -377,6 +384,7 @@ async function stages(bin: string): Promise<void> {
     ['... + enrich (the agent\'s Enricher)', enrich, us(enrich), ratio(enrich, base), '-', '-'],
     ['... + flow + ring (no follower)', flows, us(flows), ratio(flows, base), '-', '-'],
     ['... + protobuf response', encoded, us(encoded), ratio(encoded, base, target), '-', '-'],
+    [`... + protobuf response, the agent's default ring (${DEFAULT_RING})`, encodedDefault, us(encodedDefault), ratio(encodedDefault, base, target), '-', '-'],
     ['... + gRPC to a process counting messages (wall)', counted.rate, us(counted.rate), ratio(counted.rate, base, target), counted.received, counted.lost],
     ['... + gRPC to a process counting messages (agent CPU)', counted.cpuRate, us(counted.cpuRate), ratio(counted.cpuRate, base, target), counted.received, counted.lost],
     ['... + gRPC to hubble observe --follow -o json (wall)', cli.rate, us(cli.rate), ratio(cli.rate, base, target), cli.received, cli.lost],
