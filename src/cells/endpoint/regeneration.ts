@@ -150,7 +150,7 @@ export class Regenerator implements EndpointRuntime {
   /** Policy, maps, program, flush, state directory; returns the level actually used. */
   private async build(ep: Endpoint, req: RegenerationRequest, signal: AbortSignal): Promise<string> {
     const { maps, loader } = this.d.datapath;
-    for (const ip of [ep.ipv4, ep.ipv6]) if (ip && this.d.datapath.isHostAddress?.(ip)) throw hostAddressTaken(ip);
+    for (const ip of [ep.ipv4, ep.ipv6]) if (ip && (await this.d.datapath.isHostAddress?.(ip))) throw hostAddressTaken(ip);
     const identity = ep.securityIdentity!;
     // other endpoints' egress names resolve against this one's ports, ipBlocks against its addresses (a change recomputes them)
     this.d.namedPorts.upsert(endpointOwner(ep.id), identity.id, ep.namedPorts, endpointAddresses(ep));
