@@ -22,6 +22,10 @@
  * monitor aggregation), read by the agent's monitor.
  * A packet from the endpoint to a service (lib/lb.h) is first translated to a backend (DNAT), and
  * then judged against the backend; replies of such connections get the frontend as source again.
+ * A packet to one of the node's addresses at a node port goes through the NodePort surrogate. When
+ * the backend is the endpoint itself (hairpin), the source becomes the service loopback address
+ * and the packet, once its egress is allowed, is judged as the endpoint's ingress (conntrack only,
+ * as Cilium) and redirected into the pod; so is such a connection's reply (see hairpin()).
  * decide(), drop(), emit_event(), parse_l4(), ct_lookup() and ct_create() are global functions:
  * the verifier checks each once per program instead of once per path that reaches it.
  */
@@ -190,10 +194,25 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 		return TC_ACT_OK;
 	ct_lookup(skb, p, egress, &ct);
 	if (ct.status == CT_REPLY || ct.status == CT_RELATED) {
-		if (!egress && ct.status == CT_REPLY && ct.rev_nat &&
-		    (p->family == FAMILY_IPV4 ? lb4_rev_nat(skb, p, ct.rev_nat) : lb6_rev_nat(skb, p, ct.rev_nat)) < 0)
+		/* a hairpin connection's reply from the endpoint goes back into it (see handle) */
+		if (egress && ct.status == CT_REPLY && ct.loopback)
+			p->hairpin = 1;
+		if (!egress && ct.status == CT_REPLY && ct.rev_nat && lb_rev_nat(skb, p, ct.rev_nat, ct.loopback) < 0)
 			return drop(skb, DROP_INVALID, egress, p, 0);
 		return forward(skb, p, egress, &ct, ct.report ? ipcache_identity(p->family, egress ? p->dst : p->src) : 0);
+	}
+	/*
+	 * The hairpin packet at the endpoint's own ingress: its source is the loopback address, its
+	 * sender the endpoint itself, whose egress policy allowed it. As in Cilium (bpf_lxc's
+	 * ipv4_policy, ct_state->loopback), the ingress policy is not consulted: a pod reaches itself
+	 * through a service without a rule allowing itself; conntrack still runs for the replies.
+	 * Only the forward direction, from the loopback address: a hairpin reply is a conntrack
+	 * reply (above), and one whose connection is gone is judged like any other packet.
+	 */
+	if (!egress && p->hairpin && lb_from_loopback(p)) {
+		identity = p->ep_identity;
+		reason = DROP_NONE;
+		goto allowed;
 	}
 	identity = ipcache_identity(p->family, egress ? p->dst : p->src);
 	verdict_event = ct.status == CT_NEW || ct.status == CT_REOPENED;
@@ -211,6 +230,7 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 	}
 	if (reason != DROP_NONE)
 		return drop(skb, reason, egress, p, identity);
+allowed:
 	if (ct.track && ct_create(skb, p, egress, egress ? p->ep_identity : identity) < 0)
 		return drop(skb, DROP_CT_INSERT_FAILED, egress, p, identity);
 	if (ct.track && p->rev_nat)
@@ -288,6 +308,33 @@ static __always_inline int is_link_local_mld(const struct pkt *p)
 	return !any;
 }
 
+/*
+ * A hairpin packet the endpoint's egress allowed (lib/lb.h): a connection through a service whose
+ * backend is the endpoint itself (its source now the loopback address), or such a connection's
+ * reply (back to the loopback address). It goes straight back into the endpoint, as Cilium's local
+ * delivery does: judged as the endpoint's ingress here (conntrack, and a reply gets the frontend
+ * as its source and the endpoint's address as its destination), then handed to the pod's interface
+ * (bpf_redirect_peer, MAC addresses swapped) instead of the host stack, which would route the
+ * loopback address elsewhere. to_container does not see it.
+ */
+static __always_inline int hairpin(struct __sk_buff *skb, struct pkt *p)
+{
+	__u8 eth[12], tmp[6];
+	int ret;
+
+	ret = decide(skb, 0, p);
+	if (ret != TC_ACT_OK)
+		return ret;
+	if (bpf_skb_load_bytes(skb, 0, eth, 12) < 0)
+		return drop(skb, DROP_INVALID, 0, p, 0);
+	__builtin_memcpy(tmp, eth, 6);
+	__builtin_memcpy(eth, eth + 6, 6);
+	__builtin_memcpy(eth + 6, tmp, 6);
+	if (bpf_skb_store_bytes(skb, 0, eth, 12, 0) < 0)
+		return drop(skb, DROP_INVALID, 0, p, 0);
+	return bpf_redirect_peer(skb->ifindex, 0);
+}
+
 static __always_inline int handle(struct __sk_buff *skb, __u8 egress)
 {
 	const struct endpoint_info *ep = 0;
@@ -342,8 +389,13 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 egress)
 		}
 		if (err < 0)
 			return drop(skb, -err, egress, &p, 0);
+		if (p.hairpin && lb_hairpin_snat(skb, &p) < 0)
+			return drop(skb, DROP_INVALID, egress, &p, 0);
 	}
-	return decide(skb, egress, &p);
+	err = decide(skb, egress, &p);
+	if (!egress || !p.hairpin || err != TC_ACT_OK)
+		return err;
+	return hairpin(skb, &p);
 }
 
 SEC("tc")

@@ -168,6 +168,7 @@ struct ipv6_ct_tuple {
 /* ct_entry.flags bits (Cilium's bit positions). */
 #define CT_F_RX_CLOSING 0x1
 #define CT_F_TX_CLOSING 0x2
+#define CT_F_LB_LOOPBACK 0x8	/* a hairpin connection through a service (Cilium's lb_loopback) */
 #define CT_F_SEEN_NON_SYN 0x10
 #define CT_F_CLOSING (CT_F_RX_CLOSING | CT_F_TX_CLOSING)
 
@@ -261,6 +262,21 @@ struct lb6_reverse_nat {
 	__be16 port;
 	__u16 pad;
 };
+
+/*
+ * The source a pod's connection to a service gets when the backend chosen is the pod itself
+ * (hairpin, Cilium's --ipv4-service-loopback-address): the pod would otherwise receive a packet
+ * from its own address, which its kernel drops as a martian. IPv4 is Cilium's 169.254.42.1; IPv6
+ * is 64:ff9b:1::a9fe:2a01 (RFC 8215's local-use translation prefix embedding 169.254.42.1), not
+ * Cilium's fe80::1: a pod answers a link-local source on its link, which needs the neighbour
+ * answer Cilium's bpf_lxc gives and Cellium's does not, while a global one goes to the pod's default
+ * gateway. src/maps/lb/layout.ts mirrors both.
+ */
+#define LB_LOOPBACK_IPV4 0xa9fe2a01		/* host order */
+#define LB_LOOPBACK_IPV6_W0 0x0064ff9b		/* the four 32-bit words, host order */
+#define LB_LOOPBACK_IPV6_W1 0x00010000
+#define LB_LOOPBACK_IPV6_W2 0x00000000
+#define LB_LOOPBACK_IPV6_W3 0xa9fe2a01
 
 /* SVC_FLAG_NODEPORT in lb4_service.flags of a master entry: a NodePort frontend (Cilium's SVC_FLAG_NODE_PORT). */
 #define SVC_FLAG_NODEPORT (1 << 1)

@@ -46,7 +46,8 @@ struct ct_result {
 	__u32 src_sec_id;	/* the matched entry's source identity */
 	__u32 now;		/* the lookup's second (CLOCK_MONOTONIC) */
 	__u16 rev_nat;		/* the matched entry's rev-NAT index (a connection to a service) */
-	__u16 pad;
+	__u8 loopback;		/* the matched entry is a hairpin connection's (CT_F_LB_LOOPBACK) */
+	__u8 pad;
 };
 
 /*
@@ -251,6 +252,7 @@ __attribute__((noinline)) int ct_match(const union ct_key *k, struct __sk_buff *
 		return CT_MATCH_NONE;
 	res->src_sec_id = e->src_sec_id;
 	res->rev_nat = e->rev_nat_index;
+	res->loopback = (e->flags & CT_F_LB_LOOPBACK) != 0;
 	if (how == CT_MATCH_REOPEN && (e->flags & CT_F_CLOSING))
 		return CT_MATCH_CLOSING;
 	if (how != CT_MATCH_PEEK)

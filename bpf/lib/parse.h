@@ -41,11 +41,12 @@ struct pkt {
 	__u8 icmp_error;	/* an ICMP(v6) error (destination unreachable, time exceeded, ...) */
 	__u8 inner_valid;	/* ... whose inner header parsed: */
 	__u8 inner_protocol;
-	__u8 pad;
+	__u8 hairpin;		/* a hairpin packet (lib/lb.h): from the endpoint back to itself through a service */
 	__be16 inner_sport;	/* the inner packet's conntrack ports, as its sender sent it */
 	__be16 inner_dport;
 	__u16 rev_nat;		/* set by lb4_egress: the service the packet was translated for */
-	__u16 pad2;
+	__u8 nodeport;		/* ... through a NodePort surrogate (its destination was a node address) */
+	__u8 pad2;
 	__u8 src[16];
 	__u8 dst[16];
 	__u8 inner_src[16];

@@ -136,6 +136,13 @@ export const u8Codec: Codec<number> = { size: 1, encode: (v, b, o) => void (b[o]
 /** The Maglev table size bpf_lxc is compiled with (LB_MAGLEV_LUT_SIZE in bpf/lib/lb_maps.h): the only one its lookups can read. */
 export const BPF_MAGLEV_TABLE_SIZE = 16381;
 
+/**
+ * The source address bpf_lxc gives a pod's connection to a service whose chosen backend is the pod
+ * itself (hairpin), by family: LB_LOOPBACK_IPV4 / LB_LOOPBACK_IPV6 of bpf/lib/common.h (Cilium's
+ * 169.254.42.1; for IPv6 a global-scope address, see docs/cells/loadbalancer.md, Hairpin).
+ */
+export const SERVICE_LOOPBACK = { ipv4: '169.254.42.1', ipv6: '64:ff9b:1::a9fe:2a01' } as const;
+
 export const AFFINITY_KEY4_SIZE = 16;
 /** Bytes of struct lb6_affinity_key (packed). */
 export const AFFINITY_KEY6_SIZE = 24;
