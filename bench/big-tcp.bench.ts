@@ -1,7 +1,8 @@
 /**
  * BIG TCP: pod-to-pod TCP throughput (iperf3, IPv4, one stream) between two pods of one node, with
  * an agent started with --enable-ipv4-big-tcp --enable-ipv6-big-tcp against one without, in the
- * same run, interleaved. The "host device" both agents see is a veth of the run's own raised to
+ * same run, interleaved; each pair once per way of running bpf_lxc (--bpf-lxc-program=shared, the
+ * default, and per-endpoint, the previous releases'), so four agents. The "host device" both agents see is a veth of the run's own raised to
  * 196608-byte GSO/GRO maximums (as an operator raises the uplink's), named by --big-tcp-device.
  * Pods are plumbed through the cellium-cni shim (ADD). Needs root and iperf3; prints why and stops
  * otherwise.
@@ -10,7 +11,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { printTable, ratio, stats } from './lib/report.js';
+import { machineLoad, printTable, ratio, stats } from './lib/report.js';
 import { root, scratchBase, startAgent, type AgentProcess } from './lib/agent-process.js';
 
 const ROUNDS = 3;
@@ -82,24 +83,42 @@ async function main(): Promise<void> {
       add(socketPath, `${name}b${tag}`, pods[1]);
       return { socketPath, pods, ip };
     };
-    const big = await start('big', '10.218.0.0/24', { 'enable-ipv4-big-tcp': true, 'enable-ipv6-big-tcp': true, 'big-tcp-device': uplink });
-    const plain = await start('plain', '10.218.1.0/24', {});
+    const programs = ['shared', 'per-endpoint'] as const;
+    type Agent = Awaited<ReturnType<typeof start>>;
+    const runs: Array<{ program: (typeof programs)[number]; big: Agent; plain: Agent }> = [];
+    for (const [i, program] of programs.entries()) {
+      const tagged = { 'bpf-lxc-program': program };
+      runs.push({
+        program,
+        big: await start(`big${i}`, `10.218.${2 * i}.0/24`, { ...tagged, 'enable-ipv4-big-tcp': true, 'enable-ipv6-big-tcp': true, 'big-tcp-device': uplink }),
+        plain: await start(`plain${i}`, `10.218.${2 * i + 1}.0/24`, tagged),
+      });
+    }
     const sizes = (ns: string): string => {
       const [l] = JSON.parse(execFileSync('ip', ['-n', ns, '-d', '-j', 'link', 'show', 'eth0'], { encoding: 'utf8' })) as Array<Record<string, number>>;
       return `gso ${l!.gso_max_size} / gro ${l!.gro_max_size}${l!.gso_ipv4_max_size ? ` / gso_ipv4 ${l!.gso_ipv4_max_size}` : ''}`;
     };
-    const gbps = { big: [] as number[], plain: [] as number[] };
+    const gbps = runs.map(() => ({ big: [] as number[], plain: [] as number[] }));
     for (let i = 0; i < ROUNDS; i++) {
-      gbps.plain.push((await iperf(plain.pods[0], plain.pods[1], plain.ip)) / 1e9);
-      gbps.big.push((await iperf(big.pods[0], big.pods[1], big.ip)) / 1e9);
+      // the variants' order alternates by round
+      const order = i % 2 ? [...runs.keys()].reverse() : [...runs.keys()];
+      for (const k of order) {
+        const r = runs[k]!;
+        gbps[k]!.plain.push((await iperf(r.plain.pods[0], r.plain.pods[1], r.plain.ip)) / 1e9);
+        gbps[k]!.big.push((await iperf(r.big.pods[0], r.big.pods[1], r.big.ip)) / 1e9);
+      }
     }
     // stats() reports milliseconds by name; here the samples are Gbit/s
-    const b = stats(gbps.big);
-    const p = stats(gbps.plain);
-    printTable(`pod-to-pod iperf3 TCP throughput, IPv4, one stream, ${SECONDS} s x ${ROUNDS} rounds, interleaved (Gbit/s)`, ['what', 'median Gbit/s', 'mean Gbit/s', 'pod eth0 sizes', 'vs without'], [
-      ['BIG TCP on (--enable-ipv4-big-tcp --enable-ipv6-big-tcp)', b.p50Ms, b.meanMs, sizes(big.pods[0]), ratio(b.p50Ms, p.p50Ms)],
-      ['BIG TCP off (baseline, the default)', p.p50Ms, p.meanMs, sizes(plain.pods[0]), '1.00x'],
-    ]);
+    const rows: (string | number)[][] = [];
+    for (const [k, r] of runs.entries()) {
+      const b = stats(gbps[k]!.big);
+      const p = stats(gbps[k]!.plain);
+      rows.push(
+        [`${r.program} bpf_lxc: BIG TCP on (--enable-ipv4-big-tcp --enable-ipv6-big-tcp)`, b.p50Ms, b.meanMs, sizes(r.big.pods[0]), ratio(b.p50Ms, p.p50Ms)],
+        [`${r.program} bpf_lxc: BIG TCP off (baseline, the default)`, p.p50Ms, p.meanMs, sizes(r.plain.pods[0]), '1.00x'],
+      );
+    }
+    printTable(`pod-to-pod iperf3 TCP throughput, IPv4, one stream, ${SECONDS} s x ${ROUNDS} rounds, interleaved, per way of running bpf_lxc (--bpf-lxc-program) (Gbit/s; ${machineLoad()})`, ['what', 'median Gbit/s', 'mean Gbit/s', 'pod eth0 sizes', 'vs without'], rows);
   } finally {
     for (const a of agents) await a.stop();
     for (const n of namespaces) spawnSync('ip', ['netns', 'del', n], { stdio: 'ignore' });

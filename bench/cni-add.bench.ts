@@ -6,7 +6,9 @@
  * ADDs until all are ready, against 50 concurrent bridge ADDs. Both ways of loading bpf_lxc, each
  * with its own agent and its own bridge baseline in the same run: per-endpoint programs (each ADD
  * verifies a copy) and --bpf-lxc-program=shared (an ADD writes maps and attaches the node's one
- * program). Targets (issue 27, shared): ADD <= 0.3x bridge, 50 concurrent <= 0.5 s and <= 0.3x bridge. The agent runs apart from this process as it does on a node: the runtime that
+ * program). Targets (issue 27, shared): ADD <= 0.3x bridge, 50 concurrent <= 0.5 s and <= 0.3x bridge. Also
+ * cnitool running a plugin that does nothing, in the same rounds: the share of every row that is
+ * the client's own (process start, configuration, exec of the plugin). The agent runs apart from this process as it does on a node: the runtime that
  * forks the plugins (here this process) is not the agent. Needs root (namespaces, veths); prints
  * why and stops otherwise.
  */
@@ -54,7 +56,7 @@ type Program = 'per-endpoint' | 'shared';
 /** What one agent's run measured, with its bridge baseline. */
 interface Measured {
   readonly datapathMode: string;
-  readonly s: Record<'addC' | 'addB' | 'delC' | 'delB' | 'coldC' | 'coldB', ReturnType<typeof stats>>;
+  readonly s: Record<'addC' | 'addB' | 'delC' | 'delB' | 'coldC' | 'coldB' | 'noop', ReturnType<typeof stats>>;
   readonly burstC: { add: number; del: number };
   readonly burstB: { add: number; del: number };
   readonly ready: number;
@@ -81,6 +83,7 @@ async function main(): Promise<void> {
     ['cellium DEL, shared', sh.s.delC.p50Ms, sh.s.delC.p99Ms, sh.s.delC.meanMs, ratio(sh.s.delC.p50Ms, sh.s.delB.p50Ms)],
     ['cellium DEL, per-endpoint', pe.s.delC.p50Ms, pe.s.delC.p99Ms, pe.s.delC.meanMs, ratio(pe.s.delC.p50Ms, pe.s.delB.p50Ms)],
     ['bridge + host-local DEL (baseline of the shared rounds)', sh.s.delB.p50Ms, sh.s.delB.p99Ms, sh.s.delB.meanMs, '1.00x'],
+    ['cnitool ADD of a plugin that does nothing (the client\'s own cost, in the shared rounds)', sh.s.noop.p50Ms, sh.s.noop.p99Ms, sh.s.noop.meanMs, ratio(sh.s.noop.p50Ms, sh.s.addB.p50Ms)],
   ]);
   printTable(`${CONCURRENT} concurrent ADDs until all returned (and ${CONCURRENT} DELs)`, ['what', 'ADD wall ms', 'DEL wall ms', 'vs bridge (ADD)'], [
     [`cellium shared (${sh.ready} endpoints ready when the last ADD returned)`, sh.burstC.add, sh.burstC.del, `${ratio(sh.burstC.add, sh.burstB.add)}; target <= 500 ms and <= 0.3x`],
@@ -109,6 +112,9 @@ async function measure(buildScript: string, program: Program): Promise<Measured>
     const confDir = join(dir, 'net.d');
     await installCni({ binDir, confDir, socketPath, shim: join(root(), 'bin', 'cellium-cni') });
     mkdirSync(join(dir, 'host-local'));
+    // the client's own share: cnitool running a plugin that does nothing (a shell script printing a result)
+    writeFileSync(join(binDir, 'bench-noop'), '#!/bin/sh\necho \'{"cniVersion":"1.0.0"}\'\n', { mode: 0o755 });
+    writeFileSync(join(confDir, '20-bench-noop.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'bench-noop', plugins: [{ type: 'bench-noop' }] }));
     writeFileSync(join(confDir, '10-bench-bridge.conflist'), JSON.stringify({
       cniVersion: '1.0.0',
       name: 'bench-bridge',
@@ -130,6 +136,7 @@ async function measure(buildScript: string, program: Program): Promise<Measured>
     const add = { cellium: [] as number[], bridge: [] as number[] };
     const del = { cellium: [] as number[], bridge: [] as number[] };
     const cold = { cellium: [] as number[], bridge: [] as number[] };
+    const noop: number[] = [];
     for (let i = -WARMUP; i < RUNS; i++) {
       const c = newNs('c', i + WARMUP);
       const b = newNs('b', i + WARMUP);
@@ -138,6 +145,7 @@ async function measure(buildScript: string, program: Program): Promise<Measured>
       if ((await notReady()) > 0) throw new Error('an endpoint was not ready when ADD returned');
       const dc = await timed(() => cnitool(tool, 'del', 'cellium', c, env));
       const db = await timed(() => cnitool(tool, 'del', 'bench-bridge', b, env));
+      const tn = await timed(() => cnitool(tool, 'add', 'bench-noop', c, env));
       if (i < 0) {
         cold.cellium.push(tc);
         cold.bridge.push(tb);
@@ -146,9 +154,10 @@ async function measure(buildScript: string, program: Program): Promise<Measured>
         add.bridge.push(tb);
         del.cellium.push(dc);
         del.bridge.push(db);
+        noop.push(tn);
       }
     }
-    const s = { addC: stats(add.cellium), addB: stats(add.bridge), delC: stats(del.cellium), delB: stats(del.bridge), coldC: stats(cold.cellium), coldB: stats(cold.bridge) };
+    const s = { addC: stats(add.cellium), addB: stats(add.bridge), delC: stats(del.cellium), delB: stats(del.bridge), coldC: stats(cold.cellium), coldB: stats(cold.bridge), noop: stats(noop) };
 
     // Concurrent: 50 ADDs at once until every one returned (each only once its endpoint is ready).
     let ready = 0;

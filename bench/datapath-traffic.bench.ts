@@ -1,22 +1,31 @@
 /**
  * Per-packet cost of the BPF datapath, pod to pod: two pod namespaces, each on a veth into a
  * "node" namespace that routes between them (as the CNI plugin plumbs pods). Measured side by side,
- * interleaved: the bare veth pair (no program) against Cellium's bpf_lxc on both host-side veths
- * with conntrack and a policy in force (each pod default-deny both ways except client -> server on
- * the benchmark ports, so every reply passes as a conntrack reply). iperf3 TCP throughput (goal:
- * >= 0.9x the bare veth) and sockperf TCP ping-pong latency, p50 (goal: <= 1.15x). Needs root,
- * BPF, iperf3 and sockperf (scripts/packages.d/40-bench.txt); skips with one line otherwise.
+ * in rounds that rotate the order: the bare veth pair (no program) against Cellium's bpf_lxc on
+ * both host-side veths with conntrack and a policy in force (each pod default-deny both ways except
+ * client -> server on the benchmark ports, so every reply passes as a conntrack reply), bpf_lxc
+ * both ways the agent runs it: the node's one shared program (the default; the endpoint's
+ * constants read per packet from cellium_endpoints) and a copy per endpoint (the previous
+ * releases'). iperf3 TCP throughput (goal: >= 0.9x the bare veth), sockperf TCP ping-pong latency,
+ * p50 (goal: <= 1.15x), and the kernel's time in bpf_lxc per packet (BPF run statistics). Each
+ * ratio is the median of the rounds' ratios (the load of a shared machine drifts between rounds
+ * more than within one). Then the two variants' own cost per packet without traffic
+ * (lib/lxc-run-cost.ts: BPF_PROG_TEST_RUN on crafted packets), the steady figure under the noise. Needs root, BPF, iperf3 and sockperf (scripts/packages.d/40-bench.txt);
+ * skips with one line otherwise.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { ensureBpffs } from '../src/bpf/index.js';
 import { CtMaps, openIPCacheMap } from '../src/maps/index.js';
 import type { PolicyEntry } from '../src/datapath/types.js';
 import { podTopology, removeTopology } from './lib/pods.js';
-import { iperfGbps, loadPodPrograms, packetBenchMissing } from './lib/pod-programs.js';
-import { median, printTable, ratio } from './lib/report.js';
+import { iperfGbps, loadPodPrograms, LXC_VARIANTS, packetBenchMissing, type LxcVariant } from './lib/pod-programs.js';
+import { machineLoad, median, printTable } from './lib/report.js';
+import { enableBpfStats, nsPerRun, tcProgramIds } from './lib/bpf-stats.js';
+import { lxcRunCost } from './lib/lxc-run-cost.js';
 
-const ROUNDS = 3;
+const ROUNDS = 5;
 const SECONDS = 4;
 const IPERF_PORT = 5201;
 const SOCKPERF_PORT = 11111;
@@ -35,8 +44,8 @@ function cleanup(): void {
   removeTopology([NODE, PODS.client.ns, PODS.server.ns], ROOT);
 }
 
-/** bpf_lxc on both host-side veths, with conntrack, the ipcache and each pod's policy. */
-async function attachCellium(): Promise<() => void> {
+/** bpf_lxc (as `variant` says) on both host-side veths, with conntrack, the ipcache and each pod's policy. */
+async function attachCellium(variant: LxcVariant): Promise<() => void> {
   ensureBpffs(ROOT);
   const ct = CtMaps.open(ROOT, { tcp: 65536, any: 65536 });
   const ipcache = openIPCacheMap(ROOT);
@@ -46,7 +55,7 @@ async function attachCellium(): Promise<() => void> {
     client: [allow(1002, 'egress', 6, IPERF_PORT), allow(1002, 'egress', 6, SOCKPERF_PORT)],
     server: [allow(1001, 'ingress', 6, IPERF_PORT), allow(1001, 'ingress', 6, SOCKPERF_PORT)],
   };
-  const unload = await loadPodPrograms({ node: NODE, root: ROOT, ct, ipcache }, [
+  const unload = await loadPodPrograms({ node: NODE, root: ROOT, ct, ipcache, variant }, [
     { pod: PODS.client, policy: policies.client },
     { pod: PODS.server, policy: policies.server },
   ]);
@@ -80,10 +89,17 @@ async function withServer<T>(serverArgs: string[], client: () => T): Promise<T> 
   }
 }
 
+/**
+ * iperf3's CPU affinity (-A): with two CPUs or more the client and the server each keep one CPU,
+ * so every setup runs with the same placement (as in lb-traffic.bench.ts: unpinned, the
+ * scheduler's placement moved a run's throughput by a third either way on a 2-CPU machine).
+ */
+const affinity = (cpu: number): string[] => (availableParallelism() >= 2 ? ['-A', String(cpu)] : []);
+
 /** iperf3 TCP throughput client -> server, Gbit/s. */
 function iperf(): Promise<number> {
-  return withServer(['iperf3', '-s', '-1', '-B', PODS.server.addr, '-p', String(IPERF_PORT)], () => {
-    const out = execFileSync('ip', ['netns', 'exec', PODS.client.ns, 'iperf3', '-c', PODS.server.addr, '-p', String(IPERF_PORT), '-t', String(SECONDS), '-J'], { encoding: 'utf8' });
+  return withServer(['iperf3', '-s', '-1', '-B', PODS.server.addr, '-p', String(IPERF_PORT), ...affinity(1)], () => {
+    const out = execFileSync('ip', ['netns', 'exec', PODS.client.ns, 'iperf3', '-c', PODS.server.addr, '-p', String(IPERF_PORT), '-t', String(SECONDS), '-J', ...affinity(0)], { encoding: 'utf8' });
     return iperfGbps(out);
   });
 }
@@ -98,34 +114,68 @@ function pingPong(): Promise<number> {
   });
 }
 
+type Setup = 'bare' | LxcVariant;
+interface Series { gbps: number[]; p50: number[]; nsPkt: number[] }
+
+/** One round's runs of one setup: throughput (with bpf_lxc's ns per packet meanwhile) and latency. */
+async function measureRound(setup: Setup, into: Series): Promise<void> {
+  const detach = setup === 'bare' ? undefined : await attachCellium(setup);
+  try {
+    const progs = setup === 'bare' ? [] : [...new Set([PODS.client.lxc, PODS.server.lxc].flatMap((dev) => tcProgramIds(NODE, dev)))];
+    const m = await nsPerRun(progs, iperf);
+    into.gbps.push(m.value);
+    into.nsPkt.push(m.nsPerRun);
+    into.p50.push(await pingPong());
+  } finally {
+    detach?.();
+  }
+}
+
+/** "0.97x (rounds 0.93-1.01x; target …)": the median of the rounds' ratios and their range. */
+function paired(ours: readonly number[], base: readonly number[], target?: string): string {
+  const r = ours.map((v, i) => v / base[i]!);
+  return `${median(r).toFixed(2)}x (rounds ${Math.min(...r).toFixed(2)}-${Math.max(...r).toFixed(2)}x${target ? `; target ${target}` : ''})`;
+}
+
 async function main(): Promise<void> {
   const why = packetBenchMissing(['iperf3', 'sockperf']);
   if (why) {
     console.log(`datapath-traffic: skipped: ${why}`);
     return;
   }
-  const results = { bare: { gbps: [] as number[], p50: [] as number[] }, cellium: { gbps: [] as number[], p50: [] as number[] } };
+  const setups: Setup[] = ['bare', ...LXC_VARIANTS.map((v) => v.variant)];
+  const results = Object.fromEntries(setups.map((s) => [s, { gbps: [], p50: [], nsPkt: [] }])) as unknown as Record<Setup, Series>;
+  const loadBefore = machineLoad();
   try {
     topology();
-    for (let r = 0; r < ROUNDS; r++) {
-      results.bare.gbps.push(await iperf());
-      results.bare.p50.push(await pingPong());
-      const detach = await attachCellium();
-      try {
-        results.cellium.gbps.push(await iperf());
-        results.cellium.p50.push(await pingPong());
-      } finally {
-        detach();
+    const restoreStats = enableBpfStats();
+    try {
+      for (let r = 0; r < ROUNDS; r++) {
+        // the order rotates, so no setup always runs first (or right after another's connections)
+        for (let k = 0; k < setups.length; k++) await measureRound(setups[(r + k) % setups.length]!, results[setups[(r + k) % setups.length]!]);
       }
+    } finally {
+      restoreStats();
     }
   } finally {
     cleanup();
   }
-  const bare = { gbps: median(results.bare.gbps), p50: median(results.bare.p50) };
-  const ours = { gbps: median(results.cellium.gbps), p50: median(results.cellium.p50) };
-  printTable(`pod to pod over veths, median of ${ROUNDS} interleaved rounds of ${SECONDS} s: bpf_lxc with conntrack and a default-deny-both-ways policy vs the bare veth pair`, ['measure', 'cellium (bpf_lxc + CT + policy)', 'bare veth', 'cellium / bare'], [
-    ['iperf3 TCP throughput (Gbit/s)', ours.gbps, bare.gbps, ratio(ours.gbps, bare.gbps, '>= 0.9x')],
-    ['sockperf TCP ping-pong latency p50 (µs)', ours.p50, bare.p50, ratio(ours.p50, bare.p50, '<= 1.15x')],
+  const bare = results.bare;
+  const rows: (string | number)[][] = [['bare veth pair (baseline)', median(bare.gbps), '1.00x', median(bare.p50), '1.00x', '']];
+  for (const { variant, label } of LXC_VARIANTS) {
+    const v = results[variant];
+    rows.push([`${label} + CT + policy`, median(v.gbps), paired(v.gbps, bare.gbps, '>= 0.9x'), median(v.p50), paired(v.p50, bare.p50, '<= 1.15x'), median(v.nsPkt)]);
+  }
+  const [a, b] = LXC_VARIANTS.map((v) => results[v.variant]);
+  rows.push(['shared / per-endpoint', '', paired(a!.gbps, b!.gbps), '', paired(a!.p50, b!.p50), `${(median(a!.nsPkt) / median(b!.nsPkt)).toFixed(2)}x`]);
+  printTable(`pod to pod over veths, ${ROUNDS} rounds of ${SECONDS} s in rotating order (medians; ratios: median of the rounds' ratios), ${loadBefore} before, ${machineLoad()} after`, [
+    'setup', 'iperf3 TCP throughput (Gbit/s)', 'vs bare veth', 'sockperf TCP ping-pong latency p50 (µs)', 'vs bare veth', 'bpf_lxc ns per packet during iperf3 (kernel BPF stats)',
+  ], rows);
+  const cost = await lxcRunCost();
+  const costRow = (what: string, c: Record<LxcVariant, number>): (string | number)[] => [what, c.shared, c['per-endpoint'], `${(c.shared / c['per-endpoint']).toFixed(2)}x (+${(c.shared - c['per-endpoint']).toFixed(0)} ns)`];
+  printTable(`bpf_lxc's own time per packet without traffic (BPF_PROG_TEST_RUN on crafted IPv4 TCP frames, 200,000 runs a call, median of 7 alternating rounds; ${machineLoad()})`, ['packet', 'shared (ns)', 'per-endpoint (ns)', 'shared / per-endpoint'], [
+    costRow("established, leaving the pod (service lookup, conntrack, ipcache, policy)", cost.egressEstablished),
+    costRow('reply, to the pod (conntrack)', cost.ingressReply),
   ]);
 }
 

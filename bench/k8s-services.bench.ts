@@ -107,10 +107,11 @@ async function main(): Promise<void> {
       flags: { 'k8s-kubeconfig-path': join(k8sDir, 'kubeconfig'), 'k8s-node-name': 'bench-node', 'datapath-mode': 'bpf', 'bpf-lb-sock': false },
     };
     agent = await startAgent(agentRun);
-    // the agent's caches synced (the Services it holds are applied only after that)
+    // the agent's caches synced (the Services it holds are applied only after that): all N of N,
+    // however many resources this agent watches (a hard-coded count failed the run once it grew)
     for (let i = 0; ; i++) {
       const st = await agent.client.status();
-      if (/8\/8 resources synced/.test(st.kubernetes?.msg ?? '')) break;
+      if (/\b(\d+)\/\1 resources synced/.test(st.kubernetes?.msg ?? '')) break;
       if (i > 600) throw new Error(`the agent's Kubernetes caches did not sync: ${st.kubernetes?.msg}`);
       await new Promise((r) => setTimeout(r, 100));
     }

@@ -1,26 +1,28 @@
 /**
  * The cost of service translation in bpf_lxc: two pod namespaces on veths into a routing "node"
  * namespace (as in datapath-traffic.bench.ts), bpf_lxc with conntrack and policy on both host-side
- * veths, and a ClusterIP service whose backend is the server pod. Interleaved, the same client
- * talks to the server straight to its IP and through the VIP: iperf3 TCP throughput (goal: VIP >=
- * 0.95x direct) and TCP connections per second, each a connect and close from a Node loop (goal:
- * VIP >= 0.9x direct), each round's two runs compared with each other; and the kernel's own time in
- * bpf_lxc per packet (BPF run statistics) on either path. Needs root, BPF and iperf3; skips with one
- * line otherwise.
+ * veths (both variants, alternating by round: the node's one shared program, the default, and a
+ * copy per endpoint, the previous releases'), and a ClusterIP service whose backend is the server
+ * pod. Interleaved, the same client talks to the server straight to its IP and through the VIP:
+ * iperf3 TCP throughput (goal: VIP >= 0.95x direct) and TCP connections per second, each a connect
+ * and close from a Node loop (goal: VIP >= 0.9x direct), each round's two runs compared with each
+ * other; and the kernel's own time in bpf_lxc per packet (BPF run statistics) on either path; and
+ * the shared program against the per-endpoint one, round by round. Needs root, BPF and iperf3;
+ * skips with one line otherwise.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { ensureBpffs } from '../src/bpf/index.js';
-import { CtMaps, openIPCacheMap, openLBMaps } from '../src/maps/index.js';
+import { CtMaps, openIPCacheMap, openLBMaps, type IPCacheMap } from '../src/maps/index.js';
 import { LBOps, LBServiceManager } from '../src/cells/loadbalancer/index.js';
 import type { PolicyEntry } from '../src/datapath/types.js';
 import { podTopology, removeTopology } from './lib/pods.js';
-import { iperfGbps, loadPodPrograms, packetBenchMissing } from './lib/pod-programs.js';
-import { median, printTable, ratio } from './lib/report.js';
+import { iperfGbps, loadPodPrograms, LXC_VARIANTS, packetBenchMissing, type LxcVariant } from './lib/pod-programs.js';
+import { machineLoad, median, printTable, ratio } from './lib/report.js';
 import { enableBpfStats, nsPerRun, tcProgramIds } from './lib/bpf-stats.js';
 
-const ROUNDS = 7;
+const ROUNDS = 5;
 const SECONDS = 3;
 const IPERF_PORT = 5201;
 const CONN_PORT = 7000;
@@ -43,38 +45,43 @@ function cleanup(): void {
   removeTopology([NODE, PODS.client.ns, PODS.server.ns], ROOT);
 }
 
-/** bpf_lxc on both veths (conntrack, ipcache, policies) and the service VIP -> server in the LB maps. */
-async function attach(): Promise<() => void> {
+/** The maps the programs share: conntrack, the ipcache, and the service VIP -> server in the LB maps. */
+async function sharedMaps(): Promise<{ ct: CtMaps; ipcache: IPCacheMap; close: () => void }> {
   ensureBpffs(ROOT);
   const ct = CtMaps.open(ROOT, { tcp: 65536, any: 65536 });
   const lb = openLBMaps(ROOT, 65536, 16381);
-  const mgr = new LBServiceManager();
-  for (const port of [IPERF_PORT, CONN_PORT]) {
-    mgr.upsert({
-      service: { key: `bench/svc-${port}`, name: `svc-${port}`, namespace: 'bench', source: 'k8s', sessionAffinity: false, sessionAffinityTimeoutSec: 0, extTrafficPolicy: 'Cluster', intTrafficPolicy: 'Cluster', sourceRanges: [] },
-      frontends: [{ address: { ip: VIP, port, protocol: 'tcp', scope: 'external' }, type: 'ClusterIP' }],
-      backends: [{ address: { ip: PODS.server.addr, port, protocol: 'tcp', scope: 'external' }, state: 'active', weight: 100 }],
-    });
-  }
-  const failed = await new LBOps(lb, { algorithm: 'random', maglevTableSize: 16381, maxBackends: 65536 }).update(mgr.frontends.all().map((o) => [o.key, o.value] as const));
-  if (failed.size) throw new Error(`LB maps: ${[...failed.values()].map((e) => e.message).join('; ')}`);
   const ipcache = openIPCacheMap(ROOT);
-  ipcache.setMany([[`${PODS.client.addr}/32`, { identity: 1001, flags: 0 }], [`${PODS.server.addr}/32`, { identity: 1002, flags: 0 }]]);
-  const allow = (identity: number, direction: 'ingress' | 'egress', port: number): PolicyEntry => ({ identity, direction, protocol: 6, port, deny: false });
-  const policies: Record<'client' | 'server', PolicyEntry[]> = {
-    client: [allow(1002, 'egress', IPERF_PORT), allow(1002, 'egress', CONN_PORT)],
-    server: [allow(1001, 'ingress', IPERF_PORT), allow(1001, 'ingress', CONN_PORT)],
-  };
-  const unload = await loadPodPrograms({ node: NODE, root: ROOT, ct, ipcache }, [
-    { pod: PODS.client, policy: policies.client },
-    { pod: PODS.server, policy: policies.server },
-  ]);
-  return () => {
-    unload();
+  const close = (): void => {
     ct.close();
     lb.close();
     ipcache.close();
   };
+  try {
+    const mgr = new LBServiceManager();
+    for (const port of [IPERF_PORT, CONN_PORT]) {
+      mgr.upsert({
+        service: { key: `bench/svc-${port}`, name: `svc-${port}`, namespace: 'bench', source: 'k8s', sessionAffinity: false, sessionAffinityTimeoutSec: 0, extTrafficPolicy: 'Cluster', intTrafficPolicy: 'Cluster', sourceRanges: [] },
+        frontends: [{ address: { ip: VIP, port, protocol: 'tcp', scope: 'external' }, type: 'ClusterIP' }],
+        backends: [{ address: { ip: PODS.server.addr, port, protocol: 'tcp', scope: 'external' }, state: 'active', weight: 100 }],
+      });
+    }
+    const failed = await new LBOps(lb, { algorithm: 'random', maglevTableSize: 16381, maxBackends: 65536 }).update(mgr.frontends.all().map((o) => [o.key, o.value] as const));
+    if (failed.size) throw new Error(`LB maps: ${[...failed.values()].map((e) => e.message).join('; ')}`);
+    ipcache.setMany([[`${PODS.client.addr}/32`, { identity: 1001, flags: 0 }], [`${PODS.server.addr}/32`, { identity: 1002, flags: 0 }]]);
+  } catch (err) {
+    close();
+    throw err;
+  }
+  return { ct, ipcache, close };
+}
+
+/** bpf_lxc (as `variant` says) on both veths, with the shared maps and each pod's policy. */
+function attach(maps: { ct: CtMaps; ipcache: IPCacheMap }, variant: LxcVariant): Promise<() => void> {
+  const allow = (identity: number, direction: 'ingress' | 'egress', port: number): PolicyEntry => ({ identity, direction, protocol: 6, port, deny: false });
+  return loadPodPrograms({ node: NODE, root: ROOT, ...maps, variant }, [
+    { pod: PODS.client, policy: [allow(1002, 'egress', IPERF_PORT), allow(1002, 'egress', CONN_PORT)] },
+    { pod: PODS.server, policy: [allow(1001, 'ingress', IPERF_PORT), allow(1001, 'ingress', CONN_PORT)] },
+  ]);
 }
 
 function inNs(ns: string, args: string[]): ChildProcess {
@@ -122,10 +129,29 @@ async function connRate(dst: string): Promise<number> {
 
 type Side = 'direct' | 'vip';
 type Series = Record<Side, number[]>;
+interface Figures { gbps: Series; cps: Series; nsPkt: Series }
 
 /** The middle of `v` with its range, e.g. "1.02x (0.97-1.05x)". */
-function spread(v: readonly number[], target: string): string {
-  return `${median(v).toFixed(2)}x (rounds ${Math.min(...v).toFixed(2)}-${Math.max(...v).toFixed(2)}x; target ${target})`;
+function spread(v: readonly number[], target?: string): string {
+  return `${median(v).toFixed(2)}x (rounds ${Math.min(...v).toFixed(2)}-${Math.max(...v).toFixed(2)}x${target ? `; target ${target}` : ''})`;
+}
+
+/** One round of one variant: its programs loaded, then each side's throughput (with ns per packet) and connection rate. */
+async function measureRound(maps: { ct: CtMaps; ipcache: IPCacheMap }, variant: LxcVariant, round: number, f: Figures): Promise<void> {
+  const detach = await attach(maps, variant);
+  try {
+    const progs = [...new Set([PODS.client.lxc, PODS.server.lxc].flatMap((dev) => tcProgramIds(NODE, dev)))];
+    // the order alternates, so neither side always runs first (after the other's TIME_WAITs)
+    const sides: readonly Side[] = round % 2 ? ['vip', 'direct'] : ['direct', 'vip'];
+    for (const side of sides) {
+      const m = await nsPerRun(progs, () => iperf(side === 'vip' ? VIP : PODS.server.addr));
+      f.gbps[side].push(m.value);
+      f.nsPkt[side].push(m.nsPerRun);
+    }
+    for (const side of sides) f.cps[side].push(await connRate(side === 'vip' ? VIP : PODS.server.addr));
+  } finally {
+    detach();
+  }
 }
 
 async function main(): Promise<void> {
@@ -134,28 +160,21 @@ async function main(): Promise<void> {
     console.log(`lb-traffic: skipped: ${why}`);
     return;
   }
-  const gbps: Series = { direct: [], vip: [] };
-  const cps: Series = { direct: [], vip: [] };
-  const nsPkt: Series = { direct: [], vip: [] };
+  const empty = (): Figures => ({ gbps: { direct: [], vip: [] }, cps: { direct: [], vip: [] }, nsPkt: { direct: [], vip: [] } });
+  const figures = Object.fromEntries(LXC_VARIANTS.map(({ variant }) => [variant, empty()])) as Record<LxcVariant, Figures>;
+  const loadBefore = machineLoad();
   try {
     topology();
-    const detach = await attach();
+    const maps = await sharedMaps();
     const restoreStats = enableBpfStats();
     try {
-      const progs = [PODS.client.lxc, PODS.server.lxc].flatMap((dev) => tcProgramIds(NODE, dev));
       for (let i = 0; i < ROUNDS; i++) {
-        // the order alternates, so neither side always runs first (after the other's TIME_WAITs)
-        const sides: readonly Side[] = i % 2 ? ['vip', 'direct'] : ['direct', 'vip'];
-        for (const side of sides) {
-          const m = await nsPerRun(progs, () => iperf(side === 'vip' ? VIP : PODS.server.addr));
-          gbps[side].push(m.value);
-          nsPkt[side].push(m.nsPerRun);
-        }
-        for (const side of sides) cps[side].push(await connRate(side === 'vip' ? VIP : PODS.server.addr));
+        const order = i % 2 ? [...LXC_VARIANTS].reverse() : LXC_VARIANTS;
+        for (const { variant } of order) await measureRound(maps, variant, i, figures[variant]);
       }
     } finally {
       restoreStats();
-      detach();
+      maps.close();
     }
   } finally {
     cleanup();
@@ -163,11 +182,22 @@ async function main(): Promise<void> {
   // each round's VIP run is compared with the direct run next to it (the machine's load drifts
   // between rounds more than between the two runs of one round)
   const paired = (s: Series): number[] => s.vip.map((v, i) => v / s.direct[i]!);
-  printTable(`pod to pod through bpf_lxc (conntrack + policy on both veths), ${ROUNDS} interleaved rounds of ${SECONDS} s: through a ClusterIP VIP vs straight to the backend's IP (medians; VIP / direct is the median of the rounds' ratios)`, ['measure', 'through the VIP', "straight to the backend's IP", 'VIP / direct'], [
-    ['iperf3 TCP throughput (Gbit/s)', median(gbps.vip), median(gbps.direct), spread(paired(gbps), '>= 0.95x')],
-    ['TCP connections per second (connect + close)', median(cps.vip), median(cps.direct), spread(paired(cps), '>= 0.9x')],
-    ['bpf_lxc ns per packet during iperf3 (kernel BPF stats, both veths, both directions)', median(nsPkt.vip), median(nsPkt.direct), ratio(median(nsPkt.vip), median(nsPkt.direct))],
-  ]);
+  const rows: (string | number)[][] = [];
+  for (const { variant, label } of LXC_VARIANTS) {
+    const f = figures[variant];
+    rows.push(
+      [`${label}: iperf3 TCP throughput (Gbit/s)`, median(f.gbps.vip), median(f.gbps.direct), spread(paired(f.gbps), '>= 0.95x')],
+      [`${label}: TCP connections per second (connect + close)`, median(f.cps.vip), median(f.cps.direct), spread(paired(f.cps), '>= 0.9x')],
+      [`${label}: bpf_lxc ns per packet during iperf3 (kernel BPF stats)`, median(f.nsPkt.vip), median(f.nsPkt.direct), ratio(median(f.nsPkt.vip), median(f.nsPkt.direct))],
+    );
+  }
+  const [a, b] = LXC_VARIANTS.map(({ variant }) => figures[variant]);
+  const across = (x: Series, y: Series): string => spread(x.vip.map((v, i) => v / y.vip[i]!));
+  rows.push(
+    ['shared / per-endpoint: iperf3 throughput', across(a!.gbps, b!.gbps), spread(a!.gbps.direct.map((v, i) => v / b!.gbps.direct[i]!)), ''],
+    ['shared / per-endpoint: connections per second', across(a!.cps, b!.cps), spread(a!.cps.direct.map((v, i) => v / b!.cps.direct[i]!)), ''],
+  );
+  printTable(`pod to pod through bpf_lxc (conntrack + policy on both veths), ${ROUNDS} rounds of ${SECONDS} s, the two bpf_lxc variants alternating: through a ClusterIP VIP vs straight to the backend's IP (medians; VIP / direct is the median of the rounds' ratios); ${loadBefore} before, ${machineLoad()} after`, ['measure', 'through the VIP', "straight to the backend's IP", 'VIP / direct'], rows);
 }
 
 await main();

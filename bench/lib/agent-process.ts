@@ -52,7 +52,9 @@ export async function startAgent(run: AgentRun): Promise<AgentProcess> {
     'ipv4-range': run.pool, 'endpoint-gc-interval': '1h', ...run.flags,
   };
   // CELLIUM_* variables tune the agent under test, e.g. CELLIUM_DATAPATH_MODE=memory or CELLIUM_BPF_ATTACH_MODE=tcx
-  const child: ChildProcess = spawn(process.execPath, [...(run.nodeFlags ?? []), join(root(), 'bin', 'cellium-agent.js'), ...Object.entries(flags).map(([k, v]) => `--${k}=${v}`)], {
+  // CELLIUM_BENCH_AGENT_NODE_FLAGS adds node options to every agent a bench starts, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
+  const extra = (process.env.CELLIUM_BENCH_AGENT_NODE_FLAGS ?? '').split(' ').filter((f) => f);
+  const child: ChildProcess = spawn(process.execPath, [...extra, ...(run.nodeFlags ?? []), join(root(), 'bin', 'cellium-agent.js'), ...Object.entries(flags).map(([k, v]) => `--${k}=${v}`)], {
     env: process.env, stdio: ['ignore', run.onStdout ? 'pipe' : 'ignore', 'pipe'],
   });
   if (run.onStdout) child.stdout!.on('data', (c: Buffer) => run.onStdout!(c.toString()));

@@ -1,12 +1,16 @@
 // Map operations on file descriptors: create, open pinned, pin, info, lookup/update/delete,
 // key iteration and the BPF_MAP_*_BATCH commands. Keys and values are Buffers the caller sizes
 // (the TypeScript layer checks them against the map's key and value sizes). All calls are
-// synchronous: each is one bpf() syscall.
+// synchronous (each is one bpf() syscall) except mapUpdateAsync/mapDeleteAsync: an update or delete
+// of a map-of-maps slot waits in the kernel for an RCU grace period (milliseconds), so those run
+// on a libuv worker and settle a promise.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <vector>
 
 #include "util.h"
 
@@ -99,6 +103,57 @@ Napi::Value MapDelete(const Napi::CallbackInfo &info) {
     throwSys(info.Env(), errno, "bpf_map_delete_elem");
   }
   return Napi::Boolean::New(info.Env(), true);
+}
+
+// One map update or delete on a libuv worker (key and value copied), settling a promise: resolved
+// with true (done) or false (delete of an absent key), rejected like the synchronous calls throw.
+class MapCall : public Napi::AsyncWorker {
+ public:
+  static Napi::Value Start(Napi::Env env, int fd, Bytes key, Bytes value, uint32_t flags, bool del) {
+    auto *w = new MapCall(env, fd, key, value, flags, del);
+    Napi::Promise p = w->deferred_.Promise();
+    w->Queue();
+    return p;
+  }
+
+ protected:
+  void Execute() override {
+    int r = del_ ? bpf_map_delete_elem(fd_, key_.data()) : bpf_map_update_elem(fd_, key_.data(), value_.data(), flags_);
+    err_ = r < 0 ? errno : 0;
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (err_ == 0) return deferred_.Resolve(Napi::Boolean::New(env, true));
+    if (del_ && err_ == ENOENT) return deferred_.Resolve(Napi::Boolean::New(env, false));
+    deferred_.Reject(sysError(env, err_, del_ ? "bpf_map_delete_elem" : "bpf_map_update_elem").Value());
+  }
+
+ private:
+  MapCall(Napi::Env env, int fd, Bytes key, Bytes value, uint32_t flags, bool del)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), fd_(fd), key_(key.data, key.data + key.len),
+        value_(value.data, value.data + value.len), flags_(flags), del_(del) {}
+  Napi::Promise::Deferred deferred_;
+  int fd_;
+  std::vector<uint8_t> key_, value_;
+  uint32_t flags_;
+  bool del_;
+  int err_ = 0;
+};
+
+// mapUpdateAsync(fd, key, value, flags) -> Promise<true>, on a worker thread.
+Napi::Value MapUpdateAsync(const Napi::CallbackInfo &info) {
+  int fd = argInt(info, 0, "fd");
+  Bytes key = argBytes(info, 1, "key");
+  Bytes value = argBytes(info, 2, "value");
+  uint32_t flags = info.Length() > 3 ? argU32(info, 3, "flags") : 0;
+  return MapCall::Start(info.Env(), fd, key, value, flags, false);
+}
+
+// mapDeleteAsync(fd, key) -> Promise<boolean> (false when absent), on a worker thread.
+Napi::Value MapDeleteAsync(const Napi::CallbackInfo &info) {
+  int fd = argInt(info, 0, "fd");
+  Bytes key = argBytes(info, 1, "key");
+  return MapCall::Start(info.Env(), fd, key, Bytes{nullptr, 0}, 0, true);
 }
 
 // nextKey(fd, key|null, nextOut) -> true when nextOut holds the next key, false at the end.
@@ -204,6 +259,8 @@ void registerMaps(Napi::Env env, Napi::Object exports) {
   exports.Set("mapLookup", Napi::Function::New(env, MapLookup, "mapLookup"));
   exports.Set("mapUpdate", Napi::Function::New(env, MapUpdate, "mapUpdate"));
   exports.Set("mapDelete", Napi::Function::New(env, MapDelete, "mapDelete"));
+  exports.Set("mapUpdateAsync", Napi::Function::New(env, MapUpdateAsync, "mapUpdateAsync"));
+  exports.Set("mapDeleteAsync", Napi::Function::New(env, MapDeleteAsync, "mapDeleteAsync"));
   exports.Set("mapNextKey", Napi::Function::New(env, MapNextKey, "mapNextKey"));
   exports.Set("mapLookupBatch", Napi::Function::New(env, MapLookupBatch, "mapLookupBatch"));
   exports.Set("mapUpdateBatch", Napi::Function::New(env, MapUpdateBatch, "mapUpdateBatch"));

@@ -161,6 +161,7 @@ class NetlinkHandle : public Napi::ObjectWrap<NetlinkHandle> {
                            InstanceMethod<&NetlinkHandle::AddRoute>("addRoute"),
                            InstanceMethod<&NetlinkHandle::DeleteRoute>("deleteRoute"),
                            InstanceMethod<&NetlinkHandle::ListRoutes>("listRoutes"),
+                           InstanceMethod<&NetlinkHandle::RouteType>("routeType"),
                            InstanceMethod<&NetlinkHandle::AddNeighbor>("addNeighbor"),
                            InstanceMethod<&NetlinkHandle::ListNeighbors>("listNeighbors"),
                            InstanceMethod<&NetlinkHandle::WriteSysctl>("writeSysctl"),
@@ -283,6 +284,15 @@ class NetlinkHandle : public Napi::ObjectWrap<NetlinkHandle> {
     uint32_t fam = u32Arg(info, 0), table = u32Arg(info, 1);
     int family = fam == 4 ? AF_INET : fam == 6 ? AF_INET6 : AF_UNSPEC;
     return run(info, [=](NlSocket &s) { return arrayOf(listRoutes(s, family, table), routeToJs); });
+  }
+
+  // routeType(ip) -> the type of the route the kernel picks for ip (2: local), 0 when none
+  Napi::Value RouteType(const Napi::CallbackInfo &info) {
+    std::string ip = strArg(info, 0);
+    return run(info, [=](NlSocket &s) -> Finish {
+      int type = routeType(s, ip);
+      return [type](Napi::Env env) { return Napi::Number::New(env, type); };
+    });
   }
 
   // addNeighbor(dev, ip, mac, state)

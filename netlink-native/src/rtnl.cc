@@ -365,6 +365,25 @@ std::vector<Route> listRoutes(NlSocket &s, int family, uint32_t table) {
   return out;
 }
 
+int routeType(NlSocket &s, const std::string &ip) {
+  Ip addr = parseIp(ip, "routeType", "");
+  rtmsg rt{};
+  rt.rtm_family = static_cast<uint8_t>(addr.family);
+  rt.rtm_dst_len = static_cast<uint8_t>(addr.size() * 8);
+  NlMsg m(RTM_GETROUTE, 0, &rt, sizeof rt);
+  m.put(RTA_DST, addr.bytes, addr.size());
+  int type = 0;
+  try {
+    s.transact(m, "routeType", "", [&](const nlmsghdr *h) {
+      if (h->nlmsg_type == RTM_NEWROUTE) type = static_cast<const rtmsg *>(NLMSG_DATA(h))->rtm_type;
+    });
+  } catch (const NlError &e) {
+    if (e.err == ENETUNREACH || e.err == EHOSTUNREACH || e.err == ESRCH) return 0;
+    throw;
+  }
+  return type;
+}
+
 void addNeighbor(NlSocket &s, const std::string &dev, const std::string &ip, const std::string &mac,
                  uint16_t state) {
   const std::string op = "addNeighbor";

@@ -101,6 +101,9 @@ std::vector<Address> listAddresses(NlSocket &s, const std::string &dev);
 void addRoute(NlSocket &s, const RouteSpec &r);
 bool deleteRoute(NlSocket &s, const RouteSpec &r);
 std::vector<Route> listRoutes(NlSocket &s, int family, uint32_t table);
+// The type of the route the kernel picks to reach ip (RTM_GETROUTE, no dump: one lookup; RTN_LOCAL
+// for an address of this host); 0 when it has none.
+int routeType(NlSocket &s, const std::string &ip);
 void addNeighbor(NlSocket &s, const std::string &dev, const std::string &ip, const std::string &mac,
                  uint16_t state);
 std::vector<Neighbor> listNeighbors(NlSocket &s, const std::string &dev);

@@ -217,6 +217,30 @@ export class BpfMap {
     }
   }
 
+  /**
+   * update() on a libuv worker thread: for a map of maps, whose writes wait in the kernel for an
+   * RCU grace period after the slot changed (milliseconds the event loop must not block for).
+   */
+  async updateAsync(key: Buffer, value: Buffer, flags: number = UpdateFlags.ANY): Promise<void> {
+    this.key(key);
+    this.value(value);
+    try {
+      await this.addon.mapUpdateAsync(this.fd, key, value, flags);
+    } catch (err) {
+      throw toBpfError(err);
+    }
+  }
+
+  /** delete() on a libuv worker thread (see updateAsync); false when the key was absent. */
+  async deleteAsync(key: Buffer): Promise<boolean> {
+    this.key(key);
+    try {
+      return await this.addon.mapDeleteAsync(this.fd, key);
+    } catch (err) {
+      throw toBpfError(err);
+    }
+  }
+
   /** Iterates the keys (BPF_MAP_GET_NEXT_KEY); each yielded Buffer is a fresh copy. */
   *keys(): Generator<Buffer> {
     let prev: Buffer | null = null;

@@ -55,6 +55,10 @@ export interface BpfAddon {
   mapLookup(fd: number, key: Buffer, value: Buffer): boolean;
   mapUpdate(fd: number, key: Buffer, value: Buffer, flags: number): void;
   mapDelete(fd: number, key: Buffer): boolean;
+  /** mapUpdate on a libuv worker (a map-of-maps slot's write waits for an RCU grace period). */
+  mapUpdateAsync(fd: number, key: Buffer, value: Buffer, flags: number): Promise<boolean>;
+  /** mapDelete on a libuv worker; false when the key was absent. */
+  mapDeleteAsync(fd: number, key: Buffer): Promise<boolean>;
   mapNextKey(fd: number, key: Buffer | null, next: Buffer): boolean;
   mapLookupBatch(fd: number, inBatch: Buffer | null, outBatch: Buffer, keys: Buffer, values: Buffer, count: number): [number, boolean];
   mapUpdateBatch(fd: number, keys: Buffer, values: Buffer, count: number, flags: number): number;

@@ -210,7 +210,7 @@ export interface Datapath {
    * Whether `ip` is one of the node's own addresses (the host identity in the ipcache): no endpoint
    * may hold it. Absent when the datapath gives no address the host identity (memory).
    */
-  isHostAddress?(ip: string): boolean;
+  isHostAddress?(ip: string): boolean | Promise<boolean>;
   /** Where its monitor events are read (BPF); absent when the datapath reports none (memory). */
   readonly monitorEvents?: MonitorEventSource;
   /** The datapath's own load-balancing maps (the memory datapath's); absent: the loadbalancer cell opens the kernel's. */

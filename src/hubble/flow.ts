@@ -6,7 +6,7 @@
 import { formatLine, POLICY_MATCH_TYPES, type EnrichedEvent, type FlowEndpoint, type MonitorEvent } from '../monitor/index.js';
 import {
   FlowType, IPVersion, TraceObservationPoint, TraceReason, TrafficDirection, Verdict,
-  type CiliumEventType, type Endpoint, type Flow, type Layer4, type Service, type TCPFlags, type Workload,
+  type CiliumEventType, type Endpoint, type Flow, type IP, type Layer4, type NetworkInterface, type Service, type TCPFlags, type Workload,
 } from './gen/flow/flow.js';
 import type { Timestamp } from './gen/google/protobuf/timestamp.js';
 import { hubbleDropReason } from './drop-reasons.js';
@@ -72,9 +72,23 @@ export function bareName(pod: string | undefined, namespace: string | undefined)
   return namespace && pod.startsWith(`${namespace}/`) ? pod.slice(namespace.length + 1) : pod;
 }
 
-/** A side of the flow. The labels array is the enricher's own (never changed by flows), not a copy. */
+const NO_WORKLOADS: Workload[] = [];
+/** Each side's Endpoint, by the enricher's side and its workloads: both are shared while they do not change. */
+const endpoints = new WeakMap<FlowEndpoint, { readonly workloads: Workload[] | undefined; readonly endpoint: Endpoint }>();
+
+/**
+ * A side of the flow: made once per side the enricher describes (and its workloads), frozen, and
+ * shared by every flow of that side (the enricher describes a side anew when it changes). The
+ * labels array is the enricher's own (never changed by flows), not a copy.
+ */
 function endpoint(s: FlowEndpoint, workloads: Workload[] | undefined): Endpoint {
-  return { ID: s.ID, identity: s.identity, clusterName: clusterOf(s.labels), namespace: s.namespace ?? '', labels: s.labels as string[], podName: bareName(s.pod_name, s.namespace), workloads: workloads ?? [] };
+  const known = endpoints.get(s);
+  if (known && known.workloads === workloads) return known.endpoint;
+  const ep: Endpoint = Object.freeze({
+    ID: s.ID, identity: s.identity, clusterName: clusterOf(s.labels), namespace: s.namespace ?? '', labels: s.labels as string[], podName: bareName(s.pod_name, s.namespace), workloads: workloads ?? NO_WORKLOADS,
+  });
+  endpoints.set(s, { workloads, endpoint: ep });
+  return ep;
 }
 
 const CLUSTER_LABEL = 'k8s:io.cilium.k8s.policy.cluster=';
@@ -92,6 +106,34 @@ function eventType(type: number, subType: number): CiliumEventType {
   let t = eventTypes.get(key);
   if (!t) eventTypes.set(key, (t = Object.freeze({ type, subType })));
   return t;
+}
+
+/** The IP of each source and destination, made once and shared (never changed; bounded: it starts over when full). */
+const ips = new Map<string, Map<string, IP>>();
+const MAX_IP_SOURCES = 4096;
+function ipOf(source: string, destination: string): IP {
+  let bySource = ips.get(source);
+  if (!bySource) {
+    if (ips.size >= MAX_IP_SOURCES) ips.clear();
+    ips.set(source, (bySource = new Map()));
+  }
+  let ip = bySource.get(destination);
+  if (!ip) {
+    if (bySource.size >= MAX_IP_SOURCES) bySource.clear();
+    bySource.set(destination, (ip = Object.freeze({ source, sourceXlated: '', destination, ipVersion: source.includes(':') ? IPVersion.IPv6 : IPVersion.IPv4, encrypted: false })));
+  }
+  return ip;
+}
+
+/** The interface of each ifindex, made once and shared (never changed). */
+const interfaces = new Map<number, NetworkInterface>();
+function interfaceOf(index: number): NetworkInterface {
+  let i = interfaces.get(index);
+  if (!i) {
+    if (interfaces.size >= MAX_IP_SOURCES) interfaces.clear();
+    interfaces.set(index, (i = Object.freeze({ index, name: '' })));
+  }
+  return i;
 }
 
 const TRACE_REASONS: Readonly<Record<string, TraceReason>> = {
@@ -112,7 +154,7 @@ export function toFlow(x: EnrichedEvent, ctx: FlowContext): Flow {
     uuid: ctx.uuid,
     verdict: verdict(e),
     dropReason: reason,
-    IP: e.src && e.dst ? { source: e.src, sourceXlated: '', destination: e.dst, ipVersion: e.src.includes(':') ? IPVersion.IPv6 : IPVersion.IPv4, encrypted: false } : undefined,
+    IP: e.src && e.dst ? ipOf(e.src, e.dst) : undefined,
     l4: layer4(e),
     source: endpoint(x.source, ctx.sourceWorkloads),
     destination: endpoint(x.destination, ctx.destinationWorkloads),
@@ -128,7 +170,7 @@ export function toFlow(x: EnrichedEvent, ctx: FlowContext): Flow {
     traceReason: e.type === 'trace' ? (TRACE_REASONS[e.ctStatus] ?? TraceReason.TRACE_REASON_UNKNOWN) : TraceReason.TRACE_REASON_UNKNOWN,
     dropReasonDesc: reason,
     isReply,
-    interface: { index: e.ifIndex, name: '' },
+    interface: interfaceOf(e.ifIndex),
     Summary: formatLine(x),
   };
 }

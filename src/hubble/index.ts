@@ -7,6 +7,7 @@ export * from './flow.js';
 export * from './filter.js';
 export * from './labels.js';
 export * from './ring.js';
+export * from './wire.js';
 export * from './drop-reasons.js';
 export * from './socket-path.js';
 export * from './workloads.js';

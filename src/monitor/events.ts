@@ -65,19 +65,32 @@ export interface MonitorEvent extends DropEvent {
   readonly len: number;
 }
 
+/** IPv4 addresses as strings, kept by value: a read's events share few addresses (bounded: it starts over when full). */
+const ipv4Strings = new Map<number, string>();
+const MAX_IPV4_STRINGS = 65536;
+
+function ipv4At(b: Buffer, o: number): string {
+  const n = b.readUInt32BE(o);
+  let s = ipv4Strings.get(n);
+  if (s === undefined) {
+    if (ipv4Strings.size >= MAX_IPV4_STRINGS) ipv4Strings.clear();
+    ipv4Strings.set(n, (s = formatAddr('ipv4', BigInt(n))));
+  }
+  return s;
+}
+
+function addrAt(b: Buffer, family: number | undefined, o: number): string | undefined {
+  if (family === 4) return ipv4At(b, o);
+  if (family === 6) return formatAddr('ipv6', (b.readBigUInt64BE(o) << 64n) | b.readBigUInt64BE(o + 8));
+  return undefined;
+}
+
 /** Decodes one record; undefined when it is not a monitor event of a known type and size. */
 export function decodeMonitorEvent(b: Buffer): MonitorEvent | undefined {
   const type = EVENT_TYPES[b[0] as keyof typeof EVENT_TYPES];
   if (b.length < MONITOR_EVENT_SIZE || !type) return undefined;
   const family = b[20];
-  const addr = (o: number): string | undefined => {
-    if (family === 4) return formatAddr('ipv4', BigInt(b.readUInt32BE(o)));
-    if (family === 6) return formatAddr('ipv6', (b.readBigUInt64BE(o) << 64n) | b.readBigUInt64BE(o + 8));
-    return undefined;
-  };
-  const src = addr(24);
-  const dst = addr(40);
-  return {
+  const e: { -readonly [K in keyof MonitorEvent]: MonitorEvent[K] } = {
     type,
     reason: type === 'trace' || (type === 'policy-verdict' && b[1] === 0) ? '' : (DROP_REASONS[b[1]!] ?? `reason-${b[1]}`),
     direction: b[2] ? 'egress' : 'ingress',
@@ -87,8 +100,6 @@ export function decodeMonitorEvent(b: Buffer): MonitorEvent | undefined {
     srcIdentity: hostOrder.u32.read(b, 8),
     dstIdentity: hostOrder.u32.read(b, 12),
     ifIndex: hostOrder.u32.read(b, 16),
-    ...(src !== undefined ? { src } : {}),
-    ...(dst !== undefined ? { dst } : {}),
     icmpType: b[21]!,
     ctStatus: CT_STATUSES[b[22]!] ?? 'new',
     match: POLICY_MATCH_TYPES[b[23]!] ?? `match-${b[23]}`,
@@ -97,6 +108,13 @@ export function decodeMonitorEvent(b: Buffer): MonitorEvent | undefined {
     action: b[59] ? 'allow' : 'deny',
     len: hostOrder.u32.read(b, 60),
   };
+  // both addresses or neither (a packet that did not parse): one shape each, no spread objects
+  const src = addrAt(b, family, 24);
+  if (src !== undefined) {
+    e.src = src;
+    e.dst = addrAt(b, family, 40);
+  }
+  return e;
 }
 
 /** Decodes a drop event; undefined for other records. */

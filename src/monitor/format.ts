@@ -44,6 +44,9 @@ export function tcpFlagNames(flags: number): string[] {
   return TCP_FLAGS.filter(([bit]) => flags & bit).map(([, n]) => n);
 }
 
+/** Each flags byte's names as a line shows them (`SYN, ACK`), made once. */
+const TCP_FLAG_TEXT: readonly string[] = Array.from({ length: 256 }, (_, f) => tcpFlagNames(f).join(', '));
+
 function hostPort(addr: string | undefined, port: number, withPort: boolean): string {
   const a = addr ?? '?';
   if (!withPort) return a;
@@ -54,8 +57,9 @@ function hostPort(addr: string | undefined, port: number, withPort: boolean): st
 export function packetSummary(e: MonitorEvent): string {
   const ports = e.protocol === 6 || e.protocol === 17 || e.protocol === 132;
   const proto = PROTOCOLS[e.protocol] ?? `proto ${e.protocol}`;
-  const tail = e.protocol === 6 ? ` ${tcpFlagNames(e.tcpFlags).join(', ')}` : e.protocol === 1 || e.protocol === 58 ? ` type ${e.icmpType}` : '';
-  return `${hostPort(e.src, e.sport, ports)} -> ${hostPort(e.dst, e.dport, ports)} ${proto}${tail}`.trimEnd();
+  const flags = e.protocol === 6 ? TCP_FLAG_TEXT[e.tcpFlags & 0xff]! : '';
+  const tail = flags !== '' ? ` ${flags}` : e.protocol === 1 || e.protocol === 58 ? ` type ${e.icmpType}` : '';
+  return `${hostPort(e.src, e.sport, ports)} -> ${hostPort(e.dst, e.dport, ports)} ${proto}${tail}`;
 }
 
 function reasonText(reason: string): string {

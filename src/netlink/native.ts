@@ -78,6 +78,8 @@ export interface RawHandle {
   addRoute(route: RawRouteSpec): Promise<void>;
   deleteRoute(route: RawRouteSpec): Promise<boolean>;
   listRoutes(family: 0 | 4 | 6, table: number): Promise<RawRoute[]>;
+  /** The type of the route the kernel picks for ip (RTN_LOCAL = 2), 0 when none. */
+  routeType(ip: string): Promise<number>;
   addNeighbor(dev: string, ip: string, mac: string, state: number): Promise<void>;
   listNeighbors(dev: string): Promise<RawNeighbor[]>;
   writeSysctl(path: string, value: string): Promise<void>;

@@ -24,6 +24,8 @@ import {
 const IFF_UP = 0x1;
 const IFF_LOWER_UP = 0x10000;
 const RTNH_F_ONLINK = 0x4;
+/** rtm_type of a route to an address of this host. */
+const RTN_LOCAL = 2;
 const NUD_PERMANENT = 0x80;
 const OPER_STATES: OperState[] = ['unknown', 'notpresent', 'down', 'lowerlayerdown', 'testing', 'dormant', 'up'];
 
@@ -161,6 +163,14 @@ export class Netlink {
   async deleteRoute(spec: RouteSpec): Promise<boolean> {
     const route = rawRoute(spec, 'deleteRoute');
     return this.call(() => this.raw.deleteRoute(route));
+  }
+
+  /**
+   * Whether `ip` is an address of this host in the handle's namespace: the kernel's route to it is
+   * a local one (RTM_GETROUTE for that one address, whatever the number of interfaces and routes).
+   */
+  async isLocalAddress(ip: string): Promise<boolean> {
+    return (await this.call(() => this.raw.routeType(ip))) === RTN_LOCAL;
   }
 
   /** Routes of one table (default main, 254; 0 for all tables), of one family or both. */

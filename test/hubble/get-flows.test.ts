@@ -6,7 +6,8 @@ import { EventEmitter } from 'node:events';
 import t from 'tap';
 import type { EnrichedEvent, MonitorEvent } from '../../src/monitor/index.js';
 import { flowpb, observerpb } from '../../src/hubble/index.js';
-import { HubbleObserver, serveGetFlows, type GetFlowsCall } from '../../src/cells/hubble/index.js';
+import { Registry } from 'prom-client';
+import { HubbleObserver, registerLostEvents, serveGetFlows, type GetFlowsCall } from '../../src/cells/hubble/index.js';
 
 /** A stream that takes `room` messages before asking for a drain. */
 class FakeCall extends EventEmitter {
@@ -67,6 +68,14 @@ t.test('a slow client lags, then learns how many the ring overwrote', async (t) 
   t.match(lost?.lostEvents, { source: flowpb.LostEventSource.HUBBLE_RING_BUFFER, numEventsLost: 11 }, 'flows 3-13 were overwritten');
   for (let i = 0; i < 10; i++) call.drain();
   t.same(ports(call), [1, 2, 14, 15, 16, 17, 18, 19, 20], 'every flow it could still read, in order');
+  t.same(o.lostEvents, { perfEventRingBuffer: 0, hubbleRingBuffer: 11 }, 'the observer counts them');
+  o.onRecord({ kind: 'lost', count: 5, why: 'the datapath ring was full' });
+  t.same(o.lostEvents, { perfEventRingBuffer: 5, hubbleRingBuffer: 11 }, "and the datapath's");
+  const registry = new Registry();
+  registerLostEvents(registry, () => o.lostEvents);
+  const text = await registry.metrics();
+  t.match(text, /hubble_lost_events_total\{source="perf_event_ring_buffer"\} 5/);
+  t.match(text, /hubble_lost_events_total\{source="hubble_ring_buffer"\} 11/);
 });
 
 t.test('until ends a follower; without follow the call ends at once', async (t) => {

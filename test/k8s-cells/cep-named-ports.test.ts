@@ -11,8 +11,13 @@ const cep = (status: Record<string, unknown>, name = 'web-0', namespace = 'prod'
 t.test('another node\'s CEP contributes its identity and named ports', async (t) => {
   const got = cepNamedPorts(cep({ identity: { id: 4242 }, networking: { node: '192.168.1.11' }, 'named-ports': [{ name: 'http', port: 8080, protocol: 'TCP' }, { name: 'dns', port: 53, protocol: 'UDP' }, { name: 'sig', port: 7000 }] }), LOCAL);
   t.equal(got.owner, 'cep:prod/web-0');
-  t.same(got.contribution, { identity: 4242, ports: [{ name: 'http', port: 8080, protocol: 6 }, { name: 'dns', port: 53, protocol: 17 }, { name: 'sig', port: 7000, protocol: 6 }] }, 'protocol defaults to TCP');
+  t.same(got.contribution, { identity: 4242, ports: [{ name: 'http', port: 8080, protocol: 6 }, { name: 'dns', port: 53, protocol: 17 }, { name: 'sig', port: 7000, protocol: 6 }], addresses: [] }, 'protocol defaults to TCP');
   t.same(got.problems, []);
+});
+
+t.test('another node\'s CEP contributes its addresses (what an ipBlock selects pods by); what is not an address is left out', async (t) => {
+  const got = cepNamedPorts(cep({ identity: { id: 4242 }, networking: { node: '192.168.1.11', addressing: [{ ipv4: '10.0.1.5', ipv6: 'fd00::5' }, { ipv4: 'nonsense' }] } }), LOCAL);
+  t.same(got.contribution, { identity: 4242, ports: [], addresses: ['10.0.1.5', 'fd00::5'] });
 });
 
 t.test('this node\'s CEPs and CEPs without an identity contribute nothing', async (t) => {

@@ -5,7 +5,8 @@
 // stands outside the cluster (two "world" addresses, one inside an ipBlock's except). Each case
 // replaces the NetworkPolicies (kubectl), waits until every endpoint realized the policy revision
 // that holds exactly them, and checks TCP connects both ways: what must pass and what must not.
-// Last, a named egress port follows the destination pods: a pod added under the name opens its
+// Then an ipBlock selects pods by address (except, /32, a pod of the identity outside the block,
+// ingress). Last, a named egress port follows the destination pods: a pod added under the name opens its
 // number (the node's named-port map changed, the client's policy map recomputed), its removal
 // closes it, the same through a CiliumEndpoint of another node, and ports the name never stood
 // for are probed all along and never pass.
@@ -266,6 +267,50 @@ t.test('NetworkPolicy semantics on real packets', { skip, timeout: 600_000 }, as
       t.ok(settled, `every probe as the table says: ${k.probes.map(([f, to, p, w]) => `${f}->${to}:${p} ${w}`).join('; ')}`, { wrong: got, log: settled ? undefined : agent.log().slice(-3000) });
     });
   }
+
+  await t.test('an ipBlock selects pods by address: inside cidr minus except on real packets; an identity with a pod outside is left out (fail closed)', async (t) => {
+    const probe = (from: Peer, to: Peer, port = 80, ms = 600) => exchange('tcp', from.traffic, to.traffic, from.ip, to.ip, port, ms);
+    const apply = async (policies: readonly object[], want: string, check: () => Promise<boolean>) => {
+      await applyOnly(cluster, policies);
+      await until(want, check, 30_000);
+      t.pass(want);
+    };
+    // the upstream except-clause test's shape: a wide block around the pods, one pod's /32 excepted
+    await apply([np('client-via-cidr', 'prod', { podSelector: sel({ app: 'client' }), policyTypes: ['Egress'], egress: [{ to: [{ ipBlock: { cidr: '10.247.0.0/16', except: [`${peers.devOther.ip}/32`] } }] }] })],
+      `client egress to 10.247.0.0/16 except devOther (${peers.devOther.ip}): devOther closed, web open`,
+      async () => !(await probe(peers.client, peers.devOther)) && (await probe(peers.client, peers.web)));
+    for (const to of ['web', 'db', 'devClient', 'ext', 'extExcept'] as const) t.ok(await probe(peers.client, peers[to]), `client -> ${to} (${peers[to].ip}, inside, not excepted) open`);
+    t.notOk(await probe(peers.client, peers.devOther, 8080), 'client -> devOther on another port closed too');
+    // the upstream allow-egress-in-CIDR test's shape: the block is one pod's /32
+    await apply([np('client-via-cidr', 'prod', { podSelector: sel({ app: 'client' }), policyTypes: ['Egress'], egress: [{ to: [{ ipBlock: { cidr: `${peers.devOther.ip}/32` } }] }] })],
+      'client egress to devOther/32 only: devOther open, web closed',
+      async () => (await probe(peers.client, peers.devOther)) && !(await probe(peers.client, peers.web)));
+    for (const to of ['db', 'devClient', 'ext'] as const) t.notOk(await probe(peers.client, peers[to]), `client -> ${to} closed`);
+    // a pod of devOther's identity on another node, outside the block: the identity is no longer selected
+    const devOtherIdentity = (await ap.client.listEndpoints()).find((e) => e.status?.['external-identifiers']?.['k8s-pod-name'] === 'other')?.status?.identity?.id;
+    t.ok(devOtherIdentity, `devOther's identity (${devOtherIdentity})`);
+    const remote = {
+      apiVersion: 'cilium.io/v2', kind: 'CiliumEndpoint', metadata: { name: 'other-remote', namespace: 'dev' },
+      status: {
+        id: 78, state: 'ready', identity: { id: devOtherIdentity, labels: [] }, networking: { addressing: [{ ipv4: '10.247.98.7' }], node: '10.247.98.1' },
+        'external-identifiers': { 'k8s-namespace': 'dev', 'k8s-pod-name': 'other-remote' },
+        policy: { ingress: { enforcing: false, state: 'non-enforcing' }, egress: { enforcing: false, state: 'non-enforcing' } },
+      },
+    };
+    await kubectlOk(cluster, ['create', '-f', '-'], JSON.stringify(remote));
+    await until('client -> devOther to close (a pod of its identity is outside the block)', async () => !(await probe(peers.client, peers.devOther)), 30_000);
+    t.pass('an identity with one pod inside and one outside the block is not allowed by it');
+    await kubectlOk(cluster, ['delete', 'ciliumendpoint', '-n', 'dev', 'other-remote']);
+    await until('client -> devOther to open again (the outside pod gone)', () => probe(peers.client, peers.devOther), 30_000);
+    t.pass('the outside pod gone: allowed again');
+    // ingress: from the pod pool except web
+    await apply([np('db-from-pool', 'prod', { podSelector: sel({ app: 'db' }), ingress: [{ from: [{ ipBlock: { cidr: POOL, except: [`${peers.web.ip}/32`] } }] }] })],
+      `db ingress from ${POOL} except web: client open, web closed`,
+      async () => (await probe(peers.client, peers.db)) && !(await probe(peers.web, peers.db)));
+    t.ok(await probe(peers.devClient, peers.db), 'devClient -> db (inside the pool) open');
+    t.notOk(await probe(peers.ext, peers.db), 'ext -> db (outside the pool) closed');
+    await applyOnly(cluster, []);
+  });
 
   await t.test('a named egress port follows the destination pods: added under the name it opens, removed it closes; a denied port never passes meanwhile', async (t) => {
     await applyOnly(cluster, [np('client-to-web-http', 'prod', { podSelector: sel({ app: 'client' }), policyTypes: ['Egress'], egress: [{ to: [{ podSelector: sel({ app: 'web' }) }], ports: [{ port: 'http' }] }] })]);

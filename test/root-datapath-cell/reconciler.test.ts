@@ -44,7 +44,8 @@ t.test('desired state reaches the kernel maps; prune restores what was deleted b
   pol.set({ prefixLen: 64, egress: true, identity: 4242, protocol: Proto.TCP, dport: 22 }, false);
 
   const r = await dp.prune();
-  t.ok(r && r.pruned >= 3, `extra entries pruned (${r?.pruned})`);
+  // the policy map is one object of its endpoint: its extra entry is repaired with it, not pruned apart
+  t.ok(r && r.pruned >= 2, `extra lxc and ipcache entries pruned (${r?.pruned})`);
   t.ok(r && r.repaired >= 3, `missing and changed entries repaired (${r?.repaired})`);
   t.same(lxc.get('10.77.0.7')?.endpointId, 7, 'the lxc entry deleted by hand is back');
   t.notOk(lxc.get('10.77.0.99'), 'the lxc entry added by hand is gone');
@@ -73,7 +74,7 @@ t.test('a write the kernel refuses is retried with backoff and reported until it
   dp.maps.setPolicy(9, many);
   const failures = await dp.maps.flush();
   t.ok(failures.length > 0, 'flush reports the failed writes');
-  t.match(failures[0], /cellium_policy 9#/, 'naming the table and key');
+  t.match(failures[0], /^cellium_policy 9: /, 'naming the table and the endpoint');
   const dump = await dp.maps.get('cellium_policy_00009');
   t.equal(dump?.status.state, 'error', 'the map status is error');
   t.match(dump?.status.message, /full|E2BIG|ENOSPC|No space|too big/i, 'with the kernel\'s reason');
@@ -98,7 +99,7 @@ t.test('flush(endpointId) reports that endpoint\'s failures, whoever flushed in 
   dp.maps.setPolicy(10, allowWeb);
   t.same(await dp.maps.flush(undefined, 10), [], 'endpoint 10\'s own writes succeeded: its regeneration is not failed by 9\'s');
   const nine = await dp.maps.flush(undefined, 9);
-  t.ok(nine.length > 0 && nine.every((f) => f.startsWith('cellium_policy 9#')), 'endpoint 9 gets its own failures, after another flush ran');
+  t.ok(nine.length > 0 && nine.every((f) => f.startsWith('cellium_policy 9: ')), 'endpoint 9 gets its own failures, after another flush ran');
   t.ok((await dp.maps.flush(undefined, 9)).length > 0, 'and again while the kernel still does not hold them');
   dp.maps.setPolicy(12, [{ identity: 1, direction: 'ingress', protocol: 0, port: 80, deny: false }]);
   t.match(await dp.maps.flush(undefined, 12), [/^cellium_policy_00012: .*a port needs a protocol/], 'a policy the map cannot represent is reported to its endpoint');

@@ -90,9 +90,17 @@ export class BpfDatapath implements Datapath {
     this.lost.complete();
   }
 
-  /** See Datapath: the node's addresses now (not only at the last prune). */
-  isHostAddress(ip: string): boolean {
-    return hostAddressCidrs().includes(hostCidr(ip));
+  /**
+   * See Datapath: the node's addresses now (not only at the last prune): one known at the last
+   * prune, or one the kernel routes locally now (a single route lookup: listing every interface's
+   * addresses per endpoint made creating n endpoints on a node of n veths O(n²)). IPv6 link-local
+   * addresses are no host address, as in hostAddressCidrs.
+   */
+  async isHostAddress(ip: string): Promise<boolean> {
+    const cidr = hostCidr(ip);
+    if (this.hostCidrs.has(cidr)) return true;
+    if (/^fe[89ab]/i.test(ip)) return false;
+    return withNetlink(undefined, (nl) => nl.isLocalAddress(ip));
   }
 
   /** Writes the host's addresses to the ipcache as the host identity; removes addresses that went away. */

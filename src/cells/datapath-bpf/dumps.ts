@@ -15,9 +15,9 @@ export function tableStatus(s: TableStatus): ReconcileStatus {
 }
 
 /** The status of one endpoint's policy objects: a rejected policy, else the worst object state. */
-export function policyStatus(table: DesiredTable<PolicyObject>, keys: ReadonlySet<string> | undefined, rejected: string | undefined): ReconcileStatus {
+export function policyStatus(table: DesiredTable<PolicyObject>, keys: readonly string[], rejected: string | undefined): ReconcileStatus {
   if (rejected) return { state: 'error', message: rejected, updatedAt: new Date().toISOString() };
-  const objs = [...(keys ?? [])].map((k) => table.get(k)).filter((o): o is DesiredObject<PolicyObject> => !!o);
+  const objs = keys.map((k) => table.get(k)).filter((o): o is DesiredObject<PolicyObject> => !!o);
   const newest = objs.reduce((t, o) => Math.max(t, o.updatedAt), 0);
   const updatedAt = new Date(newest || Date.now()).toISOString();
   const err = objs.find((o) => o.state === 'error');

@@ -17,5 +17,5 @@ export { CtPressure, CT_GROWTH_FLOOR, CT_PRESSURE_DEGRADED, type CtMapPressure }
 export { registerCtGcMetrics } from './ct-metrics.js';
 export { registerTrafficMetrics } from './traffic-metrics.js';
 export { BpfDatapathConfigToken, bpfDatapathConfigSchema, type BpfDatapathConfig } from '../../datapath/bpf-config.js';
-export { policyObjectKey, parsePolicyObjectKey, type PolicyObject } from './tables.js';
+export { policyObjectKey, type PolicyObject } from './tables.js';
 export * from './cell.js';

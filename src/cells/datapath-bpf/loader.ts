@@ -137,7 +137,7 @@ export class BpfLoader implements Loader {
       const ifIndex = ifIndexOf(ifName);
       unloadEndpointProgram(id, ifIndex, { bpfRoot: this.kernel.root, removePolicyMap: false, owns: (prog) => this.owns(prog, id, ifIndex) });
       // the shared program's entry and slot go after the detach (an attached interface never lacks its entry)
-      this.forgetShared(id, known ?? (ifIndex || undefined));
+      await this.forgetShared(id, known ?? (ifIndex || undefined));
       this.kernel.removePolicy(id);
     } catch (err) {
       throw wrapBpf('program', `unloading the program of endpoint ${id} (${ifName})`, err);
@@ -148,14 +148,15 @@ export class BpfLoader implements Loader {
 
   /**
    * Removes an endpoint's cellium_endpoints entry and cellium_policy_maps slot (whatever the mode:
-   * an agent switched back to per-endpoint programs leaves none behind).
+   * an agent switched back to per-endpoint programs leaves none behind). Resolves once the slot
+   * reads back empty (the kernel's grace period after it finishes on a worker).
    */
-  forgetShared(id: number, ifIndex?: number): void {
+  async forgetShared(id: number, ifIndex?: number): Promise<void> {
     const slots = this.kernel.policySlots;
     const eps = this.kernel.endpoints;
     if (ifIndex !== undefined && eps.get(ifIndex)?.endpointId === id) eps.delete(ifIndex);
     else for (const [ifx, v] of eps.entries()) if (v.endpointId === id) eps.delete(ifx);
-    slots.delete(id);
+    await slots.empty(id);
   }
 
   /** The conntrack lifetimes programs are loaded with. */

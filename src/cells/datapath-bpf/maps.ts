@@ -14,7 +14,7 @@ import { dumpIPCache, dumpLxc, dumpMetrics, dumpPolicy, policyStatus, tableStatu
 import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, MapSummary, PolicyEntry } from '../../datapath/types.js';
 import type { Jobs } from '../../hive/jobs.js';
 import type { KernelMaps } from './kernel-maps.js';
-import { hostCidrKey, ipcacheKey, ipcacheOps, lxcKey, lxcOps, lxcValue, policyKeyIds, policyObject, policyObjectKey, policyOps, type PolicyObject } from './tables.js';
+import { hostCidrKey, ipcacheKey, ipcacheOps, lxcKey, lxcOps, lxcValue, policyObjectKey, policyOps, samePolicy, type PolicyObject, type WrittenPolicy } from './tables.js';
 
 /** The tables, in the order of the reconcilers. */
 const TABLE_NAMES = [LXC_MAP, IPCACHE_MAP, 'cellium_policy'] as const;
@@ -44,14 +44,16 @@ export interface BpfTableReport extends TableStatus {
 export class BpfMaps implements DatapathMaps {
   readonly lxcTable = new DesiredTable<LxcValue>(LXC_MAP);
   readonly ipcacheTable = new DesiredTable<IPCacheValue>(IPCACHE_MAP);
-  readonly policyTable = new DesiredTable<PolicyObject>('cellium_policy', (a, b) => a.deny === b.deny && a.endpointId === b.endpointId);
+  /** One object per endpoint: its policy map's entries (a shared expansion). */
+  readonly policyTable = new DesiredTable<PolicyObject>('cellium_policy', samePolicy);
   private readonly reconcilers: readonly TableWriter[];
   private asJobs = false;
   private readonly lxcKeys = new Map<number, string[]>();
-  private readonly policyKeys = new Map<number, Set<string>>();
   private readonly policyErrors = new Map<number, string>();
-  /** The expansion each endpoint's policy keys were last set from (same array: nothing to do). */
-  private readonly policyWritten = new Map<number, readonly PolicyLpmEntry[]>();
+  /** The expansion each endpoint's policy map is desired to hold. */
+  private readonly policyWanted = new Map<number, readonly PolicyLpmEntry[]>();
+  /** What each policy map was last given by the reconciler (its next write is the difference). */
+  private readonly policyWritten = new Map<number, WrittenPolicy>();
   /** Endpoints whose policy map is to be unpinned once its entries are gone. */
   private readonly removedPolicies = new Set<number>();
 
@@ -63,7 +65,8 @@ export class BpfMaps implements DatapathMaps {
     this.reconcilers = [
       new Reconciler(this.lxcTable, lxcOps(kernel), o(LXC_MAP)),
       new Reconciler(this.ipcacheTable, ipcacheOps(kernel), o(IPCACHE_MAP)),
-      new Reconciler(this.policyTable, policyOps(kernel, () => this.policyKeys.keys()), o('cellium_policy')),
+      // a batch of endpoints' maps per round step (each may be thousands of entries)
+      new Reconciler(this.policyTable, policyOps(kernel, () => this.policyWanted.keys(), this.policyWritten), { ...o('cellium_policy'), batchSize: 16 }),
     ];
   }
 
@@ -149,32 +152,22 @@ export class BpfMaps implements DatapathMaps {
     }
     this.policyErrors.delete(endpointId);
     this.removedPolicies.delete(endpointId);
-    if (this.policyWritten.get(endpointId) === expanded && this.policyKeys.has(endpointId)) return; // the very map state it has
-    this.policyWritten.set(endpointId, expanded);
-    const want = new Set<string>();
-    const ids = policyKeyIds(expanded);
-    for (let i = 0; i < expanded.length; i++) {
-      const e = expanded[i]!;
-      const key = policyObjectKey(endpointId, ids[i]!);
-      want.add(key);
-      this.policyTable.upsert(key, policyObject(endpointId, e.key, e.deny));
-    }
-    for (const old of this.policyKeys.get(endpointId) ?? []) if (!want.has(old)) this.policyTable.delete(old);
-    this.policyKeys.set(endpointId, want);
+    if (this.policyWanted.get(endpointId) === expanded) return; // the very map state it has
+    this.policyWanted.set(endpointId, expanded);
+    this.policyTable.upsert(policyObjectKey(endpointId), { endpointId, entries: expanded });
   }
 
   /** See DatapathMaps: the entries are deleted, then the map is unpinned by the next flush. */
   deletePolicy(endpointId: number): void {
-    for (const key of this.policyKeys.get(endpointId) ?? []) this.policyTable.delete(key);
-    this.policyKeys.delete(endpointId);
-    this.policyWritten.delete(endpointId);
+    this.policyTable.delete(policyObjectKey(endpointId));
+    this.policyWanted.delete(endpointId);
     this.policyErrors.delete(endpointId);
     this.removedPolicies.add(endpointId);
   }
 
   /** Endpoints with a desired policy map. */
   policyEndpoints(): number[] {
-    return [...this.policyKeys.keys()].sort((a, b) => a - b);
+    return [...this.policyWanted.keys()].sort((a, b) => a - b);
   }
 
   /**
@@ -186,7 +179,7 @@ export class BpfMaps implements DatapathMaps {
     await Promise.all(this.reconcilers.map((r) => r.flush()));
     signal?.throwIfAborted();
     for (const id of this.removedPolicies) {
-      if (this.policyKeys.has(id)) continue;
+      if (this.policyWanted.has(id)) continue;
       this.kernel.removePolicy(id);
       this.removedPolicies.delete(id);
     }
@@ -199,7 +192,7 @@ export class BpfMaps implements DatapathMaps {
     const ips = this.lxcKeys.get(endpointId) ?? [];
     return [
       ...(refused ? [`${policyMapName(endpointId)}: ${refused}`] : []),
-      ...failed(this.policyTable, this.policyKeys.get(endpointId) ?? []),
+      ...failed(this.policyTable, this.policyWanted.has(endpointId) ? [policyObjectKey(endpointId)] : []),
       ...failed(this.lxcTable, ips),
       ...failed(this.ipcacheTable, ips.map(hostCidrKey)),
     ];
@@ -227,7 +220,7 @@ export class BpfMaps implements DatapathMaps {
       { name: LXC_MAP, size: this.lxcTable.size },
       { name: IPCACHE_MAP, size: this.ipcacheTable.size },
       { name: METRICS_MAP_NAME, size: Object.keys(DROP_REASONS).length },
-      ...this.policyEndpoints().map((id) => ({ name: policyMapName(id), size: this.policyKeys.get(id)!.size })),
+      ...this.policyEndpoints().map((id) => ({ name: policyMapName(id), size: this.policyWanted.get(id)!.length })),
     ];
   }
 
@@ -238,9 +231,9 @@ export class BpfMaps implements DatapathMaps {
     if (name === METRICS_MAP_NAME) return dumpMetrics(this.kernel, name);
     const id = endpointOfPolicyMap(name);
     if (id === undefined) return undefined;
-    const keys = this.policyKeys.get(id);
-    if (!keys && !this.kernel.existingPolicy(id)) return undefined;
-    return dumpPolicy(this.kernel, id, name, policyStatus(this.policyTable, keys, this.policyErrors.get(id)));
+    const wanted = this.policyWanted.has(id);
+    if (!wanted && !this.kernel.existingPolicy(id)) return undefined;
+    return dumpPolicy(this.kernel, id, name, policyStatus(this.policyTable, wanted ? [policyObjectKey(id)] : [], this.policyErrors.get(id)));
   }
 }
 

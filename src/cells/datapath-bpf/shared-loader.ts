@@ -7,7 +7,7 @@
  * configuration that needs another program (other lifetimes, maps recreated) loads it once; every
  * endpoint's next load swaps its links to it.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { BpfMap, type AttachMode } from '../../bpf/index.js';
 import { LB_MAP_NAMES } from '../../datapath/lb-maps.js';
@@ -16,7 +16,7 @@ import type { CtTimeouts } from '../../datapath/conntrack.js';
 import type { EndpointDatapathConfig } from '../../datapath/types.js';
 import {
   LXC_PROGRAMS, attachShared, endpointInfo, endpointPrograms, loadSharedProgram, openPinnedShared, pinSharedProgram, programConstants, programMapIds,
-  sharedConstants, writeSharedEndpoint, type SharedProgram,
+  sharedConstants, type SharedProgram,
 } from './lxc/index.js';
 import type { KernelMaps } from './kernel-maps.js';
 
@@ -53,7 +53,7 @@ export function isSharedProgram(progId: number, mapIds: readonly number[] = []):
 
 /** The shared program of this agent and what an endpoint's load does with it. */
 export class SharedLxc {
-  private current?: { key: string; program: SharedProgram };
+  private current?: { key: string; quick: string; program: SharedProgram };
   private pending?: { key: string; promise: Promise<SharedProgram> };
   /** How many times the shared program was loaded (verified) by this agent. */
   loads = 0;
@@ -73,6 +73,10 @@ export class SharedLxc {
    * constants and maps (a restart), or a new load (once, however many endpoints ask meanwhile).
    */
   async program(): Promise<SharedProgram> {
+    // the common case, every endpoint load: nothing changed since the current program was chosen
+    // (the LB maps' pins are the same files, this agent's own maps the same maps): no pin opened
+    const quick = this.quickKey();
+    if (this.current && this.current.quick === quick) return this.current.program;
     const lb = openPinnedLBMaps(this.kernel.root);
     try {
       const maps = this.maps(lb);
@@ -88,10 +92,8 @@ export class SharedLxc {
         });
       }
       const program = await this.pending!.promise;
-      if (this.current?.program !== program) {
-        this.current?.program.close();
-        this.current = { key, program };
-      }
+      if (this.current?.program !== program) this.current?.program.close();
+      this.current = { key, quick, program };
       return program;
     } finally {
       for (const m of lb) m.map.close();
@@ -117,6 +119,18 @@ export class SharedLxc {
     return program;
   }
 
+  /**
+   * What the choice of program depends on, without opening a pin: the inode of each LB map's pin
+   * (a map pinned anew is a new bpffs inode), the ids of this agent's maps and the constants.
+   */
+  private quickKey(): string {
+    const pins = Object.values(LB_MAP_NAMES).map((name) => statSync(join(this.kernel.root, name), { throwIfNoEntry: false })?.ino ?? 0);
+    const k = this.kernel;
+    const own = [k.ipcache.map.info.id, k.endpoints.map.info.id, k.policySlots.map.info.id, ...k.ct.ids(), ...k.sharedIds()];
+    const constants = Object.values(sharedConstants(this.opts.ctTimeouts)).map((v) => v.toString('hex'));
+    return `${pins.join(',')}|${own.join(',')}|${constants.join(',')}`;
+  }
+
   /** The maps the shared program binds, by the object's names. */
   private maps(lb: readonly { name: string; map: BpfMap }[]): Record<string, number> {
     const k = this.kernel;
@@ -139,7 +153,10 @@ export class SharedLxc {
    */
   async load(cfg: EndpointDatapathConfig, previousIfIndex?: number): Promise<Record<LxcProgram, number>> {
     const program = await this.program();
-    writeSharedEndpoint({ endpoints: this.kernel.endpoints, policyMaps: this.kernel.policySlots }, cfg, this.kernel.policy(cfg.id).map.fd);
+    // the slot first (the program finds the policy map the entry's ID names), then the entry; the
+    // slot's write is left to a worker once it reads back (its grace period blocks nobody)
+    await this.kernel.policySlots.setVisible(cfg.id, this.kernel.policy(cfg.id).map);
+    this.kernel.endpoints.set(cfg.ifIndex, endpointInfo(cfg));
     if (previousIfIndex !== undefined && previousIfIndex !== cfg.ifIndex) this.forgetInterface(cfg.id, previousIfIndex);
     if (!this.runs(cfg.ifIndex, program)) await attachShared(program, cfg, { bpfRoot: this.kernel.root, mode: this.opts.mode });
     return { ...program.ids };

@@ -18,7 +18,7 @@ import { DefaultEndpointCreator, EndpointCreatorToken } from './creator.js';
 import { gcRound } from './gc.js';
 import type { Endpoint } from './endpoint.js';
 import { asEndpoint, EndpointManagerImpl } from './manager.js';
-import { endpointOwner, Regenerator, type RegenerationOutcome } from './regeneration.js';
+import { endpointAddresses, endpointOwner, Regenerator, type RegenerationOutcome } from './regeneration.js';
 import { EndpointRestorer } from './restore.js';
 import { isTerminating } from './state.js';
 import { EndpointStateStore } from './state-store.js';
@@ -103,7 +103,7 @@ function reportHealth(m: EndpointManagerImpl, regenerator: Regenerator, jobs: Jo
 function feedNamedPorts(m: EndpointManagerImpl, jobs: Jobs, map: NamedPortMap): void {
   jobs.observer('endpoint-named-ports-restored', m.restored$, (view) => {
     const ep = asEndpoint(view);
-    if (ep.securityIdentity) map.upsert(endpointOwner(ep.id), ep.securityIdentity.id, ep.namedPorts);
+    if (ep.securityIdentity) map.upsert(endpointOwner(ep.id), ep.securityIdentity.id, ep.namedPorts, endpointAddresses(ep));
   }, { immediate: true, sync: true });
   jobs.observer('endpoint-named-ports-deleted', m.deleted$, (ep) => map.remove(endpointOwner(ep.id)), { immediate: true, sync: true });
 }

@@ -31,6 +31,11 @@ export function endpointOwner(id: number): string {
   return `endpoint:${id}`;
 }
 
+/** An endpoint's addresses, as the named-port map holds them (ipBlocks select by them). */
+export function endpointAddresses(ep: { readonly ipv4?: string; readonly ipv6?: string }): string[] {
+  return [ep.ipv4, ep.ipv6].filter((ip): ip is string => !!ip);
+}
+
 /** The reason the recovery controller regenerates with. */
 export const RECOVERY_REASON = 'retry after failed regeneration';
 
@@ -145,10 +150,10 @@ export class Regenerator implements EndpointRuntime {
   /** Policy, maps, program, flush, state directory; returns the level actually used. */
   private async build(ep: Endpoint, req: RegenerationRequest, signal: AbortSignal): Promise<string> {
     const { maps, loader } = this.d.datapath;
-    for (const ip of [ep.ipv4, ep.ipv6]) if (ip && this.d.datapath.isHostAddress?.(ip)) throw hostAddressTaken(ip);
+    for (const ip of [ep.ipv4, ep.ipv6]) if (ip && (await this.d.datapath.isHostAddress?.(ip))) throw hostAddressTaken(ip);
     const identity = ep.securityIdentity!;
-    // other endpoints' egress names resolve against this one's ports (a change recomputes them)
-    this.d.namedPorts.upsert(endpointOwner(ep.id), identity.id, ep.namedPorts);
+    // other endpoints' egress names resolve against this one's ports, ipBlocks against its addresses (a change recomputes them)
+    this.d.namedPorts.upsert(endpointOwner(ep.id), identity.id, ep.namedPorts, endpointAddresses(ep));
     const resolved = this.d.policy.resolve(identity, ep.namedPorts);
     const { entries, ...summary } = resolved;
     ep.recordDesiredPolicy({ ...summary, identity: identity.id });

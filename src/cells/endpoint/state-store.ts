@@ -84,7 +84,8 @@ export class EndpointStateStore {
     // what this build will have realized once committed (the endpoint itself only says so after)
     const stored: StoredEndpoint = { ...snap, datapathHash: built.datapathHash ?? snap.datapathHash, policyRevision: built.policyRevision ?? snap.policyRevision, model: ep.toModel() };
     await Promise.all([
-      io.writeFile(join(next, EP_CONFIG_JSON), `${JSON.stringify(stored, null, 2)}\n`),
+      // compact: the model lists the policy's identities (thousands under a broad policy), written at every regeneration
+      io.writeFile(join(next, EP_CONFIG_JSON), `${JSON.stringify(stored)}\n`),
       io.writeFile(join(next, EP_CONFIG_H), renderEpConfigHeader(cfg, policyMapName(ep.id))),
     ]);
   }

@@ -11,7 +11,7 @@ import { LocalPodsToken } from '../k8s/index.js';
 import { ServiceManagerToken } from '../loadbalancer/index.js';
 import { MonitorAgentToken } from '../monitor/index.js';
 import { HubbleConfigToken, hubbleConfigSchema, type HubbleMetric } from './config.js';
-import { registerHubbleMetrics } from './metrics.js';
+import { registerHubbleMetrics, registerLostEvents } from './metrics.js';
 import { HubbleObserver } from './observer.js';
 import { HubbleServer } from './server.js';
 import { frontendServices } from './services.js';
@@ -68,6 +68,7 @@ const metricsDeps = { cfg: HubbleConfigToken, observer: HubbleObserverToken, job
 function hubbleMetrics(d: DepsValues<typeof metricsDeps>): MetricsCollector {
   return (registry) => {
     if (!d.cfg.enableHubble || d.cfg.hubbleMetrics.length === 0) return { unsubscribe: () => undefined };
+    registerLostEvents(registry, () => d.observer.lostEvents);
     const count = registerHubbleMetrics(registry, d.cfg.hubbleMetrics as readonly HubbleMetric[]);
     d.jobs.observer('hubble-metrics', d.observer.items$, (item) => {
       if (item.kind === 'flow') count(item.entry.flow);

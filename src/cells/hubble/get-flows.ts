@@ -5,8 +5,7 @@
  * than the flows lags behind in the ring and is told how many it lost (HUBBLE_RING_BUFFER).
  */
 import type { ServerWritableStream } from '@grpc/grpc-js';
-import { BinaryWriter } from '@bufbuild/protobuf/wire';
-import { compileFilters, flowpb, observerpb, timestamp, timestampNs, type RingEntry } from '../../hubble/index.js';
+import { FlowResponseEncoder, compileFilters, flowpb, observerpb, timestamp, timestampNs, type RingEntry } from '../../hubble/index.js';
 import { GetFlowsRequestError } from './errors.js';
 import type { HubbleObserver, ObserverItem } from './observer.js';
 
@@ -37,17 +36,15 @@ export function storedFlows(req: observerpb.GetFlowsRequest, entries: readonly R
   return req.first ? out.slice(0, req.number) : out.slice(Math.max(0, out.length - req.number));
 }
 
-const writer = new BinaryWriter();
+const encoder = new FlowResponseEncoder();
 
 /**
- * The encoded GetFlowsResponse of a stored flow: encoded once, by the first follower that sends
- * it, and kept with the flow for the others (and for stored flows read again).
+ * The encoded GetFlowsResponse of a stored flow: encoded once, by the first follower that sends it
+ * (or the observer, for every flow while somebody follows), and kept with the flow for the others
+ * (and for stored flows read again).
  */
 export function flowResponseBytes(e: RingEntry, node: string): Buffer {
-  if (e.wire) return e.wire;
-  // one writer for every flow: its buffer has grown to a flow's size once, so an encode allocates only its result
-  const u8 = observerpb.GetFlowsResponse.encode({ flow: e.flow, nodeName: node, time: e.flow.time }, writer).finish();
-  return (e.wire = Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength));
+  return (e.wire ??= encoder.encode(e.flow, node));
 }
 
 function lostResponse(lost: flowpb.LostEvent, node: string): observerpb.GetFlowsResponse {
@@ -85,6 +82,7 @@ export function serveGetFlows(call: GetFlowsCall, observer: HubbleObserver): voi
       if (next < ring.oldest) {
         const lost = ring.oldest - next;
         next = ring.oldest;
+        observer.countRingLoss(lost);
         blocked = !call.write(lostResponse({ source: flowpb.LostEventSource.HUBBLE_RING_BUFFER, numEventsLost: lost, cpu: undefined }, node));
         continue;
       }

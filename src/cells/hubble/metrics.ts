@@ -8,6 +8,7 @@
 import { Counter, type Registry } from 'prom-client';
 import { flowpb } from '../../hubble/index.js';
 import type { HubbleMetric } from './config.js';
+import type { LostEventCounts } from './observer.js';
 
 /** Hubble's names of trace observation points by sub type (Cilium's monitor TraceObservationPoints). */
 const TRACE_POINTS: Readonly<Record<number, string>> = {
@@ -70,4 +71,21 @@ export function registerHubbleMetrics(registry: Registry, enabled: readonly Hubb
   return (f) => {
     for (const count of counters) count(f);
   };
+}
+
+/**
+ * `hubble_lost_events_total{source}` (Hubble's lost events counter): events the datapath's ring
+ * buffer had no room for (`perf_event_ring_buffer`) and flows followers never got because the
+ * observer's ring overwrote them first (`hubble_ring_buffer`), read from `lost` at each scrape.
+ */
+export function registerLostEvents(registry: Registry, lost: () => LostEventCounts): void {
+  new Counter({
+    name: 'hubble_lost_events_total', help: 'Number of lost events', labelNames: ['source'], registers: [registry],
+    collect() {
+      const n = lost();
+      this.reset();
+      this.inc({ source: 'perf_event_ring_buffer' }, n.perfEventRingBuffer);
+      this.inc({ source: 'hubble_ring_buffer' }, n.hubbleRingBuffer);
+    },
+  });
 }

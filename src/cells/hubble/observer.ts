@@ -30,6 +30,17 @@ export interface ObserverStats {
   readonly flowsRate: number;
 }
 
+/** The workloads of a pod no lookup knows (one array for all: flows share it and never change it). */
+const NO_WORKLOADS: flowpb.Workload[] = [];
+
+/** Events lost before a client got them, by where (Hubble's lost event sources). */
+export interface LostEventCounts {
+  /** The datapath's ring buffer was full: the events never reached the agent. */
+  readonly perfEventRingBuffer: number;
+  /** A follower lagged behind the observer's ring, which overwrote them (summed over followers). */
+  readonly hubbleRingBuffer: number;
+}
+
 /** Keeps and fans out the node's flows. */
 export class HubbleObserver {
   readonly ring: FlowRing;
@@ -41,12 +52,14 @@ export class HubbleObserver {
   private lastTime = '';
   private lastMs = 0;
   private lastStamp: Timestamp = { seconds: 0, nanos: 0 };
+  private lostPerf = 0;
+  private lostRing = 0;
 
   constructor(
     capacity: number,
     readonly nodeName: string,
     private readonly services: ServiceLookup = () => undefined,
-    private readonly workloads: WorkloadLookup = () => [],
+    private readonly workloads: WorkloadLookup = () => NO_WORKLOADS,
   ) {
     this.ring = new FlowRing(capacity);
   }
@@ -59,6 +72,7 @@ export class HubbleObserver {
   /** Takes one monitor record: an event becomes a flow in the ring; lost events are reported. */
   onRecord(rec: MonitorRecord): void {
     if (rec.kind === 'lost') {
+      this.lostPerf += rec.count;
       this.items.next({ kind: 'lost', lost: { source: flowpb.LostEventSource.PERF_EVENT_RING_BUFFER, numEventsLost: rec.count, cpu: undefined } });
       return;
     }
@@ -95,6 +109,16 @@ export class HubbleObserver {
       uptimeNs: Number(process.hrtime.bigint() - this.startedNs),
       flowsRate: last / 60,
     };
+  }
+
+  /** Counts flows a follower never got because the ring overwrote them first (GetFlows tells it so). */
+  countRingLoss(n: number): void {
+    this.lostRing += n;
+  }
+
+  /** The events lost so far, by source. */
+  get lostEvents(): LostEventCounts {
+    return { perfEventRingBuffer: this.lostPerf, hubbleRingBuffer: this.lostRing };
   }
 
   /** Ends every follower (agent stop). */

@@ -11,7 +11,7 @@ const PROTOS: Readonly<Record<number, L4Proto>> = { 6: 'tcp', 17: 'udp' };
 export function frontendServices(mgr: ServiceManager): ServiceLookup {
   return (ip, port, protocol) => {
     const proto = PROTOS[protocol];
-    if (!proto || port === 0) return undefined;
+    if (!proto || port === 0 || mgr.frontends.size === 0) return undefined;
     for (const scope of ['external', 'internal'] as const) {
       const fe = mgr.frontends.get(formatL3n4({ ip, port, protocol: proto, scope }));
       if (!fe) continue;

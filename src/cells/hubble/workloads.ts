@@ -7,13 +7,16 @@ import { podWorkloads, type flowpb, type PodOwnerMeta } from '../../hubble/index
 import type { AgentResource, Pod } from '../k8s/index.js';
 import type { WorkloadLookup } from './observer.js';
 
+/** The answer for a pod without workloads (one array for all: flows share it and never change it). */
+const NONE: flowpb.Workload[] = [];
+
 /** A lookup of workloads in the store of local pods (undefined: Kubernetes is off). */
 export function podWorkloadLookup(pods: AgentResource<Pod>): WorkloadLookup {
-  if (!pods) return () => [];
+  if (!pods) return () => NONE;
   const known = new WeakMap<object, flowpb.Workload[]>();
   return (namespace, pod) => {
     const obj = pods.get(pod.includes('/') ? pod : `${namespace}/${pod}`);
-    if (!obj) return [];
+    if (!obj) return NONE;
     let w = known.get(obj);
     if (!w) known.set(obj, (w = podWorkloads(obj as PodOwnerMeta)));
     return w;

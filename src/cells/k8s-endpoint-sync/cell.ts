@@ -84,7 +84,7 @@ function watchRemoteNamedPorts({ ceps, namedPorts, kv, jobs, log }: DepsValues<t
       reported.delete(got.owner);
       return;
     }
-    namedPorts.upsert(got.owner, got.contribution.identity, got.contribution.ports);
+    namedPorts.upsert(got.owner, got.contribution.identity, got.contribution.ports, got.contribution.addresses);
     const problems = got.problems.join('; ');
     if (problems && reported.get(got.owner) !== problems) log.warn({ ciliumEndpoint: got.owner.slice(4), problems: got.problems }, 'named ports of a CiliumEndpoint left out (they allow nothing)');
     if (problems) reported.set(got.owner, problems);

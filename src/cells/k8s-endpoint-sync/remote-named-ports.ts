@@ -5,8 +5,11 @@
  * this node (`status.networking.node` is this node's address) are skipped: the endpoint cell has
  * those endpoints first hand. A CiliumEndpoint without an identity contributes nothing; an entry
  * of `named-ports` that is not a valid named port is left out (allows less) and reported naming
- * the field and the fix.
+ * the field and the fix. Its addresses (`status.networking.addressing`) go into the map too: a
+ * Kubernetes ipBlock selects an identity only when every address of its pods, on any node, is
+ * inside the block.
  */
+import { isIP } from 'node:net';
 import { isPortName, type NamedPort } from '../policy/index.js';
 import type { CiliumEndpointObject } from '../k8s/index.js';
 
@@ -15,7 +18,7 @@ export interface CepPorts {
   /** The owner key in the map: `cep:<namespace>/<name>`. */
   readonly owner: string;
   /** Undefined: nothing (this node's, or no identity yet). */
-  readonly contribution?: { readonly identity: number; readonly ports: readonly NamedPort[] };
+  readonly contribution?: { readonly identity: number; readonly ports: readonly NamedPort[]; readonly addresses: readonly string[] };
   /** Entries left out, each naming the field and the fix. */
   readonly problems: readonly string[];
 }
@@ -48,5 +51,7 @@ export function cepNamedPorts(cep: CiliumEndpointObject, localNode: string): Cep
     else if (proto === undefined) problems.push(`${at}/protocol: ${JSON.stringify(protocol)} is not TCP, UDP or SCTP; fix: give one of them`);
     else ports.push({ name, port, protocol: proto });
   });
-  return { owner, contribution: { identity: id, ports }, problems };
+  const addressing = (networking as { addressing?: unknown } | undefined)?.addressing;
+  const addresses = (Array.isArray(addressing) ? (addressing as { ipv4?: unknown; ipv6?: unknown }[]) : []).flatMap((a) => [a?.ipv4, a?.ipv6]).filter((ip): ip is string => typeof ip === 'string' && isIP(ip) !== 0);
+  return { owner, contribution: { identity: id, ports, addresses }, problems };
 }

@@ -81,7 +81,7 @@ export class MonitorAgent {
     try {
       this.reader ??= MonitorEventReader.open(events.bpfRoot);
       const time = new Date().toISOString();
-      for (const e of this.reader.read()) this.records.next({ kind: 'event', event: this.enricher.enrich(e, time) });
+      for (const event of this.enricher.enrichAll(this.reader.read(), time)) this.records.next({ kind: 'event', event });
       const lost = events.eventsLost();
       if (this.lostSeen !== undefined && lost > this.lostSeen) this.records.next({ kind: 'lost', count: lost - this.lostSeen, why: "the datapath's ring buffer was full" });
       this.lostSeen = lost;

@@ -32,10 +32,13 @@ const repositoryDeps = { allocator: IdentityAllocatorToken, store: PolicyStoreTo
  * job `selector-cache-identities` from construction on, inside the allocator's `next` (identities
  * allocated while endpoints are restored, in start hooks, are selected before the allocation
  * returns); pending store writes finish at stop. Egress named ports resolve through the node's
- * named-port map.
+ * named-port map, and the ipBlocks of Kubernetes NetworkPolicies select pods by the addresses it
+ * holds (re-matched when they change).
  */
 function newRepository({ allocator, store, namedPorts, lc, jobs, log }: DepsValues<typeof repositoryDeps>): Repository {
-  const cache = new SelectorCache(allocator);
+  // a Kubernetes ipBlock selects pods by their addresses: those of the node's endpoint map, none until it is complete (fail closed)
+  const cache = new SelectorCache(allocator, (id) => (namedPorts.complete ? namedPorts.addresses(id) : undefined));
+  namedPorts.onAddresses((c) => cache.onAddresses(c.identities));
   jobs.observer('selector-cache-identities', allocator.changes$, (c) => cache.onIdentity(c), { immediate: true, sync: true });
   lc.append({
     name: 'policy-repository',

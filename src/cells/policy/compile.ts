@@ -11,7 +11,7 @@ import { invalidField } from './errors.js';
 import type { RuleInput, RuleSource } from './parse.js';
 import { parsePorts } from './port-rules.js';
 import type { CompiledRule, Section } from './rule.js';
-import { cidrSelector, hasRequirementOn, labelSelector, requirement, WILDCARD, type Operator, type Requirement, type Selector } from './selector.js';
+import { cidrSelector, hasRequirementOn, ipBlockSelector, labelSelector, requirement, WILDCARD, type Operator, type Requirement, type Selector } from './selector.js';
 
 /** The namespace label of pods (Cilium's `k8s:io.kubernetes.pod.namespace`). */
 export const POD_NAMESPACE_KEY = 'io.kubernetes.pod.namespace';
@@ -106,7 +106,13 @@ function peerEndpointSelector(raw: RawSelector, pointer: string, ns: string | un
 }
 
 
-function compileSection(raw: RawPeerRule, pointer: string, direction: Direction, deny: boolean, ns: string | undefined, cidrs: Set<string>): Section {
+/**
+ * The label Cilium puts on the rules of a Kubernetes NetworkPolicy: their CIDR sets are ipBlocks,
+ * which select pods by address too (ipBlockSelector), in allow sections (a NetworkPolicy has no deny).
+ */
+const FROM_NETWORK_POLICY = 'k8s:io.cilium.k8s.policy.derived-from=NetworkPolicy';
+
+function compileSection(raw: RawPeerRule, pointer: string, direction: Direction, deny: boolean, ns: string | undefined, cidrs: Set<string>, ipBlocks: boolean): Section {
   const dir = direction === 'ingress' ? 'from' : 'to';
   const endpoints = raw[`${dir}Endpoints`];
   const entities = raw[`${dir}Entities`];
@@ -116,7 +122,7 @@ function compileSection(raw: RawPeerRule, pointer: string, direction: Direction,
   entities?.forEach((e) => peers.push(ENTITIES[e]!));
   cidrList?.forEach((c, i) => peers.push(cidrSelector(checkCidr(c, `${pointer}/${dir}CIDR/${i}`, cidrs))));
   const cidrSet = raw[`${dir}CIDRSet`];
-  cidrSet?.forEach((r, i) => peers.push(cidrRuleSelector(r, `${pointer}/${dir}CIDRSet/${i}`, cidrs)));
+  cidrSet?.forEach((r, i) => peers.push(cidrRuleSelector(r, `${pointer}/${dir}CIDRSet/${i}`, cidrs, ipBlocks && !deny)));
   const ports = parsePorts(raw.toPorts, pointer);
   const noL3 = endpoints === undefined && entities === undefined && cidrList === undefined && cidrSet === undefined;
   // An entry with ports but no peer field allows those ports from/to everyone (an L4-only rule).
@@ -137,7 +143,7 @@ function checkCidr(c: string, pointer: string, cidrs: Set<string>): string {
 }
 
 /** A CIDRSet entry: its except prefixes must lie inside its cidr, and get CIDR identities too. */
-function cidrRuleSelector(r: RawCIDRRule, pointer: string, cidrs: Set<string>): Selector {
+function cidrRuleSelector(r: RawCIDRRule, pointer: string, cidrs: Set<string>, ipBlock: boolean): Selector {
   const outer = checkCidr(r.cidr, `${pointer}/cidr`, cidrs);
   const except = (r.except ?? []).map((e, i) => {
     const at = `${pointer}/except/${i}`;
@@ -145,7 +151,7 @@ function cidrRuleSelector(r: RawCIDRRule, pointer: string, cidrs: Set<string>): 
     if (!cidrContains(parseCidr(outer), parseCidr(text))) throw invalidField(at, `${text} is not inside ${outer}`, `give only prefixes inside ${outer}, or drop them`);
     return text;
   });
-  return cidrSelector(outer, except);
+  return ipBlock ? ipBlockSelector(outer, except) : cidrSelector(outer, except);
 }
 
 function dedupe(sels: Selector[]): Selector[] {
@@ -159,13 +165,14 @@ export function compileRule(input: RuleInput, seq: number): CompiledRule {
   const ns = input.resource?.namespace;
   const cidrs = new Set<string>();
   const sections: Section[] = [];
+  const labels = ruleLabels(input);
+  const ipBlocks = labels.includes(FROM_NETWORK_POLICY);
   const parts: [keyof typeof spec, Direction, boolean][] = [['ingress', 'ingress', false], ['ingressDeny', 'ingress', true], ['egress', 'egress', false], ['egressDeny', 'egress', true]];
   for (const [field, direction, deny] of parts) {
-    ((spec[field] as RawPeerRule[] | undefined) ?? []).forEach((r, i) => sections.push(compileSection(r, `${input.pointer}/${String(field)}/${i}`, direction, deny, ns, cidrs)));
+    ((spec[field] as RawPeerRule[] | undefined) ?? []).forEach((r, i) => sections.push(compileSection(r, `${input.pointer}/${String(field)}/${i}`, direction, deny, ns, cidrs, ipBlocks)));
   }
   const dd = (spec.enableDefaultDeny as { ingress?: boolean; egress?: boolean } | undefined) ?? {};
   const has = (f: string) => ((spec[f] as unknown[] | undefined)?.length ?? 0) > 0;
-  const labels = ruleLabels(input);
   return {
     seq,
     labels,

@@ -20,6 +20,9 @@ interface Entry {
 /** Called after an identity change with the keys of the selectors whose selection changed. */
 export type SelectionListener = (changedKeys: readonly string[], change: IdentityChange) => void;
 
+/** Every current address of an identity's endpoints; undefined when unknown (a `byAddress` selector then selects it by labels only). */
+export type AddressSource = (identity: number) => readonly string[] | undefined;
+
 /** See the module comment. */
 export class SelectorCache {
   private readonly entries = new Map<string, Entry>();
@@ -27,9 +30,17 @@ export class SelectorCache {
   private readonly identities = new Map<number, Identity>();
   private listener?: SelectionListener;
 
-  /** Starts from the allocator's identities now; its changes from here on come through `onIdentity`. */
-  constructor(allocator: IdentityAllocator) {
+  /**
+   * Starts from the allocator's identities now; its changes from here on come through `onIdentity`.
+   * `addresses` gives the endpoints' addresses that `byAddress` selectors (ipBlock) look at; their
+   * changes come through `onAddresses`.
+   */
+  constructor(allocator: IdentityAllocator, private readonly addresses: AddressSource = () => undefined) {
     for (const id of allocator.list()) this.identities.set(id.id, id);
+  }
+
+  private matches(selector: Selector, id: Identity): boolean {
+    return selector.byAddress ? selector.matches(id, this.addresses(id.id)) : selector.matches(id);
   }
 
   /** Sets the function told about selection changes (the repository). */
@@ -46,7 +57,7 @@ export class SelectorCache {
     }
     const e: Entry = { selector, ids: new Set(), users: 1 };
     this.entries.set(selector.key, e);
-    for (const id of this.identities.values()) if (selector.matches(id)) this.select(e, id.id);
+    for (const id of this.identities.values()) if (this.matches(selector, id)) this.select(e, id.id);
   }
 
   /** Drops a user of a selector; the last one removes it. */
@@ -84,6 +95,32 @@ export class SelectorCache {
     addTo(this.selectedBy, id, e.selector.key);
   }
 
+  /**
+   * The addresses of these identities' endpoints changed: every `byAddress` selector is matched
+   * against them again; the listener is told once per identity whose selection changed (as for an
+   * identity change of kind `add`, the identity still existing).
+   */
+  onAddresses(ids: Iterable<number>): void {
+    const byAddress = [...this.entries.values()].filter((e) => e.selector.byAddress);
+    if (byAddress.length === 0) return;
+    for (const n of ids) {
+      const id = this.identities.get(n);
+      if (!id) continue;
+      const changed: string[] = [];
+      for (const e of byAddress) {
+        const now = this.matches(e.selector, id);
+        if (now === e.ids.has(n)) continue;
+        if (now) this.select(e, n);
+        else {
+          e.ids.delete(n);
+          removeFrom(this.selectedBy, n, e.selector.key);
+        }
+        changed.push(e.selector.key);
+      }
+      if (changed.length) this.listener?.(changed, { kind: 'add', identity: id });
+    }
+  }
+
   /** An identity added or deleted: the selections it changes are updated and the listener told. */
   onIdentity(c: IdentityChange): void {
     const id = c.identity;
@@ -91,7 +128,7 @@ export class SelectorCache {
     if (c.kind === 'add') {
       this.identities.set(id.id, id);
       for (const e of this.entries.values()) {
-        if (e.selector.matches(id)) {
+        if (this.matches(e.selector, id)) {
           this.select(e, id.id);
           changed.push(e.selector.key);
         }

@@ -3,7 +3,7 @@
  * In, NotIn, Exists, DoesNotExist), entities, CIDRs and the wildcard. Each has a canonical key
  * (equal selectors share a SelectorCache entry) and a match function over an identity's labels.
  */
-import { cidrContains, formatCidr, parseCidr, type Cidr } from '../../lib/addr.js';
+import { cidrContains, cidrContainsAddr, formatCidr, parseAddr, parseCidr, type Cidr } from '../../lib/addr.js';
 import { cidrOfLabel } from '../identity/index.js';
 import type { Identity } from '../identity/types.js';
 import { splitSelectorKey, type Label } from '../../lib/labels.js';
@@ -25,7 +25,13 @@ export interface Selector {
   readonly kind: 'labels' | 'entity' | 'cidr' | 'wildcard';
   /** Canonical text, e.g. `any:app=web,k8s:io.kubernetes.pod.namespace=prod`, `entity:world`, `cidr:10.0.0.0/8`, `*`. */
   readonly key: string;
-  matches(identity: Identity): boolean;
+  /**
+   * Whether the selector selects `identity`. A selector `byAddress` (a Kubernetes ipBlock) also
+   * looks at `addresses`, every current address of the identity's endpoints (undefined: unknown).
+   */
+  matches(identity: Identity, addresses?: readonly string[]): boolean;
+  /** Whether the selection depends on the endpoints' addresses too (the SelectorCache re-matches it when they change). */
+  readonly byAddress?: boolean;
 }
 
 /** The selector of every identity (policy key identity 0). */
@@ -111,4 +117,33 @@ export function cidrSelector(text: string, except: readonly string[] = []): Sele
 
 function inside(outer: Cidr, inner: Cidr | undefined): boolean {
   return inner !== undefined && cidrContains(outer, inner);
+}
+
+/**
+ * A Kubernetes NetworkPolicy ipBlock: what `cidrSelector(text, except)` selects (CIDR identities,
+ * world for /0), plus every endpoint identity whose endpoints' addresses are all inside `text` and
+ * none inside an `except` prefix. Per identity and fail closed: an identity with no known address,
+ * or with one endpoint inside and another outside the block, is not selected (its endpoints inside
+ * are then not allowed by the block either; they can be allowed by a pod or namespace selector).
+ */
+export function ipBlockSelector(text: string, except: readonly string[] = []): Selector {
+  const base = cidrSelector(text, except);
+  const c = parseCidr(text);
+  const ex = except.map((e) => parseCidr(e));
+  const within = (a: string) => {
+    const addr = parseAddr(a);
+    return addr !== undefined && cidrContainsAddr(c, addr) && !ex.some((e) => cidrContainsAddr(e, addr));
+  };
+  return Object.freeze({
+    kind: 'cidr' as const,
+    key: `ipblock:${base.key.slice('cidr:'.length)}`,
+    byAddress: true,
+    matches: (id: Identity, addresses?: readonly string[]) =>
+      base.matches(id) || (addresses !== undefined && addresses.length > 0 && isEndpointIdentity(id) && addresses.every(within)),
+  });
+}
+
+/** An identity of endpoints (pods): neither reserved, world nor CIDR. */
+function isEndpointIdentity(id: Identity): boolean {
+  return !isWorldIdentity(id) && !id.labelSet.some((l) => l.source === 'reserved' || l.source === 'cidr');
 }

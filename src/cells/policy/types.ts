@@ -174,8 +174,8 @@ export const PolicyRepositoryToken = token<PolicyRepository>('PolicyRepository')
  * resolves egress names through it and recomputes the endpoints a change concerns.
  */
 export interface NamedPortMap {
-  /** Sets what `owner` (`endpoint:<id>`, `cep:<namespace>/<name>`) contributes: its identity and named ports. */
-  upsert(owner: string, identity: number, ports: readonly NamedPort[]): void;
+  /** Sets what `owner` (`endpoint:<id>`, `cep:<namespace>/<name>`) contributes: its identity, named ports and addresses. */
+  upsert(owner: string, identity: number, ports: readonly NamedPort[], addresses?: readonly string[]): void;
   /** Removes what `owner` contributed. */
   remove(owner: string): void;
   /** The numbers `name`/`protocol` stands for at peer `identity` (0: at any endpoint), sorted; empty when none. */
@@ -189,6 +189,15 @@ export interface NamedPortMap {
   pending(source: string): () => void;
   /** Whether every registered source has listed (a deny by name denies every port until then). */
   readonly complete: boolean;
+  /** Every address of the endpoints of `identity` (sorted); undefined when the map knows none. */
+  addresses(identity: number): readonly string[] | undefined;
+  /** Whether some endpoint the map knows has `address`. */
+  hasAddress(address: string): boolean;
+  /**
+   * Registers a listener called (synchronously) with the identities whose addresses changed and
+   * the addresses that came or went (completion reports every identity that has addresses).
+   */
+  onAddresses(fn: (c: { readonly identities: ReadonlySet<number>; readonly addresses: ReadonlySet<string> }) => void): void;
   /** How many owners contribute. */
   readonly size: number;
 }

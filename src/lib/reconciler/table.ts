@@ -160,16 +160,20 @@ export class DesiredTable<V> {
     this.touch({ key, deleted: false });
   }
 
-  /** Counts per state. */
+  /**
+   * Counts per state. Every object that is not done is in `dirty` (pending or failed), so this
+   * looks at those only: the reconcilers report it after every round, and a pass over a table of
+   * thousands of done objects per round made a burst of n changes O(n²).
+   */
   status(): TableStatus {
     let pending = 0;
-    let done = 0;
     const errs: DesiredObject<V>[] = [];
-    for (const o of this.objects.values()) {
+    for (const key of this.dirty) {
+      const o = this.objects.get(key)!;
       if (o.state === 'pending') pending++;
-      else if (o.state === 'done') done++;
-      else errs.push(o);
+      else if (o.state === 'error') errs.push(o);
     }
+    const done = this.objects.size - pending - errs.length;
     pending += this.tombstones.size;
     const state: ObjectState = errs.length ? 'error' : pending ? 'pending' : 'done';
     return {

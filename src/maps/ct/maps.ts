@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { parseAddr } from '../../lib/addr.js';
+import { writeAddr } from '../addr-codec.js';
 import type { CtEntry, CtKey, CtStore } from '../../datapath/conntrack.js';
 import { BpfMap, type MapSpec } from '../../bpf/bpf-map.js';
 import { bpfError } from '../../bpf/errors.js';
@@ -215,18 +216,42 @@ export function sweepExpired(map: BpfMap, now: number, o?: SweepOptions): Promis
 
 /**
  * Sweeps the entries of one map whose either address is one of `ips` (a deleted endpoint's
- * addresses): its connections can never be replies to a later holder of the address.
+ * addresses): its connections can never be replies to a later holder of the address. The match
+ * reads the key's bytes in place (no string or object per entry: a scrub scans the whole map).
  */
 export function sweepAddresses(map: BpfMap, family: 'ipv4' | 'ipv6', ips: Iterable<string>, o?: SweepOptions): Promise<SweepResult> {
+  const match = addressMatch(family, ips);
+  if (!match) return Promise.resolve({ scanned: 0, deleted: 0 });
+  return sweepMap(map, match, o);
+}
+
+/**
+ * Whether a conntrack key (daddr at its offset, saddr right after, network order) names one of
+ * `ips` of `family` on either side; undefined when none of `ips` is of that family.
+ */
+function addressMatch(family: 'ipv4' | 'ipv6', ips: Iterable<string>): ((keys: Buffer, keyOffset: number) => boolean) | undefined {
   const width = family === 'ipv4' ? 4 : 16;
-  const wanted = new Set<string>();
+  const wanted: Buffer[] = [];
   for (const ip of ips) {
     const a = parseAddr(ip);
     if (a?.family !== family) continue;
-    wanted.add(a.value.toString(16).padStart(width * 2, '0'));
+    const full = Buffer.alloc(16);
+    writeAddr(family, a.value, full, 0);
+    const bytes = full.subarray(0, width);
+    if (!wanted.some((w) => w.equals(bytes))) wanted.push(bytes);
   }
-  if (!wanted.size) return Promise.resolve({ scanned: 0, deleted: 0 });
-  return sweepMap(map, (keys, ko) => wanted.has(keys.toString('hex', ko, ko + width)) || wanted.has(keys.toString('hex', ko + width, ko + 2 * width)), o);
+  if (!wanted.length) return undefined;
+  if (family === 'ipv4') {
+    // signed reads: small integers, which a Set compares without boxing
+    const v4 = new Set(wanted.map((w) => w.readInt32BE(0)));
+    return (keys, ko) => v4.has(keys.readInt32BE(ko)) || v4.has(keys.readInt32BE(ko + 4));
+  }
+  return (keys, ko) => {
+    for (const w of wanted) {
+      if (w.compare(keys, ko, ko + 16) === 0 || w.compare(keys, ko + 16, ko + 32) === 0) return true;
+    }
+    return false;
+  };
 }
 
 /** Deletes every entry of the maps (counted in cellium_ct_stats); returns how many, by map name. */

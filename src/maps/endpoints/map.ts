@@ -18,8 +18,17 @@ export function openEndpointsMap(bpfRoot: string): EndpointsMap {
   return new TypedMap(BpfMap.openOrCreate(join(bpfRoot, ENDPOINTS_MAP), ENDPOINTS_MAP_SPEC), u32Codec, endpointInfoCodec);
 }
 
-/** cellium_policy_maps: endpoint ID -> that endpoint's policy map. */
+/**
+ * cellium_policy_maps: endpoint ID -> that endpoint's policy map. The kernel makes every write or
+ * delete of a map-of-maps slot wait for an RCU grace period (~5-15 ms) before the syscall returns,
+ * although the slot holds the new value from its start: `set`/`empty` run the syscall on a worker
+ * thread and resolve as soon as the slot reads back changed (what a program run from then on
+ * sees), leaving the grace period to the worker. Operations on one slot run in order.
+ */
 export class PolicyMapsMap {
+  /** Per slot, the last operation started: the next one on that slot waits until it became visible. */
+  private readonly last = new Map<number, Promise<unknown>>();
+
   private constructor(
     /** The array of maps. */
     readonly map: BpfMap,
@@ -30,11 +39,53 @@ export class PolicyMapsMap {
     return new PolicyMapsMap(BpfMap.openOrCreate(join(bpfRoot, POLICY_MAPS_MAP), POLICY_MAPS_MAP_SPEC));
   }
 
-  /** Points an endpoint's slot at the policy map `policyMapFd` (atomic for the programs). */
+  /** Points an endpoint's slot at the policy map `policyMapFd` (atomic for the programs; blocks for the grace period). */
   set(endpointId: number, policyMapFd: number): void {
-    const fd = Buffer.alloc(4);
-    hostOrder.u32.write(fd, policyMapFd, 0);
-    this.map.update(slot(endpointId), fd);
+    this.map.update(slot(endpointId), fdValue(policyMapFd));
+  }
+
+  /**
+   * Points an endpoint's slot at `policy` unless it holds it already; resolves once the slot holds
+   * it, rejects when the write failed.
+   */
+  setVisible(endpointId: number, policy: BpfMap): Promise<void> {
+    return this.inOrder(endpointId, async () => {
+      if (this.get(endpointId) === policy.info.id) return;
+      const done = this.map.updateAsync(slot(endpointId), fdValue(policy.fd));
+      await this.visible(endpointId, policy.info.id, done);
+    });
+  }
+
+  /** Empties an endpoint's slot; resolves once it reads back empty (the grace period finishes on a worker). */
+  empty(endpointId: number): Promise<void> {
+    return this.inOrder(endpointId, async () => {
+      if (this.get(endpointId) === undefined) return;
+      await this.visible(endpointId, undefined, this.map.deleteAsync(slot(endpointId)));
+    });
+  }
+
+  /** Runs `op` on a slot once the slot's previous operation became visible (or failed). */
+  private inOrder(endpointId: number, op: () => Promise<void>): Promise<void> {
+    const before = this.last.get(endpointId);
+    const p = before ? before.then(op, op) : op();
+    this.last.set(endpointId, p);
+    const forget = (): void => {
+      if (this.last.get(endpointId) === p) this.last.delete(endpointId);
+    };
+    p.then(forget, forget);
+    return p;
+  }
+
+  /** Resolves once the slot reads `want` (map id, undefined: empty), or `done` settled (its error is thrown). */
+  private async visible(endpointId: number, want: number | undefined, done: Promise<unknown>): Promise<void> {
+    let settled = false;
+    done.then(() => (settled = true), () => (settled = true));
+    for (let i = 0; !settled; i++) {
+      if (this.get(endpointId) === want) return;
+      // the worker usually swaps the slot within microseconds; a busy thread pool may hold it longer
+      await new Promise((r) => (i < 16 ? setImmediate(r) : setTimeout(r, 1)));
+    }
+    await done;
   }
 
   /** The map id in an endpoint's slot, or undefined when it is empty. */
@@ -43,7 +94,7 @@ export class PolicyMapsMap {
     return v ? hostOrder.u32.read(v, 0) : undefined;
   }
 
-  /** Empties an endpoint's slot; false when it was empty. */
+  /** Empties an endpoint's slot; false when it was empty (blocks for the grace period). */
   delete(endpointId: number): boolean {
     return this.map.delete(slot(endpointId));
   }
@@ -57,6 +108,12 @@ export class PolicyMapsMap {
   close(): void {
     this.map.close();
   }
+}
+
+function fdValue(fd: number): Buffer {
+  const v = Buffer.alloc(4);
+  hostOrder.u32.write(v, fd, 0);
+  return v;
 }
 
 function slot(endpointId: number): Buffer {
