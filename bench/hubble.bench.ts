@@ -155,6 +155,10 @@ async function startEnricher(dir: string): Promise<{ enricher: Enricher; newObse
 let enricher: Enricher;
 let newObserver: (capacity?: number) => HubbleObserver;
 let ring: Ring;
+/** Whether `ring` is open (a stop signal closes it). */
+let ringOpen = false;
+/** What a stop signal must undo besides the ring: a served run's client and socket directory. */
+const onStop = new Set<() => void>();
 
 /** One poll as the monitor agent makes it: the ring read, the read enriched at once (one time string), each event to the observer. */
 function poll(observer: HubbleObserver): number {
@@ -254,6 +258,11 @@ async function withServer<T>(recs: readonly Buffer[], follower: (socket: string)
   const srv = new HubbleServer(observer, join(dir, 'hubble.sock'), 'bench', silentLogger());
   await srv.start();
   const f = follower(join(dir, 'hubble.sock'));
+  const undo = (): void => {
+    f.close();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  onStop.add(undo);
   try {
     // until the client follows: a probe a poll
     for (let i = 0; f.flows() === 0; i++) {
@@ -265,6 +274,7 @@ async function withServer<T>(recs: readonly Buffer[], follower: (socket: string)
     await new Promise((r) => setTimeout(r, 200));
     return await fn(observer, f);
   } finally {
+    onStop.delete(undo);
     f.close();
     observer.stop();
     await srv.stop();
@@ -335,14 +345,25 @@ async function main(): Promise<void> {
   }
   const bin = r.stdout.trim();
   const dir = mkdtempSync(join(tmpdir(), 'cellium-hubble-bench-agent-'));
+  // stopped (Ctrl-C, scripts/bench.sh's timeout): the pinned ring and the temp dir go too
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      for (const undo of onStop) undo();
+      if (ringOpen) ring.close();
+      rmSync(dir, { recursive: true, force: true });
+      process.exit(130);
+    });
+  }
   const agent = await startEnricher(dir);
   enricher = agent.enricher;
   newObserver = agent.newObserver;
   try {
     ring = Ring.open(dir);
+    ringOpen = true;
     try {
       await stages(bin);
     } finally {
+      ringOpen = false;
       ring.close();
     }
   } finally {
