@@ -52,6 +52,9 @@ const volatile __u8 endpoint_mac[6] = {};
 const volatile __u8 host_mac[6] = {};
 /* 1: the node's one shared program (constants from cellium_endpoints), 0: one endpoint's own. */
 const volatile __u8 lxc_shared = 0;
+/* The first 8 bytes of the object file's SHA-256, written by the loader: a pinned or attached
+ * program of another build (an upgrade) never matches the running agent's, so it is replaced. */
+const volatile __u8 lxc_build[8] = {};
 
 /* The shared program's entry for the interface the packet crosses (NULL: none). */
 static __always_inline const struct endpoint_info *shared_endpoint(struct __sk_buff *skb)

@@ -1,9 +1,12 @@
 // Codecs of the C structs and the per-endpoint constants (unprivileged): exact bytes as the C
 // side lays them out (bpf/lib/common.h), and round trips.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { type Codec } from '../../src/bpf/index.js';
 import { IPCACHE_MAP_SPEC, LXC_MAP_SPEC, POLICY_MAP_SPEC, formatMac, ipcacheKeyCodec, ipcacheValueCodec, lxcKeyCodec, lxcValueCodec, macBytes, policyKeyCodec, policyValueCodec } from '../../src/maps/index.js';
-import { lxcConstants } from '../../src/cells/datapath-bpf/lxc/index.js';
+import { lxcBuildId, lxcConstants } from '../../src/cells/datapath-bpf/lxc/index.js';
+import { objectPath } from '../../src/bpf/native.js';
 
 function enc<T>(c: Codec<T>, v: T): Buffer {
   const b = Buffer.alloc(c.size);
@@ -65,8 +68,11 @@ t.test('bpf_lxc constants of an endpoint', async (t) => {
   const c = lxcConstants({ id: 42, identity: 70000, ipv4: '10.0.0.2', ipv6: 'fd00::2', ifName: 'lxc1', ifIndex: 9, mac: '02:00:00:00:00:01', hostMac: '02:00:00:00:00:02' });
   t.strictSame(Object.keys(c).sort(), [
     'ct_accounting', 'ct_enabled', 'ct_lifetime_any', 'ct_lifetime_close', 'ct_lifetime_syn', 'ct_lifetime_tcp', 'ct_report_interval',
-    'endpoint_id', 'endpoint_identity', 'endpoint_ifindex', 'endpoint_ipv4', 'endpoint_ipv6', 'endpoint_mac', 'host_mac',
+    'endpoint_id', 'endpoint_identity', 'endpoint_ifindex', 'endpoint_ipv4', 'endpoint_ipv6', 'endpoint_mac', 'host_mac', 'lxc_build',
   ]);
+  const object = readFileSync(objectPath('bpf_lxc'));
+  t.strictSame(c.lxc_build, createHash('sha256').update(object).digest().subarray(0, 8), 'the build: the object file\'s SHA-256, first 8 bytes');
+  t.strictSame(lxcBuildId(Buffer.concat([object, Buffer.from([0])])).equals(c.lxc_build!), false, 'other bytes, another build');
   t.strictSame([c.ct_lifetime_tcp, c.ct_lifetime_any, c.ct_lifetime_syn, c.ct_lifetime_close, c.ct_report_interval].map((b) => b!.readUInt32LE(0)), [8000, 60, 60, 10, 5], "Cilium's default lifetimes and monitor aggregation interval");
   t.strictSame([...c.ct_enabled!, ...c.ct_accounting!], [1, 1], 'conntrack and its accounting on by default');
   const off = lxcConstants({ id: 1, identity: 1, ipv4: '10.0.0.3', ifName: 'x', ifIndex: 1, mac: '', hostMac: '', options: { Conntrack: 'Disabled', ConntrackAccounting: 'Disabled' } }, { tcp: 100, any: 5, syn: 7, close: 3, report: 9 });

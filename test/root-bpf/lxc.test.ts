@@ -2,13 +2,14 @@
 // replace of the pinned tcx links), the legacy clsact mode, programs surviving the loader (pins),
 // traffic checks (allow/deny/missing entries, both directions, L3 and L4), unload and errors.
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { TS_LOADER_ARGV } from '../loader/argv.js';
 import { DropEventReader } from '../../src/monitor/index.js';
 import { BpfError, type AttachMode } from '../../src/bpf/index.js';
+import { objectPath } from '../../src/bpf/native.js';
 import { openIPCacheMap, openPolicyMap, readDropCounters, syncPolicyMap, type PolicyMap } from '../../src/maps/index.js';
 import { endpointPrograms, isEndpointLoaded, loadEndpointProgram, lxcLinkPath, pinnedEndpoints, unloadEndpointProgram, type LxcLoadResult } from '../../src/cells/datapath-bpf/lxc/index.js';
 import type { EndpointDatapathConfig, PolicyEntry } from '../../src/datapath/types.js';
@@ -107,6 +108,8 @@ for (const mode of ['auto', 'legacy'] as AttachMode[]) {
     t.equal(isEndpointLoaded(cfg({ identity: 2222 }), topo.hostNsPath), true, 'loaded with exactly this configuration');
     t.equal(isEndpointLoaded(cfg({ identity: 1111 }), topo.hostNsPath), false, 'not with the previous one');
     t.equal(isEndpointLoaded(cfg({ identity: 2222, mac: '02:00:00:00:00:99' }), topo.hostNsPath), false, 'a different MAC is a different configuration');
+    t.equal(isEndpointLoaded(cfg({ identity: 2222 }), topo.hostNsPath, [], undefined, Buffer.concat([readFileSync(objectPath('bpf_lxc')), Buffer.from('another build')])), false,
+      'another build of the object (an upgraded agent) is not this program');
     const after = endpointPrograms(topo.ifIndex, topo.hostNsPath);
     t.strictSame(attachedIds(after.from_container), [second.attachments.from_container.progId], 'only the new program is attached');
     t.equal(await ping(topo.podNs, A), true, 'the policy map survived the reload');

@@ -8,10 +8,11 @@
 // and swaps every endpoint's links.
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadAddon } from '../../src/bpf/native.js';
-import { endpointPrograms, lxcLinkPath, sharedProgramPath } from '../../src/cells/datapath-bpf/lxc/index.js';
+import { loadAddon, objectPath } from '../../src/bpf/native.js';
+import { endpointPrograms, lxcBuildId, lxcLinkPath, sharedProgramPath } from '../../src/cells/datapath-bpf/lxc/index.js';
 import { policyMapName, type EndpointDatapathConfig } from '../../src/cells/datapath/index.js';
 import { BpfDatapath } from '../../src/cells/datapath-bpf/index.js';
 import { silentLogger } from '../../src/hive/index.js';
@@ -123,5 +124,23 @@ for (const mode of ['tcx', 'legacy'] as const) {
     t.ok(eps.every((c) => hookIds(c.ifIndex).join() === [swapped.from_container, swapped.to_container].join()), 'every endpoint\'s links were swapped to it');
     if (mode === 'tcx') t.strictSame(eps.map((c) => linkId(cfgs.bpfRoot, c.id)), links0, 'still the same links');
     await changed.stop();
+
+    // an upgrade that changes only the program's code (same constants, same maps): the pinned
+    // program of the other build is replaced, never kept
+    const dir = mkdtempSync(join(tmpdir(), 'cellium-lxc-build-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const otherBuild = join(dir, 'bpf_lxc.o');
+    writeFileSync(otherBuild, Buffer.concat([readFileSync(objectPath('bpf_lxc')), Buffer.from('another build')]));
+    t.not(lxcBuildId(otherBuild).toString('hex'), lxcBuildId().toString('hex'), 'the two objects are two builds');
+    const lifetimes = { tcp: 7000, any: 50, syn: 30, close: 5 };
+    const upgraded = new BpfDatapath({ ...cfgs, bpfLxcProgram: 'shared' }, silentLogger(), { ctTimeouts: lifetimes, lxcObject: otherBuild });
+    upgraded.start();
+    for (const c of eps) t.notOk(await upgraded.loader.isLoaded(c), `another build: endpoint ${c.id} needs the new program`);
+    await Promise.all(eps.map((c) => upgraded.loader.reloadEndpoint(c)));
+    t.equal(upgraded.loader.shared!.loads, 1, 'the new build is loaded once');
+    const rebuilt = upgraded.loader.shared!.ids!;
+    t.not(rebuilt.from_container, swapped.from_container, 'a new program');
+    t.ok(eps.every((c) => hookIds(c.ifIndex).join() === [rebuilt.from_container, rebuilt.to_container].join()), 'every endpoint runs the new build');
+    await upgraded.stop();
   });
 }

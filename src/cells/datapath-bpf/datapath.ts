@@ -58,7 +58,7 @@ export class BpfDatapath implements Datapath {
   constructor(
     readonly cfg: BpfDatapathConfig,
     private readonly log: Logger,
-    opts: Omit<BpfMapsOptions, 'onError' | 'onEndpointDeleted'> & { readonly ctTimeouts?: CtTimeouts; readonly gcSliceMs?: number } = {},
+    opts: Omit<BpfMapsOptions, 'onError' | 'onEndpointDeleted'> & { readonly ctTimeouts?: CtTimeouts; readonly gcSliceMs?: number; readonly lxcObject?: string } = {},
   ) {
     this.kernel = new KernelMaps(cfg, (r) => log.warn(r, 'a pinned BPF map has another layout than this agent\'s: removed and created anew (its entries are lost)'));
     this.gc = new CtGarbageCollector(this.kernel, { intervalMs: cfg.conntrackGcInterval, maxIntervalMs: cfg.conntrackGcMaxInterval, sliceMs: opts.gcSliceMs });
@@ -67,7 +67,7 @@ export class BpfDatapath implements Datapath {
       onError: (table, key, err) => log.warn({ map: table, key, err: err.message }, 'BPF map write failed; retrying with backoff'),
       onEndpointDeleted: (ips) => void this.gc.scrub(ips),
     });
-    this.loader = new BpfLoader(this.kernel, { mode: cfg.bpfAttachMode, ctTimeouts: opts.ctTimeouts, program: cfg.bpfLxcProgram });
+    this.loader = new BpfLoader(this.kernel, { object: opts.lxcObject, mode: cfg.bpfAttachMode, ctTimeouts: opts.ctTimeouts, program: cfg.bpfLxcProgram });
     this.loader.setGate((c) => this.gc.settled([c.ipv4, c.ipv6]));
     const kernel = this.kernel;
     this.monitorEvents = { get bpfRoot() { return kernel.root; }, eventsLost: () => kernel.traffic().eventsLost };

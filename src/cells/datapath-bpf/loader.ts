@@ -264,7 +264,7 @@ export class BpfLoader implements Loader {
         return true;
       }
       const maps = this.boundMaps(cfg.id);
-      if (!isEndpointLoaded(cfg, undefined, [maps[OBJECT_POLICY_MAP]!.info.id, maps[IPCACHE_MAP]!.info.id, ...this.kernel.ct.ids(), ...this.kernel.sharedIds()], this.timeouts)) return false;
+      if (!isEndpointLoaded(cfg, undefined, [maps[OBJECT_POLICY_MAP]!.info.id, maps[IPCACHE_MAP]!.info.id, ...this.kernel.ct.ids(), ...this.kernel.sharedIds()], this.timeouts, this.opts.object)) return false;
       // what restore found in place is what checkAttached watches from now on
       const progs = singlePrograms(cfg.ifIndex);
       if (progs && !this.busy.has(cfg.id)) this.attached.set(cfg.id, { ifName: cfg.ifName, ifIndex: cfg.ifIndex, progs });

@@ -81,7 +81,7 @@ export class SharedLxc {
     try {
       const maps = this.maps(lb);
       const ids = this.mapIds(lb);
-      const constants = sharedConstants(this.opts.ctTimeouts);
+      const constants = sharedConstants(this.opts.ctTimeouts, this.opts.object);
       const key = JSON.stringify([ids, Object.entries(constants).map(([n, v]) => [n, v.toString('hex')])]);
       if (this.current?.key === key) return this.current.program;
       if (this.pending?.key !== key) {
@@ -127,7 +127,7 @@ export class SharedLxc {
     const pins = Object.values(LB_MAP_NAMES).map((name) => statSync(join(this.kernel.root, name), { throwIfNoEntry: false })?.ino ?? 0);
     const k = this.kernel;
     const own = [k.ipcache.map.info.id, k.endpoints.map.info.id, k.policySlots.map.info.id, ...k.ct.ids(), ...k.sharedIds()];
-    const constants = Object.values(sharedConstants(this.opts.ctTimeouts)).map((v) => v.toString('hex'));
+    const constants = Object.values(sharedConstants(this.opts.ctTimeouts, this.opts.object)).map((v) => v.toString('hex'));
     return `${pins.join(',')}|${own.join(',')}|${constants.join(',')}`;
   }
 

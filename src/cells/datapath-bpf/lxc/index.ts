@@ -4,7 +4,7 @@
  * crafted packets (kernelVerdict).
  */
 export {
-  LXC_PROGRAMS, endpointIdConstant, ctConstants, lxcConstants, lxcLinkPath, loadEndpointProgram, loadLxcObject, unloadEndpointProgram, endpointPrograms, pinnedEndpoints,
+  LXC_PROGRAMS, endpointIdConstant, ctConstants, lxcConstants, lxcBuildId, lxcLinkPath, loadEndpointProgram, loadLxcObject, unloadEndpointProgram, endpointPrograms, pinnedEndpoints,
   type LxcLoadOptions, type LxcLoadResult, type LxcUnloadOptions,
 } from './lxc.js';
 export {

@@ -63,8 +63,8 @@ export function programConstants(progId: number): Record<string, Buffer> | undef
  * lifetimes `timeouts` and, when `mapIds` is given, bound to every one of those maps (e.g. the
  * endpoint's pinned policy map and the shared maps).
  */
-export function isEndpointLoaded(cfg: EndpointDatapathConfig, netns?: string, mapIds: readonly number[] = [], timeouts?: CtTimeouts): boolean {
-  const want = lxcConstants(cfg, timeouts);
+export function isEndpointLoaded(cfg: EndpointDatapathConfig, netns?: string, mapIds: readonly number[] = [], timeouts?: CtTimeouts, object?: string | Buffer): boolean {
+  const want = lxcConstants(cfg, timeouts, object);
   for (const hook of Object.values(LXC_PROGRAMS)) {
     let progs: { tcx: number[]; legacy?: number };
     try {

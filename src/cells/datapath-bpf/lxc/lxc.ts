@@ -4,7 +4,8 @@
  * from_container at tc ingress, to_container at tc egress. Shared maps come from the BPF root;
  * the object's cellium_policy is bound to the endpoint's pinned cellium_policy_<id>.
  */
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAddr } from '../../../lib/addr.js';
 import { DEFAULT_CT_TIMEOUTS, DEFAULT_MONITOR_AGGREGATION_S, type CtTimeouts } from '../../../datapath/conntrack.js';
@@ -48,12 +49,30 @@ export function ctConstants(timeouts: CtTimeouts = DEFAULT_CT_TIMEOUTS): Record<
   };
 }
 
+const builds = new Map<string, { readonly stamp: string; readonly id: Buffer }>();
+
+/**
+ * The `lxc_build` constant of an object: the first 8 bytes of its SHA-256 (computed once per file
+ * version, by path, size and mtime). A loaded program whose constant differs is of another build
+ * (the agent was upgraded with its pins in place) and is replaced, never kept.
+ */
+export function lxcBuildId(object: string | Buffer = objectPath('bpf_lxc')): Buffer {
+  if (typeof object !== 'string') return createHash('sha256').update(object).digest().subarray(0, 8);
+  const st = statSync(object);
+  const stamp = `${st.size}:${st.mtimeMs}:${st.ino}`;
+  const known = builds.get(object);
+  if (known?.stamp === stamp) return known.id;
+  const id = createHash('sha256').update(readFileSync(object)).digest().subarray(0, 8);
+  builds.set(object, { stamp, id });
+  return id;
+}
+
 /**
  * The .rodata constants of bpf_lxc for an endpoint, by variable name: its identity, addresses and
  * MACs, the conntrack lifetimes, and whether conntrack and its accounting are on (the endpoint's
  * Conntrack and ConntrackAccounting options, on unless Disabled).
  */
-export function lxcConstants(cfg: EndpointDatapathConfig, timeouts: CtTimeouts = DEFAULT_CT_TIMEOUTS): Record<string, Buffer> {
+export function lxcConstants(cfg: EndpointDatapathConfig, timeouts: CtTimeouts = DEFAULT_CT_TIMEOUTS, object?: string | Buffer): Record<string, Buffer> {
   const u16 = endpointIdConstant(cfg.id);
   const ip = (s: string | undefined, family: 'ipv4' | 'ipv6'): Buffer => {
     const out = Buffer.alloc(family === 'ipv4' ? 4 : 16);
@@ -77,6 +96,7 @@ export function lxcConstants(cfg: EndpointDatapathConfig, timeouts: CtTimeouts =
     ...ctConstants(timeouts),
     ct_enabled: Buffer.from([cfg.options?.Conntrack === 'Disabled' ? 0 : 1]),
     ct_accounting: Buffer.from([cfg.options?.ConntrackAccounting === 'Disabled' ? 0 : 1]),
+    lxc_build: lxcBuildId(object),
   };
 }
 
@@ -152,7 +172,7 @@ function openPrepared(cfg: EndpointDatapathConfig, o: LxcLoadOptions): BpfObject
   const source = o.object ?? objectPath('bpf_lxc');
   const obj = typeof source === 'string' ? BpfObject.openCached(source, { name: 'bpf_lxc', pinRoot: o.bpfRoot }) : BpfObject.open(source, { name: 'bpf_lxc', pinRoot: o.bpfRoot });
   try {
-    obj.setConstants(lxcConstants(cfg, o.ctTimeouts));
+    obj.setConstants(lxcConstants(cfg, o.ctTimeouts, source));
     obj.setMapPinPath(OBJECT_POLICY_MAP, policyMapPath(o.bpfRoot, cfg.id));
     for (const [name, fd] of Object.entries(o.reuseMaps ?? {})) obj.reuseMap(name, fd);
     return obj;

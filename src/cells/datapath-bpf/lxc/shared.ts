@@ -19,14 +19,14 @@ import { ENDPOINT_F_CT_DISABLED, ENDPOINT_F_NO_ACCOUNTING, openEndpointsMap, Pol
 import { openPolicyMap, policyMapPath } from '../../../maps/policy/map.js';
 import { ENDPOINTS_MAP, POLICY_MAPS_MAP } from '../../../datapath/map-names.js';
 import { OBJECT_POLICY_MAP } from '../../../maps/policy/layout.js';
-import { LXC_PROGRAMS, ctConstants, lxcLinkPath, unloadEndpointProgram, type LxcLoadOptions, type LxcLoadResult, type LxcUnloadOptions } from './lxc.js';
+import { LXC_PROGRAMS, ctConstants, lxcBuildId, lxcLinkPath, unloadEndpointProgram, type LxcLoadOptions, type LxcLoadResult, type LxcUnloadOptions } from './lxc.js';
 
 type LxcProgram = keyof typeof LXC_PROGRAMS;
 const PROGRAM_NAMES = Object.keys(LXC_PROGRAMS) as LxcProgram[];
 
 /** The .rodata constants of the shared program: lxc_shared = 1 and the node-wide conntrack settings. */
-export function sharedConstants(timeouts: CtTimeouts = DEFAULT_CT_TIMEOUTS): Record<string, Buffer> {
-  return { lxc_shared: Buffer.from([1]), ...ctConstants(timeouts) };
+export function sharedConstants(timeouts: CtTimeouts = DEFAULT_CT_TIMEOUTS, object?: string | Buffer): Record<string, Buffer> {
+  return { lxc_shared: Buffer.from([1]), ...ctConstants(timeouts), lxc_build: lxcBuildId(object) };
 }
 
 /** An endpoint's entry in cellium_endpoints (what the per-endpoint program had as constants). */
@@ -62,7 +62,7 @@ export async function loadSharedProgram(o: SharedLoadOptions): Promise<SharedPro
   const source = o.object ?? objectPath('bpf_lxc');
   const obj = typeof source === 'string' ? BpfObject.openCached(source, { name: 'bpf_lxc', pinRoot: o.bpfRoot }) : BpfObject.open(source, { name: 'bpf_lxc', pinRoot: o.bpfRoot });
   try {
-    obj.setConstants(sharedConstants(o.ctTimeouts));
+    obj.setConstants(sharedConstants(o.ctTimeouts, source));
     for (const [name, fd] of Object.entries(o.reuseMaps ?? {})) obj.reuseMap(name, fd);
     await obj.loadAsync();
   } catch (err) {
