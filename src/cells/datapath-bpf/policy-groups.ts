@@ -98,9 +98,9 @@ export class PolicyGroups {
    */
   recover(): string[] {
     const problems: string[] = [];
-    for (const id of this.kernel.policySlots.ids()) {
+    for (const [id, mapId] of this.kernel.policySlots.slots()) {
       try {
-        this.adoptSlot(id);
+        this.adoptSlot(id, mapId);
       } catch (err) {
         problems.push(`endpoint ${id}: ${(err as Error).message}`);
       }
@@ -272,8 +272,7 @@ export class PolicyGroups {
   }
 
   /** The group of the map in an endpoint's slot (opened by id when new to this agent), joined; undefined when the slot is empty. */
-  private adoptSlot(endpointId: number): PolicyGroup | undefined {
-    const mapId = this.kernel.policySlots.get(endpointId);
+  private adoptSlot(endpointId: number, mapId = this.kernel.policySlots.get(endpointId)): PolicyGroup | undefined {
     if (mapId === undefined) return undefined;
     const g = this.byMapId.get(mapId) ?? this.adopt(openById(mapId));
     this.join(endpointId, g);

@@ -125,9 +125,20 @@ export class PolicyMapsMap {
     return this.map.delete(slot(endpointId));
   }
 
-  /** Endpoint IDs whose slot holds a map. */
+  /** Endpoint IDs whose slot holds a map, ascending. */
   ids(): number[] {
-    return [...this.map.keys()].map((k) => hostOrder.u32.read(k, 0)).filter((id) => this.get(id) !== undefined);
+    return [...this.slots().keys()];
+  }
+
+  /**
+   * Every slot that holds a map: endpoint ID -> map id, ascending by ID (one batch lookup: the
+   * kernel skips empty slots; not 4,096 lookups).
+   */
+  slots(): Map<number, number> {
+    const all = this.map.lookupAll(256);
+    const out: [number, number][] = [];
+    for (let i = 0; i < all.count; i++) out.push([hostOrder.u32.read(all.keys, i * 4), hostOrder.u32.read(all.values, i * 4)]);
+    return new Map(out.sort((a, b) => a[0] - b[0]));
   }
 
   /** Closes the fd (the pinned map stays). */
