@@ -158,7 +158,7 @@ export class KernelMaps {
     const pending = `${path}_new`; // bpffs refuses names with a dot
     this.forgetPolicy(endpointId);
     try {
-      BpfMap.unpin(pending);
+      if (existsSync(pending)) BpfMap.unpin(pending); // left by a crash between the pin and the rename
       map.pin(pending);
       renameSync(pending, path);
     } catch (err) {

@@ -392,8 +392,10 @@ export class PolicyGroups {
 
   /** Pins `cellium_policy_<id>` to the group's map unless it names it already. */
   private ensurePin(endpointId: number, g: PolicyGroup): void {
-    if (this.pinned.get(endpointId) === g.mapId) return;
-    if (this.kernel.pinnedPolicyId(endpointId) !== g.mapId) this.kernel.pinPolicy(endpointId, g.map.map);
+    const known = this.pinned.get(endpointId);
+    if (known === g.mapId) return;
+    // a name this registry pinned (to another map) is re-pinned without reading it back first
+    if (known !== undefined || this.kernel.pinnedPolicyId(endpointId) !== g.mapId) this.kernel.pinPolicy(endpointId, g.map.map);
     this.pinned.set(endpointId, g.mapId);
   }
 
