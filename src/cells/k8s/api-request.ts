@@ -60,7 +60,14 @@ export async function apiRequest(kc: KubeConfig, method: string, path: string, b
   if (!cluster) throw new K8sError('config', 'kubernetes: the kubeconfig has no current cluster: set current-context');
   const url = new URL(cluster.server.replace(/\/$/, '') + path);
   const headers: Record<string, string> = { Accept: 'application/json' };
-  if (body !== undefined) headers['Content-Type'] = bounds.contentType ?? 'application/json';
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  if (payload !== undefined) {
+    headers['Content-Type'] = bounds.contentType ?? 'application/json';
+    // Node sends the body of a DELETE neither chunked nor with a length unless told: the apiserver
+    // then read an empty body (a DeleteOptions' preconditions were lost) and took the bytes for the
+    // next request on a kept-alive connection (400 Bad Request)
+    headers['Content-Length'] = String(Buffer.byteLength(payload));
+  }
   const opts: RequestOptions & { headers: Record<string, string> } = { method, headers };
   await kc.applyToHTTPSOptions(opts);
   opts.agent = keptAlive(opts.agent, cluster.server) as RequestOptions['agent'];
@@ -84,6 +91,6 @@ export async function apiRequest(kc: KubeConfig, method: string, path: string, b
     });
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     req.on('error', (e) => reject(new K8sError('api', `kubernetes: ${method} ${path}: ${e.message}; check that the apiserver is reachable`, { cause: e })));
-    req.end(body === undefined ? undefined : JSON.stringify(body));
+    req.end(payload);
   });
 }
