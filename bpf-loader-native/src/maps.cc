@@ -1,9 +1,10 @@
 // Map operations on file descriptors: create, open pinned, pin, info, lookup/update/delete,
 // key iteration and the BPF_MAP_*_BATCH commands. Keys and values are Buffers the caller sizes
 // (the TypeScript layer checks them against the map's key and value sizes). All calls are
-// synchronous (each is one bpf() syscall) except mapUpdateAsync/mapDeleteAsync: an update or delete
-// of a map-of-maps slot waits in the kernel for an RCU grace period (milliseconds), so those run
-// on a libuv worker and settle a promise.
+// synchronous (each is one bpf() syscall) except mapUpdateAsync/mapDeleteAsync/mapUpdateBatchAsync:
+// an update or delete of a map-of-maps slot waits in the kernel for an RCU grace period
+// (milliseconds; a batch update of many slots waits once), so those run on a libuv worker and
+// settle a promise.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -105,12 +106,25 @@ Napi::Value MapDelete(const Napi::CallbackInfo &info) {
   return Napi::Boolean::New(info.Env(), true);
 }
 
-// One map update or delete on a libuv worker (key and value copied), settling a promise: resolved
-// with true (done) or false (delete of an absent key), rejected like the synchronous calls throw.
+// The arguments of updateBatch and updateBatchAsync: (fd, keys, values, count, elemFlags?).
+struct BatchArgs {
+  int fd;
+  Bytes keys, values;
+  uint32_t count, flags;
+};
+
+BatchArgs batchArgs(const Napi::CallbackInfo &info) {
+  return {argInt(info, 0, "fd"), argBytes(info, 1, "keys"), argBytes(info, 2, "values"), argU32(info, 3, "count"),
+          info.Length() > 4 ? argU32(info, 4, "flags") : 0};
+}
+
+// One map update, delete or batch update on a libuv worker (keys and values copied), settling a
+// promise: resolved with true (done) or false (delete of an absent key), rejected like the
+// synchronous calls throw. A batch (count > 0) updates `count` concatenated keys and values.
 class MapCall : public Napi::AsyncWorker {
  public:
-  static Napi::Value Start(Napi::Env env, int fd, Bytes key, Bytes value, uint32_t flags, bool del) {
-    auto *w = new MapCall(env, fd, key, value, flags, del);
+  static Napi::Value Start(Napi::Env env, int fd, Bytes key, Bytes value, uint32_t flags, bool del, uint32_t count = 0) {
+    auto *w = new MapCall(env, fd, key, value, flags, del, count);
     Napi::Promise p = w->deferred_.Promise();
     w->Queue();
     return p;
@@ -118,25 +132,38 @@ class MapCall : public Napi::AsyncWorker {
 
  protected:
   void Execute() override {
-    int r = del_ ? bpf_map_delete_elem(fd_, key_.data()) : bpf_map_update_elem(fd_, key_.data(), value_.data(), flags_);
+    int r;
+    if (count_ > 0) {
+      __u32 n = count_;
+      LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = flags_);
+      r = bpf_map_update_batch(fd_, key_.data(), value_.data(), &n, &opts);
+      done_ = n;
+    } else {
+      r = del_ ? bpf_map_delete_elem(fd_, key_.data()) : bpf_map_update_elem(fd_, key_.data(), value_.data(), flags_);
+    }
     err_ = r < 0 ? errno : 0;
   }
   void OnOK() override {
     Napi::Env env = Env();
     if (err_ == 0) return deferred_.Resolve(Napi::Boolean::New(env, true));
     if (del_ && err_ == ENOENT) return deferred_.Resolve(Napi::Boolean::New(env, false));
+    if (count_ > 0) {
+      return deferred_.Reject(sysError(env, err_, "bpf_map_update_batch", "", std::to_string(done_) + " written before the failure").Value());
+    }
     deferred_.Reject(sysError(env, err_, del_ ? "bpf_map_delete_elem" : "bpf_map_update_elem").Value());
   }
 
  private:
-  MapCall(Napi::Env env, int fd, Bytes key, Bytes value, uint32_t flags, bool del)
+  MapCall(Napi::Env env, int fd, Bytes key, Bytes value, uint32_t flags, bool del, uint32_t count)
       : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), fd_(fd), key_(key.data, key.data + key.len),
-        value_(value.data, value.data + value.len), flags_(flags), del_(del) {}
+        value_(value.data, value.data + value.len), flags_(flags), del_(del), count_(count) {}
   Napi::Promise::Deferred deferred_;
   int fd_;
   std::vector<uint8_t> key_, value_;
   uint32_t flags_;
   bool del_;
+  uint32_t count_;
+  uint32_t done_ = 0;
   int err_ = 0;
 };
 
@@ -154,6 +181,14 @@ Napi::Value MapDeleteAsync(const Napi::CallbackInfo &info) {
   int fd = argInt(info, 0, "fd");
   Bytes key = argBytes(info, 1, "key");
   return MapCall::Start(info.Env(), fd, key, Bytes{nullptr, 0}, 0, true);
+}
+
+// mapUpdateBatchAsync(fd, keys, values, count, elemFlags) -> Promise<true>: BPF_MAP_UPDATE_BATCH on a
+// worker thread (for map-of-maps slots: one grace period for the whole batch).
+Napi::Value MapUpdateBatchAsync(const Napi::CallbackInfo &info) {
+  BatchArgs b = batchArgs(info);
+  if (b.count == 0) throwArg(info.Env(), "count must be at least 1");
+  return MapCall::Start(info.Env(), b.fd, b.keys, b.values, b.flags, false, b.count);
 }
 
 // nextKey(fd, key|null, nextOut) -> true when nextOut holds the next key, false at the end.
@@ -192,13 +227,10 @@ Napi::Value MapLookupBatch(const Napi::CallbackInfo &info) {
 
 // updateBatch(fd, keys, values, count, elemFlags) -> count written.
 Napi::Value MapUpdateBatch(const Napi::CallbackInfo &info) {
-  int fd = argInt(info, 0, "fd");
-  Bytes keys = argBytes(info, 1, "keys");
-  Bytes values = argBytes(info, 2, "values");
-  __u32 count = argU32(info, 3, "count");
-  uint64_t flags = info.Length() > 4 ? argU32(info, 4, "flags") : 0;
-  LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = flags);
-  if (bpf_map_update_batch(fd, keys.data, values.data, &count, &opts) < 0) {
+  BatchArgs b = batchArgs(info);
+  __u32 count = b.count;
+  LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = b.flags);
+  if (bpf_map_update_batch(b.fd, b.keys.data, b.values.data, &count, &opts) < 0) {
     throwSys(info.Env(), errno, "bpf_map_update_batch", "", std::to_string(count) + " written before the failure");
   }
   return Napi::Number::New(info.Env(), count);
@@ -261,6 +293,7 @@ void registerMaps(Napi::Env env, Napi::Object exports) {
   exports.Set("mapDelete", Napi::Function::New(env, MapDelete, "mapDelete"));
   exports.Set("mapUpdateAsync", Napi::Function::New(env, MapUpdateAsync, "mapUpdateAsync"));
   exports.Set("mapDeleteAsync", Napi::Function::New(env, MapDeleteAsync, "mapDeleteAsync"));
+  exports.Set("mapUpdateBatchAsync", Napi::Function::New(env, MapUpdateBatchAsync, "mapUpdateBatchAsync"));
   exports.Set("mapNextKey", Napi::Function::New(env, MapNextKey, "mapNextKey"));
   exports.Set("mapLookupBatch", Napi::Function::New(env, MapLookupBatch, "mapLookupBatch"));
   exports.Set("mapUpdateBatch", Napi::Function::New(env, MapUpdateBatch, "mapUpdateBatch"));

@@ -271,6 +271,7 @@ node_up() {
     --root-dir "$NODE_DIR/kubelet" --cert-dir "$NODE_DIR/kubelet/pki" --node-ip "$NODE_IP" \
     --hostname-override "$NODE_NAME" --v 1
   wait_for kubelet 60 "the Node $NODE_NAME" kctl get node "$NODE_NAME"
+  node_service_route add
   node_kustomization "$metrics"
   kctl apply -k "$NODE_DIR/deploy" >"$DIR/logs/deploy.log" 2>&1 || die "kubectl apply -k $NODE_DIR/deploy: $(cat "$DIR/logs/deploy.log")"
   # a bridge RuntimeClass: the reference network (bench/k8s-pods.bench.ts) on this same node
@@ -373,11 +374,30 @@ node_down() {
     done
   fi
   ip link del "ckb$NODE_ID" 2>/dev/null || true
+  node_service_route del
   for f in /var/log/containers/*.log; do
     [ -L "$f" ] || continue
     case $(readlink "$f") in "$NODE_DIR"/*) rm -f "$f" ;; esac
   done
   return 0
+}
+
+# The service ranges unreachable from this node (`node_service_route add|del`). On a real network
+# an address of the service range that no Service holds leads nowhere; on this VM something outside
+# answers TCP to every address (a curl to any 10.96.x.x:80 or :8080 from the host, with no cluster
+# up, gets an HTTP 404), so the e2e checks that a deleted Service stops answering ("waiting for
+# service to be down") would see that answer. Cellium translates live Services before routing (socket
+# LB at connect, bpf_lxc on the pod's interface), so the route only catches addresses no Service
+# holds. Each node's route has a metric of its own (harnesses share the host's routing table).
+node_service_route() {
+  local metric=$((16#${NODE_ID:0:4} + 1000))
+  if [ "$1" = add ]; then
+    ip -4 route replace unreachable "$SERVICE_CIDR" metric "$metric" || die "cannot add the route unreachable $SERVICE_CIDR"
+    ip -6 route replace unreachable "$SERVICE_CIDR6" metric "$metric" || die "cannot add the route unreachable $SERVICE_CIDR6"
+  else
+    ip -4 route del unreachable "$SERVICE_CIDR" metric "$metric" 2>/dev/null || true
+    ip -6 route del unreachable "$SERVICE_CIDR6" metric "$metric" 2>/dev/null || true
+  fi
 }
 
 # This node's pod pool (the agent's --ipv4-range): a /24 of 10.64.0.0/16 that no route of the host

@@ -342,6 +342,21 @@ export class BpfMap {
     return sys(() => this.addon.mapUpdateBatch(this.fd, keys, values, count, flags));
   }
 
+  /**
+   * updateBatch() on a libuv worker thread: for a map of maps, whose batch write waits in the
+   * kernel for one RCU grace period after every slot changed.
+   */
+  async updateBatchAsync(keys: Buffer, values: Buffer, count: number, flags: number = UpdateFlags.ANY): Promise<void> {
+    if (count === 0) return;
+    this.checkBatch(keys, this.info.keySize, count, 'keys');
+    this.checkBatch(values, this.valueBytes, count, 'values');
+    try {
+      await this.addon.mapUpdateBatchAsync(this.fd, keys, values, count, flags);
+    } catch (err) {
+      throw toBpfError(err);
+    }
+  }
+
   /** Deletes `count` concatenated keys in one BPF_MAP_DELETE_BATCH (fails with ENOENT at the first absent key); returns the count deleted. */
   deleteBatch(keys: Buffer, count: number): number {
     if (count === 0) return 0;

@@ -62,6 +62,7 @@ export interface BpfAddon {
   mapNextKey(fd: number, key: Buffer | null, next: Buffer): boolean;
   mapLookupBatch(fd: number, inBatch: Buffer | null, outBatch: Buffer, keys: Buffer, values: Buffer, count: number): [number, boolean];
   mapUpdateBatch(fd: number, keys: Buffer, values: Buffer, count: number, flags: number): number;
+  mapUpdateBatchAsync(fd: number, keys: Buffer, values: Buffer, count: number, flags: number): Promise<boolean>;
   mapDeleteBatch(fd: number, keys: Buffer, count: number): number;
   mapDeleteKeys(fd: number, keys: Buffer, count: number): number;
   numPossibleCpus(): number;

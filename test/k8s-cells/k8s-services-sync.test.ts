@@ -8,7 +8,7 @@
 import t from 'tap';
 import { LBServiceManager, applyManifests, parseManifests, specToUpsert, type FrontendDesired } from '../../src/cells/loadbalancer/index.js';
 import { NodeAddresses } from '../../src/cells/loadbalancer/node-addrs.js';
-import { K8sServiceSync, SERVICE_PROXY_NAME, REASON_INVALID, REASON_NOT_APPLIED, type SyncKind } from '../../src/cells/k8s-services/index.js';
+import { K8sServiceSync, SERVICE_HEADLESS, SERVICE_PROXY_NAME, REASON_INVALID, REASON_NOT_APPLIED, type SyncKind } from '../../src/cells/k8s-services/index.js';
 import type { EndpointSlice, LabelledObject, ResourceEvent, Service } from '../../src/cells/k8s/index.js';
 
 type Cond = { ready?: boolean; serving?: boolean; terminating?: boolean };
@@ -92,6 +92,11 @@ t.test('events before the flush change nothing; the flush applies the caches and
   t.notOk(mgr.service('apiserver:shop/web'), 'labelled for another proxy: not this agent\'s, removed');
   sync.onService(up(WEB));
   t.ok(mgr.service('apiserver:shop/web'), 'the label gone: served again');
+  sync.onService(up({ ...other, metadata: { ...other.metadata, labels: { [SERVICE_HEADLESS]: '' } } }));
+  t.notOk(mgr.service('apiserver:shop/web'), 'labelled headless (an empty value too): no proxy serves its clusterIP, removed');
+  t.notOk(Object.keys(table(mgr)).some((f) => f.startsWith('10.96.0.10:')), 'its frontends are gone although its slices remain');
+  sync.onService(up(WEB));
+  t.ok(mgr.service('apiserver:shop/web'), 'the headless label gone: served again');
   sync.onService(del(WEB));
   t.same(Object.keys(table(mgr)), ['10.96.5.5:80/tcp'], 'the Service deleted: its frontends are gone');
   t.notOk(mgr.service('apiserver:shop/web'));

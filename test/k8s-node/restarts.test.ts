@@ -92,7 +92,13 @@ async function agentReady(n: Node): Promise<void> {
     return r.items.length === 1 && !r.items[0]!.metadata.deletionTimestamp && (r.items[0]!.status.containerStatuses ?? []).every((s) => s.ready) && (r.items[0]!.status.containerStatuses ?? []).length > 0;
   }, 180_000);
   // the API's status may still be the one from before kubelet restarted: the agent must answer
-  await until('the agent answering in its pod', () => agentCli(n, ['status']).then(() => true, () => false), 180_000);
+  let last = '';
+  await until('the agent answering in its pod', () => agentCli(n, ['status']).then(() => true, (err: unknown) => {
+    last = err instanceof Error ? err.message : String(err);
+    return false;
+  }), 180_000).catch((err: unknown) => {
+    throw new Error(`${(err as Error).message}; the last \`kubectl exec ds/cellium -- cellium status\` said: ${last}`, { cause: err });
+  });
 }
 
 t.test('pods keep their addresses and policies through container, node and agent restarts', { skip }, async (t) => {

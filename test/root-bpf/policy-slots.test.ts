@@ -35,6 +35,30 @@ t.test('setVisible and empty: read back, in order, idempotent', { skip }, async 
   t.same(slots.ids(), []);
 });
 
+t.test('setManyVisible: many slots in one batch write, after the operations already started on them', { skip }, async (t) => {
+  const { root, remove } = testBpfRoot();
+  t.teardown(remove);
+  const slots = PolicyMapsMap.open(root);
+  t.teardown(() => slots.close());
+  const a = BpfMap.create(POLICY_MAPS_MAP_SPEC.inner!);
+  const b = BpfMap.create(POLICY_MAPS_MAP_SPEC.inner!);
+  t.teardown(() => {
+    a.close();
+    b.close();
+  });
+  const ids = Array.from({ length: 500 }, (_, i) => i + 1);
+  const pending = slots.setVisible(3, b);
+  await slots.setManyVisible(ids.map((id) => [id, id % 2 ? a : b] as const));
+  await pending;
+  t.ok(ids.every((id) => slots.get(id) === (id % 2 ? a : b).info.id), 'every slot holds its map (slot 3: the batch, which came after the single write)');
+  await slots.setManyVisible([[1, b]]);
+  t.equal(slots.get(1), b.info.id, 'one slot: setVisible');
+  const bad = BpfMap.create({ name: 'cellium_tb', type: MapType.ARRAY, keySize: 4, valueSize: 4, maxEntries: 4 });
+  t.teardown(() => bad.close());
+  await t.rejects(slots.setManyVisible([[1, a], [2, bad]]), { syscall: 'bpf_map_update_batch', code: 'EINVAL' }, 'a map of another shape is refused');
+  t.equal(slots.get(1), a.info.id, 'the slots before the refused one were written (read them back)');
+});
+
 t.test('the async map calls reject with the syscall and errno', { skip }, async (t) => {
   const m = BpfMap.create({ name: 'cellium_ta', type: MapType.ARRAY, keySize: 4, valueSize: 4, maxEntries: 4 });
   t.teardown(() => m.close());

@@ -68,16 +68,30 @@ export class BpfDatapath implements Datapath {
       ...opts,
       onError: (table, key, err) => log.warn({ map: table, key, err: err.message }, 'BPF map write failed; retrying with backoff'),
       onEndpointDeleted: (ips) => void this.gc.scrub(ips),
+      sharedPolicyMaps: cfg.bpfLxcProgram === 'shared',
     });
-    this.loader = new BpfLoader(this.kernel, { object: opts.lxcObject, mode: cfg.bpfAttachMode, ctTimeouts: opts.ctTimeouts, program: cfg.bpfLxcProgram });
+    this.loader = new BpfLoader(this.kernel, { object: opts.lxcObject, mode: cfg.bpfAttachMode, ctTimeouts: opts.ctTimeouts, program: cfg.bpfLxcProgram, policyGroups: this.maps.groups });
     this.loader.setGate((c) => this.gc.settled([c.ipv4, c.ipv6]));
     const kernel = this.kernel;
     this.monitorEvents = { get bpfRoot() { return kernel.root; }, eventsLost: () => kernel.traffic().eventsLost };
   }
 
-  /** Opens the maps, starts the reconcilers and publishes the host's addresses. */
+  /**
+   * Opens the maps, recovers the shared policy maps from the slots (or, with per-endpoint programs,
+   * gives every endpoint sharing one a copy of its own), starts the reconcilers and publishes the
+   * host's addresses.
+   */
   start(): void {
     this.kernel.open();
+    if (this.maps.groups) {
+      const problems = this.maps.groups.recover();
+      if (problems.length) this.log.warn({ problems }, 'shared policy maps: some slots could not be recovered; those endpoints keep their slot until their policy is realized');
+      const st = this.maps.groups.stats();
+      if (st.members) this.log.info({ maps: st.groups, endpoints: st.members }, 'shared policy maps recovered from cellium_policy_maps');
+    } else {
+      const copied = this.kernel.unsharePolicyPins();
+      if (copied.length) this.log.info({ endpointIDs: copied }, 'per-endpoint programs: endpoints that shared a policy map got a copy of their own');
+    }
     this.maps.start();
     this.syncHostAddresses();
     this.log.info({ bpfRoot: this.cfg.bpfRoot }, 'BPF datapath maps open');
@@ -91,6 +105,7 @@ export class BpfDatapath implements Datapath {
     this.routes = undefined;
     await routes?.close();
     this.loader.shared?.close();
+    this.maps.groups?.close();
     this.kernel.close();
     this.lost.complete();
   }
@@ -223,6 +238,7 @@ export class BpfDatapath implements Datapath {
         for (const ifIndex of ifIndexes.get(id) ?? []) if (this.kernel.endpoints.get(ifIndex)?.endpointId === id) this.kernel.endpoints.delete(ifIndex);
         this.kernel.policySlots.delete(id);
         this.kernel.removePolicy(id);
+        this.maps.groups?.forget(id);
       } catch (err) {
         this.log.warn({ endpointID: id, err: wrapBpf('program', `removing stale endpoint ${id}`, err).message }, 'could not remove a stale endpoint program');
       }

@@ -43,9 +43,12 @@ export function dumpMetrics(kernel: KernelMaps, name: string): MapDump {
   return { name, path: `${kernel.root}/${name}`, status: { state: 'done', updatedAt: new Date().toISOString() }, entries };
 }
 
-/** An endpoint's policy map as the kernel holds it (no entries when it is not pinned). */
-export function dumpPolicy(kernel: KernelMaps, id: number, name: string, status: ReconcileStatus): MapDump {
-  const map = kernel.existingPolicy(id);
+/**
+ * An endpoint's policy map as the kernel holds it (no entries when it is not pinned); `shared`:
+ * the pin names the map the endpoint shares with others (opened as it is).
+ */
+export function dumpPolicy(kernel: KernelMaps, id: number, name: string, shared: boolean, status: ReconcileStatus): MapDump {
+  const map = kernel.existingPolicy(id, shared);
   const entries = (map?.entries() ?? []).map(([k, deny]) => ({ key: policyKeyId(k), value: deny ? 'deny' : 'allow' }));
   return { name, path: `${kernel.root}/${name}`, status, entries };
 }

@@ -11,9 +11,9 @@
  * under the BPF root, so it outlives the agent.
  */
 import { join } from 'node:path';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync } from 'node:fs';
 import { BpfMap, ensureBpffs } from '../../bpf/index.js';
-import { CtMaps, PolicyMapsMap, openEndpointsMap, type EndpointsMap, EVENTS_MAP, EVENTS_MAP_SPEC, METRICS_MAP, METRICS_MAP_SPEC, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readTraffic, removePolicyMap, type IPCacheMap, type LxcMap, type MapReplacement, type PolicyMap, type TrafficCounters } from '../../maps/index.js';
+import { CtMaps, OBJECT_POLICY_MAP, POLICY_MAP_SPEC, PolicyMapsMap, openEndpointsMap, type EndpointsMap, EVENTS_MAP, EVENTS_MAP_SPEC, METRICS_MAP, METRICS_MAP_SPEC, openIPCacheMap, openLxcMap, openPolicyMap, policyMapPath, readTraffic, removePolicyMap, type IPCacheMap, type LxcMap, type MapReplacement, type PolicyMap, type TrafficCounters } from '../../maps/index.js';
 import { endpointOfPolicyMap } from '../../datapath/map-names.js';
 import type { BpfDatapathConfig } from '../../datapath/bpf-config.js';
 import { BpfDatapathError, wrapBpf } from './errors.js';
@@ -34,6 +34,11 @@ export class KernelMaps {
     /** Told when a pinned map had another layout and was recreated (its entries are gone). */
     private readonly onReplace: (r: MapReplacement) => void = () => undefined,
   ) {}
+
+  /** Entries of each policy map (the configured size). */
+  get policyMapMax(): number {
+    return this.cfg.bpfPolicyMapMax;
+  }
 
   /** The BPF root. */
   get root(): string {
@@ -121,19 +126,106 @@ export class KernelMaps {
     return m;
   }
 
-  /** An endpoint's policy map when it is pinned (never creates one). */
-  existingPolicy(endpointId: number): PolicyMap | undefined {
+  /**
+   * An endpoint's policy map when it is pinned (never creates one). With `asIs` the pinned map is
+   * opened whatever its size (a shared policy map, whose pin is only a view, is never resized).
+   */
+  existingPolicy(endpointId: number, asIs = false): PolicyMap | undefined {
     if (!existsSync(policyMapPath(this.cfg.bpfRoot, endpointId))) {
       this.forgetPolicy(endpointId);
       return undefined;
     }
-    return this.policy(endpointId);
+    if (!asIs) return this.policy(endpointId);
+    let m = this.policyMaps.get(endpointId);
+    if (!m) {
+      try {
+        m = openPolicyMap(this.cfg.bpfRoot, endpointId);
+      } catch (err) {
+        throw wrapBpf('map', `opening the policy map of endpoint ${endpointId}`, err);
+      }
+      this.policyMaps.set(endpointId, m);
+    }
+    return m;
+  }
+
+  /**
+   * Pins `map` as endpoint `endpointId`'s policy map (`cellium_policy_<id>`), replacing what was
+   * pinned there (pinned beside, then renamed over: the name never goes missing). Several
+   * endpoints' names may pin one map (a shared policy map).
+   */
+  pinPolicy(endpointId: number, map: BpfMap): void {
+    const path = policyMapPath(this.cfg.bpfRoot, endpointId);
+    const pending = `${path}_new`; // bpffs refuses names with a dot
+    this.forgetPolicy(endpointId);
+    try {
+      if (existsSync(pending)) BpfMap.unpin(pending); // left by a crash between the pin and the rename
+      map.pin(pending);
+      renameSync(pending, path);
+    } catch (err) {
+      BpfMap.unpin(pending);
+      throw wrapBpf('map', `pinning the policy map of endpoint ${endpointId}`, err);
+    }
+  }
+
+  /** The kernel id of the map pinned as endpoint `endpointId`'s policy map, or undefined when none is. */
+  pinnedPolicyId(endpointId: number): number | undefined {
+    const path = policyMapPath(this.cfg.bpfRoot, endpointId);
+    if (!existsSync(path)) return undefined;
+    try {
+      const m = BpfMap.openPinned(path);
+      const id = m.info.id;
+      m.close();
+      return id;
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ENOENT') return undefined;
+      throw wrapBpf('map', `opening the policy map of endpoint ${endpointId}`, err);
+    }
   }
 
   /** Closes and unpins an endpoint's policy map; false when it was not pinned. */
   removePolicy(endpointId: number): boolean {
     this.forgetPolicy(endpointId);
     return removePolicyMap(this.cfg.bpfRoot, endpointId);
+  }
+
+  /**
+   * Per-endpoint programs (each writes its own cellium_policy_<id>) after a run with shared policy
+   * maps: every endpoint whose pinned policy map is also another endpoint's (its pin or its slot in
+   * cellium_policy_maps) gets a copy of its own with the same entries, pinned over the shared name,
+   * so writing one endpoint's policy never changes another's. Returns the endpoints given a copy.
+   */
+  unsharePolicyPins(): number[] {
+    const holders = new Map<number, Set<number>>();
+    const hold = (mapId: number | undefined, id: number): void => {
+      if (mapId !== undefined) holders.set(mapId, (holders.get(mapId) ?? new Set()).add(id));
+    };
+    const pinned = new Map<number, number>();
+    for (const id of this.pinnedPolicyMaps()) {
+      const mapId = this.pinnedPolicyId(id);
+      if (mapId === undefined) continue;
+      pinned.set(id, mapId);
+      hold(mapId, id);
+    }
+    for (const id of this.policySlots.ids()) hold(this.policySlots.get(id), id);
+    const copied: number[] = [];
+    for (const [id, mapId] of pinned) {
+      if ((holders.get(mapId)?.size ?? 0) < 2) continue;
+      const shared = BpfMap.openPinned(policyMapPath(this.cfg.bpfRoot, id));
+      try {
+        const { count, keys, values } = shared.lookupAll();
+        const own = BpfMap.create({ ...POLICY_MAP_SPEC, name: OBJECT_POLICY_MAP, maxEntries: this.cfg.bpfPolicyMapMax });
+        try {
+          own.updateBatch(keys, values, count);
+          this.pinPolicy(id, own);
+        } finally {
+          own.close();
+        }
+      } finally {
+        shared.close();
+      }
+      copied.push(id);
+    }
+    return copied;
   }
 
   /** Endpoint IDs that have a policy map pinned under the root. */

@@ -17,6 +17,7 @@ import type { EndpointDatapathConfig, Loader } from '../../datapath/types.js';
 import { wrapBpf } from './errors.js';
 import type { KernelMaps } from './kernel-maps.js';
 import { SharedLxc, isSharedProgram, openPinnedLBMaps } from './shared-loader.js';
+import type { PolicyGroups } from './policy-groups.js';
 
 /** The object's name of the per-endpoint policy map (bound to cellium_policy_<id>). */
 const OBJECT_POLICY_MAP = 'cellium_policy';
@@ -71,9 +72,16 @@ export class BpfLoader implements Loader {
 
   constructor(
     private readonly kernel: KernelMaps,
-    private readonly opts: { readonly object?: string; readonly mode?: AttachMode; readonly ctTimeouts?: CtTimeouts; readonly program?: 'per-endpoint' | 'shared' } = {},
+    private readonly opts: {
+      readonly object?: string; readonly mode?: AttachMode; readonly ctTimeouts?: CtTimeouts; readonly program?: 'per-endpoint' | 'shared';
+      /** The shared policy maps (required with program 'shared'). */
+      readonly policyGroups?: PolicyGroups;
+    } = {},
   ) {
-    if (opts.program === 'shared') this.shared = new SharedLxc(kernel, opts);
+    if (opts.program === 'shared') {
+      if (!opts.policyGroups) throw new Error('the shared bpf_lxc needs the shared policy maps (BpfMaps with sharedPolicyMaps)');
+      this.shared = new SharedLxc(kernel, opts, opts.policyGroups);
+    }
   }
 
   /** Resolves once nothing stands in the way of loading `cfg` (see setGate). */
@@ -156,7 +164,9 @@ export class BpfLoader implements Loader {
     const eps = this.kernel.endpoints;
     if (ifIndex !== undefined && eps.get(ifIndex)?.endpointId === id) eps.delete(ifIndex);
     else for (const [ifx, v] of eps.entries()) if (v.endpointId === id) eps.delete(ifx);
-    await slots.empty(id);
+    // shared policy maps: the endpoint leaves its map's group too (the map goes with its last endpoint)
+    if (this.shared) await this.shared.groups.leave(id);
+    else await slots.empty(id);
   }
 
   /** The conntrack lifetimes programs are loaded with. */
@@ -209,12 +219,11 @@ export class BpfLoader implements Loader {
    * undefined.
    */
   private policyMapMismatch(id: number, progs: Record<LxcProgram, number>): string | undefined {
-    const pinned = this.busy.has(id) ? undefined : this.kernel.existingPolicy(id)?.map.info.id;
     if (this.shared) {
-      const slot = this.kernel.policySlots.get(id);
-      if (pinned !== undefined && slot === pinned) return undefined;
-      return `the shared program, through its slot in cellium_policy_maps (${slot === undefined ? 'empty' : `map id ${slot}`}), does not look up the pinned policy map ${policyMapName(id)} (${pinned === undefined ? 'none is pinned' : `the pinned one is map id ${pinned}`}): it was removed or replaced by hand`;
+      const why = this.busy.has(id) ? undefined : this.shared.groups.slotMismatch(id);
+      return why && `the shared program does not look up the policy map of ${policyMapName(id)}: ${why}`;
     }
+    const pinned = this.busy.has(id) ? undefined : this.kernel.existingPolicy(id)?.map.info.id;
     for (const prog of Object.keys(LXC_PROGRAMS) as LxcProgram[]) {
       let bound: number[];
       try {

@@ -14,6 +14,8 @@ import { dumpIPCache, dumpLxc, dumpMetrics, dumpPolicy, policyStatus, tableStatu
 import type { DatapathMaps, IPCacheEntry, LxcEntry, MapDump, MapSummary, PolicyEntry } from '../../datapath/types.js';
 import type { Jobs } from '../../hive/jobs.js';
 import type { KernelMaps } from './kernel-maps.js';
+import { PolicyGroups } from './policy-groups.js';
+import { sharedPolicyOps } from './shared-policy-ops.js';
 import { hostCidrKey, ipcacheKey, ipcacheOps, lxcKey, lxcOps, lxcValue, policyObjectKey, policyOps, samePolicy, type PolicyObject, type WrittenPolicy } from './tables.js';
 
 /** The tables, in the order of the reconcilers. */
@@ -30,6 +32,11 @@ export interface BpfMapsOptions {
   readonly onError?: (table: string, key: string, err: Error) => void;
   /** Called with an endpoint's addresses when its entries are deleted (conntrack scrub). */
   readonly onEndpointDeleted?: (ips: readonly string[]) => void;
+  /**
+   * Endpoints with the same policy share one policy map (PolicyGroups; the shared bpf_lxc, whose
+   * slots can point at any map). Otherwise each endpoint's map is its own.
+   */
+  readonly sharedPolicyMaps?: boolean;
 }
 
 /** What BpfMaps does with a reconciler, whatever its table's value type. */
@@ -56,17 +63,24 @@ export class BpfMaps implements DatapathMaps {
   private readonly policyWritten = new Map<number, WrittenPolicy>();
   /** Endpoints whose policy map is to be unpinned once its entries are gone. */
   private readonly removedPolicies = new Set<number>();
+  /** The shared policy maps (with `sharedPolicyMaps`). */
+  readonly groups?: PolicyGroups;
 
   constructor(private readonly kernel: KernelMaps, private readonly opts: BpfMapsOptions) {
     const o = (table: string) => ({
       retryMinMs: opts.retryMinMs, retryMaxMs: opts.retryMaxMs,
       onError: (key: string, err: Error) => opts.onError?.(table, key, err),
     });
+    const endpoints = (): Iterable<number> => this.policyWanted.keys();
+    if (opts.sharedPolicyMaps) this.groups = new PolicyGroups(kernel, kernel.policyMapMax);
     this.reconcilers = [
       new Reconciler(this.lxcTable, lxcOps(kernel), o(LXC_MAP)),
       new Reconciler(this.ipcacheTable, ipcacheOps(kernel), o(IPCACHE_MAP)),
-      // a batch of endpoints' maps per round step (each may be thousands of entries)
-      new Reconciler(this.policyTable, policyOps(kernel, () => this.policyWanted.keys(), this.policyWritten), { ...o('cellium_policy'), batchSize: 16 }),
+      this.groups
+        // shared maps: a map is filled once per content, an endpoint's write is its slot (the slots of a batch are one write)
+        ? new Reconciler(this.policyTable, sharedPolicyOps(this.groups, endpoints, (id) => this.policyWanted.get(id)), { ...o('cellium_policy'), batchSize: 4096 })
+        // a batch of endpoints' maps per round step (each may be thousands of entries)
+        : new Reconciler(this.policyTable, policyOps(kernel, endpoints, this.policyWritten), { ...o('cellium_policy'), batchSize: 16 }),
     ];
   }
 
@@ -180,7 +194,7 @@ export class BpfMaps implements DatapathMaps {
     signal?.throwIfAborted();
     for (const id of this.removedPolicies) {
       if (this.policyWanted.has(id)) continue;
-      this.kernel.removePolicy(id);
+      if (!this.groups) this.kernel.removePolicy(id); // shared maps: the delete removed the pin with the slot
       this.removedPolicies.delete(id);
     }
     if (endpointId === undefined) {
@@ -232,8 +246,8 @@ export class BpfMaps implements DatapathMaps {
     const id = endpointOfPolicyMap(name);
     if (id === undefined) return undefined;
     const wanted = this.policyWanted.has(id);
-    if (!wanted && !this.kernel.existingPolicy(id)) return undefined;
-    return dumpPolicy(this.kernel, id, name, policyStatus(this.policyTable, wanted ? [policyObjectKey(id)] : [], this.policyErrors.get(id)));
+    if (!wanted && !this.kernel.existingPolicy(id, !!this.groups)) return undefined;
+    return dumpPolicy(this.kernel, id, name, !!this.groups, policyStatus(this.policyTable, wanted ? [policyObjectKey(id)] : [], this.policyErrors.get(id)));
   }
 }
 

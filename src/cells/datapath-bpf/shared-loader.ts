@@ -19,6 +19,7 @@ import {
   sharedConstants, type SharedProgram,
 } from './lxc/index.js';
 import type { KernelMaps } from './kernel-maps.js';
+import type { PolicyGroups } from './policy-groups.js';
 
 type LxcProgram = keyof typeof LXC_PROGRAMS;
 
@@ -61,6 +62,8 @@ export class SharedLxc {
   constructor(
     private readonly kernel: KernelMaps,
     private readonly opts: { readonly object?: string; readonly mode?: AttachMode; readonly ctTimeouts?: CtTimeouts },
+    /** The shared policy maps: which map an endpoint's slot points at. */
+    readonly groups: PolicyGroups,
   ) {}
 
   /** The ids of the shared program's two halves, when one is loaded. */
@@ -154,8 +157,9 @@ export class SharedLxc {
   async load(cfg: EndpointDatapathConfig, previousIfIndex?: number): Promise<Record<LxcProgram, number>> {
     const program = await this.program();
     // the slot first (the program finds the policy map the entry's ID names), then the entry; the
-    // slot's write is left to a worker once it reads back (its grace period blocks nobody)
-    await this.kernel.policySlots.setVisible(cfg.id, this.kernel.policy(cfg.id).map);
+    // slot's write is left to a worker once it reads back (its grace period blocks nobody). The
+    // slot points at the endpoint's shared policy map (the empty policy's until it is realized)
+    await this.groups.attach(cfg.id);
     this.kernel.endpoints.set(cfg.ifIndex, endpointInfo(cfg));
     if (previousIfIndex !== undefined && previousIfIndex !== cfg.ifIndex) this.forgetInterface(cfg.id, previousIfIndex);
     if (!this.runs(cfg.ifIndex, program)) await attachShared(program, cfg, { bpfRoot: this.kernel.root, mode: this.opts.mode });
@@ -177,13 +181,13 @@ export class SharedLxc {
     });
   }
 
-  /** Whether the endpoint runs the shared program of this configuration with exactly cfg's entry and its policy map in its slot. */
+  /** Whether the endpoint runs the shared program of this configuration with exactly cfg's entry and its shared policy map in its slot. */
   async isLoaded(cfg: EndpointDatapathConfig): Promise<boolean> {
     const program = await this.program();
     if (!this.runs(cfg.ifIndex, program)) return false;
     const entry = this.kernel.endpoints.get(cfg.ifIndex);
     if (!entry || JSON.stringify(entry) !== JSON.stringify(endpointInfo(cfg))) return false;
-    return this.kernel.policySlots.get(cfg.id) === this.kernel.policy(cfg.id).map.info.id;
+    return this.groups.slotMismatch(cfg.id) === undefined;
   }
 
   /** Removes the cellium_endpoints entry of ifIndex when it is endpoint `id`'s (an interface the endpoint had before). */

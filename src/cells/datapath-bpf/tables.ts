@@ -127,15 +127,15 @@ export interface WrittenPolicy {
   readonly entries: readonly PolicyLpmEntry[];
 }
 
-/** An endpoint's policy map as the kernel holds it. */
-function kernelEntries(map: PolicyMap): PolicyLpmEntry[] {
+/** A policy map as the kernel holds it. */
+export function kernelEntries(map: PolicyMap): PolicyLpmEntry[] {
   return map.entries().map(([key, deny]) => ({ key, deny }));
 }
 
 const encodedAll = new WeakMap<readonly PolicyLpmEntry[], { keys: Buffer; values: Buffer }>();
 
 /** Every entry of a (shared, unchanging) expansion encoded as the kernel's keys and values, once per expansion. */
-function encoded(want: readonly PolicyLpmEntry[]): { keys: Buffer; values: Buffer } {
+export function encoded(want: readonly PolicyLpmEntry[]): { keys: Buffer; values: Buffer } {
   let e = encodedAll.get(want);
   if (!e) {
     const ks = policyKeyCodec.size;
@@ -156,7 +156,7 @@ function encoded(want: readonly PolicyLpmEntry[]): { keys: Buffer; values: Buffe
  * ones deleted, so no packet sees less than both the old and the new allow; when the map is too
  * full for that order, the deletes go first.
  */
-function writePolicy(map: PolicyMap, before: readonly PolicyLpmEntry[], want: readonly PolicyLpmEntry[]): void {
+export function writePolicy(map: PolicyMap, before: readonly PolicyLpmEntry[], want: readonly PolicyLpmEntry[]): void {
   if (before === want) return;
   if (before.length === 0) {
     // a new map (every endpoint's first build): the expansion's entries, encoded once for all endpoints sharing it

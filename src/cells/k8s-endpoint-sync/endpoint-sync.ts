@@ -12,7 +12,7 @@ import { sleep } from '../../hive/index.js';
 import type { EndpointView } from '../endpoint/index.js';
 import type { Pod, Resource } from '../k8s/index.js';
 import type { CepApi } from './api.js';
-import { cepStatus, newCep, ownerPodUid, podOwner, type CepStatus } from './cep.js';
+import { cepStatus, newCep, ownerPodUid, podOwner, type CepStatus, type CiliumEndpoint } from './cep.js';
 import { cepNotWritten, cepTaken, podUnknown } from './errors.js';
 
 /** What one endpoint's sync uses. */
@@ -113,6 +113,9 @@ export class CepSync {
   private async init(pod: Pod | undefined, status: CepStatus, signal?: AbortSignal): Promise<void> {
     const owner = pod && podOwner(pod);
     if (!owner) throw podUnknown(this.key, this.d.nodeName);
+    // a new pod's (the common case, in the CNI ADD's path): one request; one that exists answers 409 and is looked at
+    const first = await this.d.api.create(newCep(pod, owner, status), signal);
+    if (first) return this.created(first, owner.uid, status);
     const there = await this.d.api.get(this.namespace, this.name, signal);
     if (there) {
       const theirs = ownerPodUid(there);
@@ -127,7 +130,11 @@ export class CepSync {
     }
     const made = await this.d.api.create(newCep(pod, owner, status), signal);
     if (!made) throw cepTaken(this.key, 'created by another writer meanwhile');
-    this.adopt(made.metadata.uid!, owner.uid, JSON.stringify([status, this.labels]));
+    this.created(made, owner.uid, status);
+  }
+
+  private created(made: CiliumEndpoint, ownerUid: string, status: CepStatus): void {
+    this.adopt(made.metadata.uid!, ownerUid, JSON.stringify([status, this.labels]));
     this.d.log.info({ endpointID: this.ep.id, cep: this.key, uid: made.metadata.uid }, 'CiliumEndpoint created');
   }
 

@@ -9,7 +9,8 @@
  * only recorded: the services restored from the state directory stay exactly as stored. `flush`
  * applies every Service, then deletes the stored apiserver services the apiserver no longer has.
  * Afterwards every event applies at once. A Service labelled `service.kubernetes.io/service-proxy-name`
- * is served by another proxy and is treated as absent (as kube-proxy and Cilium do). An object that cannot be translated keeps its previous
+ * (served by another proxy) or `service.kubernetes.io/headless` (a ClusterIP no proxy serves) is
+ * treated as absent (as kube-proxy and Cilium do). An object that cannot be translated keeps its previous
  * version and is reported (an Event on it); a Service the manager refuses (its address taken by
  * another service, a node address) too, and is retried whenever the services change (`retry`).
  */
@@ -22,6 +23,15 @@ import { REASON_INVALID, REASON_NOT_APPLIED, invalidObject, serviceRefused } fro
 
 /** The label naming the proxy that serves a Service (Kubernetes' well-known label): set, it is not ours. */
 export const SERVICE_PROXY_NAME = 'service.kubernetes.io/service-proxy-name';
+
+/** The label marking a Service headless whatever its clusterIP (Kubernetes' well-known label): set, no proxy serves it. */
+export const SERVICE_HEADLESS = 'service.kubernetes.io/headless';
+
+/** True when a Service is labelled for another proxy or headless: this agent serves none of its addresses. */
+export function notProxied(svc: LabelledObject): boolean {
+  const labels = svc.metadata?.labels;
+  return labels?.[SERVICE_PROXY_NAME] !== undefined || labels?.[SERVICE_HEADLESS] !== undefined;
+}
 
 /** The kinds this sync reads. */
 export type SyncKind = 'Service' | 'EndpointSlice';
@@ -95,8 +105,8 @@ export class K8sServiceSync {
   onService(ev: ResourceEvent<K8sServiceObject>): void {
     if (ev.kind === 'sync') return this.synced('Service');
     const key = ev.key;
-    // a Service another proxy serves is not this agent's (kube-proxy and Cilium skip it too)
-    if (ev.kind === 'delete' || ev.object.metadata?.labels?.[SERVICE_PROXY_NAME] !== undefined) {
+    // a Service another proxy serves, or labelled headless, is not this agent's (kube-proxy and Cilium skip it too)
+    if (ev.kind === 'delete' || notProxied(ev.object)) {
       this.exists.delete(key);
       this.svcs.delete(key);
       this.invalid.delete(`Service ${key}`);

@@ -56,6 +56,32 @@ export class PolicyMapsMap {
     });
   }
 
+  /**
+   * Points many slots at their maps in one BPF_MAP_UPDATE_BATCH on a worker (one grace period for
+   * all, instead of one per slot; each slot changes atomically); resolves when the write returned,
+   * rejects when it failed (then some slots may hold their new map: read them back). One slot is
+   * setVisible. Operations already started on these slots go first.
+   */
+  setManyVisible(moves: readonly (readonly [endpointId: number, policy: BpfMap])[]): Promise<void> {
+    if (moves.length === 0) return Promise.resolve();
+    if (moves.length === 1) return this.setVisible(moves[0]![0], moves[0]![1]);
+    const keys = Buffer.alloc(4 * moves.length);
+    const values = Buffer.alloc(4 * moves.length);
+    moves.forEach(([id, m], i) => {
+      hostOrder.u32.write(keys, id, i * 4);
+      hostOrder.u32.write(values, m.fd, i * 4);
+    });
+    const before = moves.map(([id]) => this.last.get(id)).filter((p): p is Promise<unknown> => p !== undefined);
+    const op = (): Promise<void> => this.map.updateBatchAsync(keys, values, moves.length);
+    const p = before.length ? Promise.allSettled(before).then(op) : op();
+    for (const [id] of moves) this.last.set(id, p);
+    const forget = (): void => {
+      for (const [id] of moves) if (this.last.get(id) === p) this.last.delete(id);
+    };
+    p.then(forget, forget);
+    return p;
+  }
+
   /** Empties an endpoint's slot; resolves once it reads back empty (the grace period finishes on a worker). */
   empty(endpointId: number): Promise<void> {
     return this.inOrder(endpointId, async () => {
@@ -99,9 +125,20 @@ export class PolicyMapsMap {
     return this.map.delete(slot(endpointId));
   }
 
-  /** Endpoint IDs whose slot holds a map. */
+  /** Endpoint IDs whose slot holds a map, ascending. */
   ids(): number[] {
-    return [...this.map.keys()].map((k) => hostOrder.u32.read(k, 0)).filter((id) => this.get(id) !== undefined);
+    return [...this.slots().keys()];
+  }
+
+  /**
+   * Every slot that holds a map: endpoint ID -> map id, ascending by ID (one batch lookup: the
+   * kernel skips empty slots; not 4,096 lookups).
+   */
+  slots(): Map<number, number> {
+    const all = this.map.lookupAll(256);
+    const out: [number, number][] = [];
+    for (let i = 0; i < all.count; i++) out.push([hostOrder.u32.read(all.keys, i * 4), hostOrder.u32.read(all.values, i * 4)]);
+    return new Map(out.sort((a, b) => a[0] - b[0]));
   }
 
   /** Closes the fd (the pinned map stays). */

@@ -2,3 +2,4 @@
 export * from './key.js';
 export { OBJECT_POLICY_MAP, POLICY_MAP_SPEC, policyKeyCodec, policyValueCodec } from './layout.js';
 export { openPolicyMap, policyMapPath, removePolicyMap, syncPolicyMap, type PolicyMap, type PolicySyncResult } from './map.js';
+export { policyContentId } from './content.js';
