@@ -14,7 +14,8 @@
  * encoded stage, also the agent's default 4,095, the services and workloads looked up
  * in that agent as the hubble cell does), then its protobuf encoding once,
  * then gRPC to a client in another process that only counts messages (what grpc-js and HTTP/2 add,
- * both ends sharing this machine's cores), then to `hubble observe -o json` (the real client, whose
+ * both ends sharing this machine's cores; also with grpc-js's stock one write a message, the
+ * patched `_writev` of patches/@grpc+grpc-js taken away for those rounds, interleaved), then to `hubble observe -o json` (the real client, whose
  * JSON printing shares the cores too). The in-process stages are rated per CPU second (this
  * process's, GC threads included), the served ones per wall second and per second of this process's
  * CPU (the agent side alone: the client runs elsewhere; the producer's time taken out in both).
@@ -24,6 +25,7 @@
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Hive, silentLogger } from '../src/hive/index.js';
@@ -282,6 +284,21 @@ async function withServer<T>(recs: readonly Buffer[], follower: (socket: string)
   }
 }
 
+/** grpc-js's server stream prototype, whose `_writev` (patches/@grpc+grpc-js) batches a call's queued messages. */
+const grpcServerStream = (createRequire(import.meta.url)('@grpc/grpc-js/build/src/server-call.js') as { ServerWritableStreamImpl: { prototype: { _writev?: unknown } } }).ServerWritableStreamImpl.prototype;
+
+/** `fn` with grpc-js's stock behaviour: one HTTP/2 write a message (the patch's `_writev` taken away meanwhile). */
+async function oneWriteAMessage<T>(fn: () => Promise<T>): Promise<T> {
+  const writev = grpcServerStream._writev;
+  if (!writev) throw new Error('grpc-js is not patched (npx patch-package): the batched rows would measure nothing');
+  delete grpcServerStream._writev;
+  try {
+    return await fn();
+  } finally {
+    grpcServerStream._writev = writev;
+  }
+}
+
 /** All N records as fast as the loop goes, until the client received them all (or was told they were lost); the producer's time left out. */
 async function served(follower: (socket: string) => Follower, recs: readonly Buffer[]): Promise<Served> {
   return withServer(recs, follower, async (observer, f) => {
@@ -392,9 +409,11 @@ async function stages(bin: string): Promise<void> {
   }
   const best = (a: Served, b: Served): Served => ({ ...(b.rate > a.rate ? b : a), cpuRate: Math.max(a.cpuRate, b.cpuRate) });
   let counted = await served(counterFollower, recs);
+  let unbatched = await oneWriteAMessage(() => served(counterFollower, recs));
   let cli = await served((socket) => hubbleFollower(bin, socket), recs);
   for (let i = 1; i < SERVED_ROUNDS; i++) {
     counted = best(counted, await served(counterFollower, recs));
+    unbatched = best(unbatched, await oneWriteAMessage(() => served(counterFollower, recs)));
     cli = best(cli, await served((socket) => hubbleFollower(bin, socket), recs));
   }
   const pace = await paced((socket) => hubbleFollower(bin, socket), recs);
@@ -408,6 +427,8 @@ async function stages(bin: string): Promise<void> {
     [`... + protobuf response, the agent's default ring (${DEFAULT_RING})`, encodedDefault, us(encodedDefault), ratio(encodedDefault, base, target), '-', '-'],
     ['... + gRPC to a process counting messages (wall)', counted.rate, us(counted.rate), ratio(counted.rate, base, target), counted.received, counted.lost],
     ['... + gRPC to a process counting messages (agent CPU)', counted.cpuRate, us(counted.cpuRate), ratio(counted.cpuRate, base, target), counted.received, counted.lost],
+    ['... + gRPC to a process counting messages, one write a message (stock grpc-js, wall)', unbatched.rate, us(unbatched.rate), ratio(unbatched.rate, base, target), unbatched.received, unbatched.lost],
+    ['... + gRPC to a process counting messages, one write a message (stock grpc-js, agent CPU)', unbatched.cpuRate, us(unbatched.cpuRate), ratio(unbatched.cpuRate, base, target), unbatched.received, unbatched.lost],
     ['... + gRPC to hubble observe --follow -o json (wall)', cli.rate, us(cli.rate), ratio(cli.rate, base, target), cli.received, cli.lost],
     ['... + gRPC to hubble observe --follow -o json (agent CPU)', cli.cpuRate, us(cli.cpuRate), ratio(cli.cpuRate, base, target), cli.received, cli.lost],
   ]);

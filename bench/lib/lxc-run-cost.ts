@@ -3,7 +3,8 @@
  * per-endpoint) loaded on a BPF root of the bench's with the same conntrack, ipcache and policy,
  * and run on crafted IPv4 TCP frames with BPF_PROG_TEST_RUN (many repeats per call, the kernel's
  * mean per run), in alternating rounds. The packets: a pod's established connection leaving it
- * (service lookup, conntrack, ipcache and policy) and the reply coming back (conntrack only). On a
+ * (service lookup, conntrack, ipcache and policy) and the reply coming back (conntrack only), and
+ * the server side of a connection to the pod (the request in, the reply out). On a
  * shared machine this is the steady figure behind the traffic runs' noisy ones. The shared
  * program's test runs see the loopback's ifindex (1): its cellium_endpoints entry is keyed by it.
  */
@@ -38,11 +39,28 @@ export function tcpFrame(src: string, dst: string, sport: number, dport: number,
   return Buffer.concat([f, Buffer.alloc(6)]);
 }
 
-/** Mean ns per run of each variant, per packet kind: the median over `rounds` alternating rounds. */
+/**
+ * Mean ns per run of each variant, per packet kind: the median over `rounds` alternating rounds.
+ * The pod is the client of one connection (its request leaving, the reply coming in) and the
+ * server of another (the request coming in, its reply leaving): the four runs of a round trip.
+ */
 export interface RunCost {
   readonly egressEstablished: Record<LxcVariant, number>;
   readonly ingressReply: Record<LxcVariant, number>;
+  readonly ingressEstablished: Record<LxcVariant, number>;
+  readonly egressReply: Record<LxcVariant, number>;
+  /** The sum of the four kinds' medians. */
+  readonly roundTrip: Record<LxcVariant, number>;
 }
+
+/** The packets measured: which program runs on which frame. */
+const KINDS = {
+  egressEstablished: ['from_container', tcpFrame(POD, PEER, 40000, 80, 0x10)],
+  ingressReply: ['to_container', tcpFrame(PEER, POD, 80, 40000, 0x10)],
+  ingressEstablished: ['to_container', tcpFrame(PEER, POD, 50000, 8080, 0x10)],
+  egressReply: ['from_container', tcpFrame(POD, PEER, 8080, 50000, 0x10)],
+} as const;
+type Kind = keyof typeof KINDS;
 
 /** Runs both variants on the same packets, alternating, `repeat` runs per call; see the file comment. */
 export async function lxcRunCost(rounds = 7, repeat = 200_000): Promise<RunCost> {
@@ -54,7 +72,7 @@ export async function lxcRunCost(rounds = 7, repeat = 200_000): Promise<RunCost>
   const closers: Array<() => void> = [];
   try {
     ipcache.setMany([[`${POD}/32`, { identity: 4242, flags: 0 }], [`${PEER}/32`, { identity: 4243, flags: 0 }]]);
-    syncPolicyMap(policy, [{ identity: 4243, direction: 'egress', protocol: 6, port: 80, deny: false }]);
+    syncPolicyMap(policy, [{ identity: 4243, direction: 'egress', protocol: 6, port: 80, deny: false }, { identity: 4243, direction: 'ingress', protocol: 6, port: 8080, deny: false }]);
     const cfg: EndpointDatapathConfig = { id: 7, identity: 4242, ipv4: POD, ifName: 'lo', ifIndex: 1, mac: '', hostMac: '' };
     const lo = { bpfRoot: root, reuseMaps: { ...ct.fds(), cellium_ipcache: ipcache.map.fd, cellium_policy: policy.map.fd } };
     const per = await loadLxcObject(cfg, lo);
@@ -62,24 +80,26 @@ export async function lxcRunCost(rounds = 7, repeat = 200_000): Promise<RunCost>
     const { program: shared } = await loadSharedForEndpoint(cfg, lo, false);
     closers.push(() => shared.close());
     const programs: Record<LxcVariant, { testRun(name: 'from_container' | 'to_container', data: Buffer, repeat?: number): { retval: number; durationNs: number } }> = { shared, 'per-endpoint': per };
-    // the connection is opened once (its SYN creates the conntrack entry both variants then use)
-    const syn = per.testRun('from_container', tcpFrame(POD, PEER, 40000, 80, 0x02));
-    if (syn.retval !== 0) throw new Error(`bpf_lxc dropped the connection's SYN (tc verdict ${syn.retval})`);
-    const ack = tcpFrame(POD, PEER, 40000, 80, 0x10);
-    const reply = tcpFrame(PEER, POD, 80, 40000, 0x10);
-    const out = { egress: { shared: [] as number[], 'per-endpoint': [] as number[] }, ingress: { shared: [] as number[], 'per-endpoint': [] as number[] } };
+    // the connections are opened once (their SYNs create the conntrack entries both variants then use)
+    const syns = [per.testRun('from_container', tcpFrame(POD, PEER, 40000, 80, 0x02)), per.testRun('to_container', tcpFrame(PEER, POD, 50000, 8080, 0x02))];
+    if (syns.some((s) => s.retval !== 0)) throw new Error(`bpf_lxc dropped a connection's SYN (tc verdicts ${syns.map((s) => s.retval).join(', ')})`);
+    const kinds = Object.keys(KINDS) as Kind[];
+    const out = Object.fromEntries(kinds.map((k) => [k, { shared: [] as number[], 'per-endpoint': [] as number[] }])) as Record<Kind, Record<LxcVariant, number[]>>;
     for (let r = 0; r < rounds; r++) {
       const order: LxcVariant[] = r % 2 ? ['per-endpoint', 'shared'] : ['shared', 'per-endpoint'];
       for (const v of order) {
-        const e = programs[v].testRun('from_container', ack, repeat);
-        const i = programs[v].testRun('to_container', reply, repeat);
-        if (e.retval !== 0 || i.retval !== 0) throw new Error(`${v} bpf_lxc dropped an established packet (tc verdicts ${e.retval}, ${i.retval})`);
-        out.egress[v].push(e.durationNs);
-        out.ingress[v].push(i.durationNs);
+        for (const k of kinds) {
+          const [prog, frame] = KINDS[k];
+          const run = programs[v].testRun(prog, frame, repeat);
+          if (run.retval !== 0) throw new Error(`${v} bpf_lxc dropped an established packet (${k}: tc verdict ${run.retval})`);
+          out[k][v].push(run.durationNs);
+        }
       }
     }
     const med = (s: Record<LxcVariant, number[]>): Record<LxcVariant, number> => ({ shared: median(s.shared), 'per-endpoint': median(s['per-endpoint']) });
-    return { egressEstablished: med(out.egress), ingressReply: med(out.ingress) };
+    const m = Object.fromEntries(kinds.map((k) => [k, med(out[k])])) as Record<Kind, Record<LxcVariant, number>>;
+    const sum = (v: LxcVariant): number => kinds.reduce((a, k) => a + m[k][v], 0);
+    return { ...m, roundTrip: { shared: sum('shared'), 'per-endpoint': sum('per-endpoint') } };
   } finally {
     for (const c of closers.reverse()) c();
     ct.close();

@@ -2,11 +2,12 @@
 /*
  * Connection tracking, Cilium's semantics (src/datapath/model/conntrack.ts computes the same
  * in TypeScript):
- *   - a packet is first looked up as a reply (the key built from the packet, flags naming the other
+ *   - a packet is looked up as a reply (the key built from the packet, flags naming the other
  *     side as the opener): a hit is CT_REPLY, or CT_RELATED for an ICMP error whose inner header
  *     is a tracked connection's packet. A pure SYN is never a reply;
- *   - then as the forward direction (addresses and ports swapped): a hit is CT_ESTABLISHED, or
- *     CT_REOPENED for a pure SYN on a closing entry (a new connection on the same tuple);
+ *   - and as the forward direction (addresses and ports swapped): a hit is CT_ESTABLISHED, or
+ *     CT_REOPENED for a pure SYN on a closing entry (a new connection on the same tuple); the
+ *     forward key goes first when the sender's port is the higher one (ct_forward_first);
  *   - otherwise CT_NEW. An expired entry (lifetime < now) counts as absent.
  * A hit refreshes the entry: TCP stays on the SYN lifetime until a packet without SYN is seen, then
  * the TCP lifetime; FIN marks its direction closing, RST both; once both directions are closing
@@ -264,32 +265,48 @@ __attribute__((noinline)) int ct_match(const union ct_key *k, struct __sk_buff *
  * Whether the packet an ICMP error quotes belongs to a tracked connection. That packet travelled
  * the other way (the error goes back to its sender), so it is looked up as a packet of the
  * opposite direction, as a reply and as the forward direction. The error must go to the quoted
- * packet's sender.
+ * packet's sender. `k` is the caller's key (one key on ct_lookup's stack).
  */
-static __always_inline int ct_related(struct __sk_buff *skb, const struct pkt *p, __u32 egress, struct ct_result *res)
+static __always_inline int ct_related(struct __sk_buff *skb, const struct pkt *p, __u32 egress, struct ct_result *res, union ct_key *k)
 {
-	union ct_key k = {};
 	const __u32 *dst = (const __u32 *)p->dst;
 	const __u32 *isrc = (const __u32 *)p->inner_src;
 
 	if (dst[0] != isrc[0] || dst[1] != isrc[1] || dst[2] != isrc[2] || dst[3] != isrc[3])
 		return 0;
-	ct_key_fill(&k, p->family, p->inner_src, p->inner_dst, p->inner_sport, p->inner_dport, p->inner_protocol, egress ? TUPLE_F_OUT : TUPLE_F_IN);
-	if (ct_match(&k, skb, p, CT_MATCH_PEEK, res))
+	ct_key_fill(k, p->family, p->inner_src, p->inner_dst, p->inner_sport, p->inner_dport, p->inner_protocol, egress ? TUPLE_F_OUT : TUPLE_F_IN);
+	if (ct_match(k, skb, p, CT_MATCH_PEEK, res))
 		return 1;
-	ct_key_reverse(&k, p->family);
-	return ct_match(&k, skb, p, CT_MATCH_PEEK, res) != CT_MATCH_NONE;
+	ct_key_reverse(k, p->family);
+	return ct_match(k, skb, p, CT_MATCH_PEEK, res) != CT_MATCH_NONE;
+}
+
+/*
+ * Which key a packet that is not a pure SYN tries first: the forward direction when the sender's
+ * port is above the other's (a client's ephemeral port: the sender most likely opened the
+ * connection), else the reply. A request/response flow then finds its entry with one hash lookup
+ * both ways, where the reply key first cost the requests a miss (a cold bucket: ~25 ns of
+ * BPF_PROG_TEST_RUN, more on a busy CPU). A packet whose first key misses tries the other, so
+ * only the order changes, and it only matters when both keys of one tuple are live: rare (a pure
+ * SYN, which never tries the reply key, towards a tuple the endpoint opened itself; first packets
+ * racing on two CPUs). Then the forward entry wins when it goes first, and the policy judges the
+ * packet where the reply would have passed without: never more allowed than before.
+ */
+static __always_inline int ct_forward_first(const struct pkt *p)
+{
+	return bpf_ntohs(p->ct_sport) > bpf_ntohs(p->ct_dport);
 }
 
 /*
  * Looks the packet up (see the top of this file) and refreshes what it matched; fills `res` and
  * returns its status. Untracked packets (conntrack off, non-first fragments, ICMP errors about
- * nothing tracked) are CT_NEW with res->track 0.
+ * nothing tracked) are CT_NEW with res->track 0. A pure SYN is looked up as the forward direction
+ * only; any other packet tries both keys, in ct_forward_first's order.
  */
 __attribute__((noinline)) int ct_lookup(struct __sk_buff *skb, const struct pkt *p, __u32 egress, struct ct_result *res)
 {
 	union ct_key k = {};
-	int pure_syn, m;
+	int pure_syn, fwd_first, m;
 
 	if (!skb || !p || !res)
 		return CT_NEW;
@@ -301,21 +318,26 @@ __attribute__((noinline)) int ct_lookup(struct __sk_buff *skb, const struct pkt 
 		return CT_NEW;
 	res->now = ct_now();
 	if (p->icmp_error) {
-		if (p->inner_valid && ct_related(skb, p, egress, res))
+		if (p->inner_valid && ct_related(skb, p, egress, res, &k))
 			res->status = CT_RELATED;
 		return res->status;
 	}
 	pure_syn = p->protocol == IPPROTO_TCP && (p->tcp_flags & (TCP_SYN | TCP_ACK)) == TCP_SYN;
+	fwd_first = !pure_syn && ct_forward_first(p);
 	ct_key_fill(&k, p->family, p->src, p->dst, p->ct_sport, p->ct_dport, p->protocol, egress ? TUPLE_F_IN : TUPLE_F_OUT);
+	if (fwd_first)
+		ct_key_reverse(&k, p->family);
+	/* the first key (never for a pure SYN: it is never a reply) */
 	if (!pure_syn && ct_match(&k, skb, p, CT_MATCH_REFRESH, res)) {
-		res->status = CT_REPLY;
-		return CT_REPLY;
+		res->status = fwd_first ? CT_ESTABLISHED : CT_REPLY;
+		return res->status;
 	}
+	/* the other key */
 	ct_key_reverse(&k, p->family);
 	m = ct_match(&k, skb, p, pure_syn ? CT_MATCH_REOPEN : CT_MATCH_REFRESH, res);
 	if (m == CT_MATCH_LIVE) {
-		res->status = CT_ESTABLISHED;
-		return CT_ESTABLISHED;
+		res->status = fwd_first ? CT_REPLY : CT_ESTABLISHED;
+		return res->status;
 	}
 	res->report = 1;
 	res->track = 1;

@@ -22,6 +22,9 @@ class FakeCall extends EventEmitter {
     this.sent.push(Buffer.isBuffer(m) ? observerpb.GetFlowsResponse.decode(m) : m);
     return ++this.buffered < this.room;
   }
+  get writableLength(): number {
+    return this.buffered;
+  }
   end(): void {
     this.ended = true;
   }
@@ -39,7 +42,7 @@ const side = { ID: 1, identity: 1, labels: [] };
 const feed = (o: HubbleObserver, sport: number, time = new Date().toISOString()): void =>
   o.onRecord({ kind: 'event', event: { event: ev(sport), time, source: side, destination: side } satisfies EnrichedEvent });
 const req = (o: Partial<observerpb.GetFlowsRequest>): observerpb.GetFlowsRequest => ({ ...observerpb.GetFlowsRequest.decode(new Uint8Array()), ...o });
-const serve = (o: HubbleObserver, call: FakeCall): void => serveGetFlows(call as unknown as GetFlowsCall, o);
+const serve = (o: HubbleObserver, call: FakeCall): void => serveGetFlows(call as unknown as GetFlowsCall, o, 1);
 const ports = (c: FakeCall): number[] => c.sent.filter((m) => m.flow).map((m) => m.flow!.l4!.TCP!.sourcePort);
 
 t.test('the last flows, then new ones; a filter applies to both', async (t) => {

@@ -5,6 +5,7 @@
  * than the flows lags behind in the ring and is told how many it lost (HUBBLE_RING_BUFFER).
  */
 import type { ServerWritableStream } from '@grpc/grpc-js';
+import type { Subscription } from 'rxjs';
 import { FlowResponseEncoder, compileFilters, flowpb, observerpb, timestamp, timestampNs, type RingEntry } from '../../hubble/index.js';
 import { GetFlowsRequestError } from './errors.js';
 import type { HubbleObserver, ObserverItem } from './observer.js';
@@ -52,60 +53,75 @@ function lostResponse(lost: flowpb.LostEvent, node: string): observerpb.GetFlows
 }
 
 /**
- * Serves one GetFlows call. A follower reads the ring from where it is: new flows wake it, and
- * while its stream's buffer is full it waits for the drain, so a slow client lags behind instead of
- * making the agent buffer; flows the ring overwrote before it read them are reported as one
- * lost_events (HUBBLE_RING_BUFFER), as Hubble does.
+ * Responses a call may hold queued before its server waits for the drain (grpc-js buffers what a
+ * stream write has not taken yet and sends the queue in one write: see docs/cells/hubble.md,
+ * "Batched writes"). It bounds what a slow client costs the agent; the ring holds the rest.
  */
-export function serveGetFlows(call: GetFlowsCall, observer: HubbleObserver): void {
+export const FOLLOW_QUEUE = 256;
+
+/**
+ * Serves one GetFlows call: the stored flows it selects, then (following) the new ones. A call
+ * reads from where it is: new flows wake it; its responses queue in the stream up to `queue`, then
+ * it waits for the drain, so a slow client lags behind in the ring instead of making the agent
+ * buffer; flows the ring overwrote before it read them are reported as one lost_events
+ * (HUBBLE_RING_BUFFER), as Hubble does.
+ */
+export function serveGetFlows(call: GetFlowsCall, observer: HubbleObserver, queue = FOLLOW_QUEUE): void {
   const req = call.request;
   const node = observer.nodeName;
   const ring = observer.ring;
   const match = compileFilters(req.whitelist, req.blacklist);
   const until = req.until && timestampNs(req.until);
-  for (const e of storedFlows(req, ring.snapshot(), match)) call.write(flowResponseBytes(e, node));
-  if (!req.follow) {
-    call.end();
-    return;
-  }
+  const stored = storedFlows(req, ring.snapshot(), match);
+  let nextStored = 0;
   let next = ring.seen + 1;
   let blocked = false;
   let ended = false;
+  let sub: Subscription | undefined;
+  /** Writes a response; blocked once the stream asks for a drain with `queue` responses waiting. */
+  const send = (m: Buffer | observerpb.GetFlowsResponse): void => {
+    if (!call.write(m) && call.writableLength >= queue) blocked = true;
+  };
   const end = (): void => {
     if (ended) return;
     ended = true;
-    sub.unsubscribe();
+    sub?.unsubscribe();
     call.end();
   };
   const pump = (): void => {
+    while (!blocked && !ended && nextStored < stored.length) send(flowResponseBytes(stored[nextStored++]!, node));
+    if (blocked || ended) return;
+    if (!req.follow) return end();
     while (!blocked && !ended && next <= ring.seen) {
       if (next < ring.oldest) {
         const lost = ring.oldest - next;
         next = ring.oldest;
         observer.countRingLoss(lost);
-        blocked = !call.write(lostResponse({ source: flowpb.LostEventSource.HUBBLE_RING_BUFFER, numEventsLost: lost, cpu: undefined }, node));
+        send(lostResponse({ source: flowpb.LostEventSource.HUBBLE_RING_BUFFER, numEventsLost: lost, cpu: undefined }, node));
         continue;
       }
       const e = ring.at(next++)!;
       if (until !== undefined && timestampNs(e.flow.time!) > until) return end();
-      if (match(e.flow)) blocked = !call.write(flowResponseBytes(e, node));
+      if (match(e.flow)) send(flowResponseBytes(e, node));
     }
   };
   const onItem = (item: ObserverItem): void => {
-    if (item.kind === 'flow') pump();
-    else if (!blocked) blocked = !call.write(lostResponse(item.lost, node));
+    if (item.kind === 'flow') {
+      if (nextStored === stored.length) pump();
+    } else if (!blocked) send(lostResponse(item.lost, node));
   };
   // not a job: one call's stream, unsubscribed when the call ends or is cancelled
-  const sub = observer.items$.subscribe({ next: onItem, complete: end });
+  if (req.follow) sub = observer.items$.subscribe({ next: onItem, complete: end });
   call.on('drain', () => {
     blocked = false;
     pump();
   });
   const stop = (): void => {
     ended = true;
-    sub.unsubscribe();
+    sub?.unsubscribe();
   };
   call.on('cancelled', stop);
   call.on('close', stop);
   call.on('error', stop);
+  pump();
 }

@@ -2,9 +2,11 @@
  * Connection tracking exactly as bpf/lib/conntrack.h does it (pure TypeScript over a CtStore):
  * the memory datapath keeps its table in memory, the BPF datapath's verdicts read the kernel's
  * maps through the same lookups. See docs/datapath.md for the semantics:
- *   - a packet is looked up as a reply first (CT_REPLY, or CT_RELATED for an ICMP error about a
- *     tracked connection), then as the forward direction (CT_ESTABLISHED, or CT_REOPENED for a pure
- *     SYN on a closing entry), else it is CT_NEW; an expired entry (lifetime < now) is absent;
+ *   - a packet is looked up as a reply (CT_REPLY, or CT_RELATED for an ICMP error about a
+ *     tracked connection) and as the forward direction (CT_ESTABLISHED, or CT_REOPENED for a pure
+ *     SYN on a closing entry), the forward key first when the sender's port is the higher one
+ *     (ct_forward_first; a pure SYN only as the forward direction), else it is CT_NEW; an expired
+ *     entry (lifetime < now) is absent;
  *   - TCP entries stay on the SYN lifetime until a packet without SYN is seen, FIN closes its
  *     direction, RST both, and both closed moves the entry to the close lifetime;
  *   - lifetimes are whole seconds of CLOCK_MONOTONIC (the clock is injectable).
@@ -107,20 +109,20 @@ export class Conntrack {
     const [sport, dport] = ctPorts(p);
     const flags = p.tcpFlags ?? 0;
     const pureSyn = p.protocol === Proto.TCP && (flags & (TcpFlags.SYN | TcpFlags.ACK)) === TcpFlags.SYN;
-    let k = replyKey(p.src, p.dst, sport, dport, p.protocol, egress ? TupleFlags.IN : TupleFlags.OUT);
-    if (!pureSyn) {
+    const reply = replyKey(p.src, p.dst, sport, dport, p.protocol, egress ? TupleFlags.IN : TupleFlags.OUT);
+    const forward = reverseKey(reply);
+    // ct_forward_first: the sender's port above the other's tries the forward key first
+    const order: readonly ['reply' | 'established', CtKey][] = pureSyn
+      ? [['established', forward]]
+      : sport > dport ? [['established', forward], ['reply', reply]] : [['reply', reply], ['established', forward]];
+    for (const [status, k] of order) {
       const e = this.find(k, now);
-      if (e) {
-        if (refresh) this.refresh(e, k, egress, p, now);
-        return { status: 'reply', track: false };
-      }
+      if (!e) continue;
+      if (pureSyn && e.flags & CLOSING) return { status: 'reopened', track: true };
+      if (refresh) this.refresh(e, k, egress, p, now);
+      return { status, track: false };
     }
-    k = reverseKey(k);
-    const e = this.find(k, now);
-    if (!e) return { status: 'new', track: true };
-    if (pureSyn && e.flags & CLOSING) return { status: 'reopened', track: true };
-    if (refresh) this.refresh(e, k, egress, p, now);
-    return { status: 'established', track: false };
+    return { status: 'new', track: true };
   }
 
   /** Whether the packet an ICMP error quotes (sent the other way, to the error's destination) is tracked. */
