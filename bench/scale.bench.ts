@@ -5,7 +5,8 @@
  * rate, the agent's RSS, the kernel memory of this agent's programs and maps (bpftool, memlock),
  * and 250 rules selecting every endpoint imported until every endpoint realized them. Baseline in
  * the same run: per-endpoint programs on the first 400 of the veths
- * (CELLIUM_BENCH_SCALE_BASELINE; at 4,000 they would take 8,000 programs). Conntrack maps are
+ * (CELLIUM_BENCH_SCALE_BASELINE, 0 for none; at 4,000 they would take 8,000 programs); the rules
+ * phase takes CELLIUM_BENCH_SCALE_RULES rules (0 skips it). Conntrack maps are
  * sized 65,536 (their preallocation is not what is measured). Needs root and BPF; never asserts.
  */
 import { execFileSync } from 'node:child_process';
@@ -15,14 +16,15 @@ import { join } from 'node:path';
 import { BpfMap } from '../src/bpf/bpf-map.js';
 import { bpfAvailable } from '../src/bpf/index.js';
 import { IPCACHE_MAP } from '../src/datapath/map-names.js';
-import { rss, scratchBase, startAgent, type AgentProcess } from './lib/agent-process.js';
+import { cpuMs, rss, scratchBase, startAgent, type AgentProcess } from './lib/agent-process.js';
 import { printTable, ratio } from './lib/report.js';
 import { benchRules, createVeths, endpointRequest, type Veth } from './lib/veths.js';
 
 const N = Number(process.env.CELLIUM_BENCH_SCALE_ENDPOINTS ?? 4000);
 const BASELINE = Math.min(N, Number(process.env.CELLIUM_BENCH_SCALE_BASELINE ?? 400));
 const IN_FLIGHT = 32;
-const RULES = 250;
+/** Rules imported after the creations (CELLIUM_BENCH_SCALE_RULES; 0 skips that phase). */
+const RULES = Number(process.env.CELLIUM_BENCH_SCALE_RULES ?? 250);
 /** How long the rules may take to be realized before the run reports them unrealized (and goes on). */
 const RULES_TIMEOUT_MS = Number(process.env.CELLIUM_BENCH_SCALE_RULES_TIMEOUT_MS ?? 120_000);
 type Program = 'per-endpoint' | 'shared';
@@ -31,6 +33,8 @@ type Program = 'per-endpoint' | 'shared';
 interface Scale {
   readonly n: number;
   readonly createMs: number;
+  /** The agent's CPU time (user + system) over the creations, per endpoint. */
+  readonly cpuPerEndpointMs: number;
   readonly rssMiB: number;
   readonly programs: number;
   readonly programKiB: number;
@@ -104,16 +108,18 @@ async function measure(program: Program, run: string, veths: readonly Veth[], cl
     },
   });
   try {
+    const cpu0 = cpuMs(agent.pid);
     const createMs = await createAll(agent, run, veths);
+    const cpuPerEndpointMs = veths.length ? (cpuMs(agent.pid) - cpu0) / veths.length : 0;
     await new Promise((r) => setTimeout(r, 1000));
     const mem = kernelMemory(bpfRoot);
     const rssMiB = rss(agent.pid).rss;
-    console.log(`scale (${program}): ${veths.length} endpoints in ${Math.round(createMs)} ms, agent RSS ${rssMiB} MiB, ${mem.programs} programs (${Math.round(mem.programKiB)} KiB), maps ${Math.round(mem.mapKiB)} KiB`);
-    const realized = await rules(agent);
+    console.log(`scale (${program}): ${veths.length} endpoints in ${Math.round(createMs)} ms (agent CPU ${cpuPerEndpointMs.toFixed(2)} ms per endpoint), agent RSS ${rssMiB} MiB, ${mem.programs} programs (${Math.round(mem.programKiB)} KiB), maps ${Math.round(mem.mapKiB)} KiB`);
+    const realized = RULES > 0 ? await rules(agent) : 'skipped (CELLIUM_BENCH_SCALE_RULES=0)';
     const after = rss(agent.pid);
     const rulesMapKiB = kernelMemory(bpfRoot).mapKiB;
     console.log(`scale (${program}): rules ${typeof realized === 'number' ? `realized in ${Math.round(realized)} ms` : realized}, agent RSS ${after.rss} MiB (peak ${after.hwm} MiB), maps ${Math.round(rulesMapKiB)} KiB`);
-    return { n: veths.length, createMs, rssMiB, ...mem, rules: realized, rulesRssMiB: after.rss, peakRssMiB: after.hwm, rulesMapKiB };
+    return { n: veths.length, createMs, cpuPerEndpointMs, rssMiB, ...mem, rules: realized, rulesRssMiB: after.rss, peakRssMiB: after.hwm, rulesMapKiB };
   } finally {
     await agent.stop();
     // the agent leaves its programs attached (that is the point of pinning): the veths' removal detaches them
@@ -139,15 +145,14 @@ async function main(): Promise<void> {
     const veths = createVeths(cleanup, 'lxcs', run, `clscale-${run}`, N);
     const shared = await measure('shared', run, veths, cleanup);
     // the baseline on fresh veths: nothing of the shared run stays attached to them
-    const base = createVeths(cleanup, 'lxcq', run, `clscalq-${run}`, BASELINE);
-    const per = await measure('per-endpoint', run, base, cleanup);
+    const per = BASELINE > 0 ? await measure('per-endpoint', run, createVeths(cleanup, 'lxcq', run, `clscalq-${run}`, BASELINE), cleanup) : undefined;
     const row = (what: string, s: Scale, target: string): Array<string | number> => [
-      what, s.n, s.createMs, Math.round((s.n / s.createMs) * 1000), s.rssMiB, s.programs, s.programKiB, s.mapKiB, s.rules, `${s.rulesRssMiB} (${s.peakRssMiB})`, s.rulesMapKiB, target,
+      what, s.n, s.createMs, Math.round((s.n / s.createMs) * 1000), s.cpuPerEndpointMs, s.rssMiB, s.programs, s.programKiB, s.mapKiB, s.rules, `${s.rulesRssMiB} (${s.peakRssMiB})`, s.rulesMapKiB, target,
     ];
     printTable(`scale: endpoints created over the agent's API on real veths (${IN_FLIGHT} in flight), then ${RULES} rules selecting every endpoint until all realized them`,
-      ['bpf_lxc', 'endpoints', 'create ms', 'creates/s', 'agent RSS MiB', 'programs', 'programs KiB', 'maps KiB', `${RULES} rules ms`, 'RSS after rules MiB (peak)', 'maps KiB after rules', 'target / vs per-endpoint'], [
-        row('--bpf-lxc-program=shared', shared, `>= 1000/s, <= 250 MiB, programs O(1), rules <= 2000 ms; rate ${ratio(shared.n / shared.createMs, per.n / per.createMs)} of per-endpoint`),
-        row('per-endpoint programs (baseline)', per, ''),
+      ['bpf_lxc', 'endpoints', 'create ms', 'creates/s', 'agent CPU ms/endpoint', 'agent RSS MiB', 'programs', 'programs KiB', 'maps KiB', `${RULES} rules ms`, 'RSS after rules MiB (peak)', 'maps KiB after rules', 'target / vs per-endpoint'], [
+        row('--bpf-lxc-program=shared', shared, `>= 1000/s, <= 250 MiB, programs O(1), rules <= 2000 ms; rate ${per ? ratio(shared.n / shared.createMs, per.n / per.createMs) : '(no baseline: CELLIUM_BENCH_SCALE_BASELINE=0)'} of per-endpoint`),
+        ...(per ? [row('per-endpoint programs (baseline)', per, '')] : []),
       ]);
   } finally {
     for (const { what, fn } of steps.reverse()) {

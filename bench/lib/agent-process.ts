@@ -55,7 +55,8 @@ export async function startAgent(run: AgentRun): Promise<AgentProcess> {
   // CELLIUM_BENCH_AGENT_NODE_FLAGS adds node options to every agent a bench starts, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
   const extra = (process.env.CELLIUM_BENCH_AGENT_NODE_FLAGS ?? '').split(' ').filter((f) => f);
   const child: ChildProcess = spawn(process.execPath, [...extra, ...(run.nodeFlags ?? []), join(root(), 'bin', 'cellium-agent.js'), ...Object.entries(flags).map(([k, v]) => `--${k}=${v}`)], {
-    env: process.env, stdio: ['ignore', run.onStdout ? 'pipe' : 'ignore', 'pipe'],
+    // the thread pool as deploy/ sizes it (UV_THREADPOOL_SIZE=16; a variable of the bench's own environment wins)
+    env: { UV_THREADPOOL_SIZE: '16', ...process.env }, stdio: ['ignore', run.onStdout ? 'pipe' : 'ignore', 'pipe'],
   });
   if (run.onStdout) child.stdout!.on('data', (c: Buffer) => run.onStdout!(c.toString()));
   let tail = '';

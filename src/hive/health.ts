@@ -2,7 +2,7 @@
  * Health: every module (and every job) has a scope reporting ok / degraded / stopped with a reason
  * and a time. The whole tree is an Observable and a snapshot, for the status API.
  */
-import { BehaviorSubject, type Observable } from 'rxjs';
+import { BehaviorSubject, defer, type Observable } from 'rxjs';
 import { token } from './token.js';
 
 /** Health levels, cilium/hive's. `unknown` until a scope first reports. */
@@ -56,16 +56,32 @@ interface MutableNode {
 /** Worst level first: a parent shows the worst level among itself and its children. */
 const RANK: Record<HealthLevel, number> = { degraded: 3, stopped: 2, ok: 1, unknown: 0 };
 
-/** The hive's health registry; hands out scopes and publishes the tree. */
+/**
+ * The hive's health registry; hands out scopes and publishes the tree. A report copies the whole
+ * tree only while someone follows tree$; otherwise the copy is made when snapshot() or a new
+ * subscriber asks (reports come per endpoint change: thousands a second at scale).
+ */
 export class HealthRegistry implements HealthTree {
   private readonly root: MutableNode = newNode('agent');
   private readonly subject = new BehaviorSubject<HealthNode>(freeze(this.root));
+  /** A report came while nobody followed tree$: the subject's value is stale. */
+  private stale = false;
   /** See HealthTree. */
-  readonly tree$: Observable<HealthNode> = this.subject.asObservable();
+  readonly tree$: Observable<HealthNode> = defer(() => {
+    this.refresh();
+    return this.subject.asObservable();
+  });
 
   /** See HealthTree. */
   snapshot(): HealthNode {
+    this.refresh();
     return this.subject.getValue();
+  }
+
+  private refresh(): void {
+    if (!this.stale) return;
+    this.stale = false;
+    this.subject.next(freeze(this.root));
   }
 
   /** A scope at `path` below the root (modules nest). */
@@ -106,7 +122,8 @@ export class HealthRegistry implements HealthTree {
   }
 
   private publish(): void {
-    this.subject.next(freeze(this.root));
+    if (this.subject.observed) this.subject.next(freeze(this.root));
+    else this.stale = true;
   }
 }
 

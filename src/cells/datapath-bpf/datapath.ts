@@ -13,7 +13,7 @@ import { networkInterfaces } from 'node:os';
 import { Subject, type Observable } from 'rxjs';
 import type { LxcValue } from '../../maps/index.js';
 import { endpointPrograms, kernelVerdict, pinnedEndpoints, unloadEndpointProgram } from './lxc/index.js';
-import { withNetlink } from '../../netlink/index.js';
+import { Netlink, withNetlink } from '../../netlink/index.js';
 import type { Logger } from '../../hive/logger.js';
 import { IPCACHE_MAP, LXC_MAP } from '../../datapath/map-names.js';
 import { ReservedIdentity, type Datapath, type Direction, type LiveEndpoint, type LostProgram, type MonitorEventSource, type PacketSpec, type Verdict } from '../../datapath/types.js';
@@ -48,6 +48,8 @@ export class BpfDatapath implements Datapath {
   /** Conntrack garbage collection and the scrub of deleted endpoints' addresses. */
   readonly gc: CtGarbageCollector;
   private hostCidrs = new Set<string>();
+  /** The socket isHostAddress asks the kernel's routes on, opened at the first question (one per regeneration: opening one each time cost as much as the lookup). */
+  private routes?: Netlink;
   private restored = false;
   private readonly lost = new Subject<LostProgram>();
   /** See Datapath: endpoints whose programs a prune found gone from their interface. */
@@ -99,6 +101,9 @@ export class BpfDatapath implements Datapath {
   async stop(): Promise<void> {
     await this.gc.stop();
     await this.maps.stop();
+    const routes = this.routes;
+    this.routes = undefined;
+    await routes?.close();
     this.loader.shared?.close();
     this.maps.groups?.close();
     this.kernel.close();
@@ -115,7 +120,15 @@ export class BpfDatapath implements Datapath {
     const cidr = hostCidr(ip);
     if (this.hostCidrs.has(cidr)) return true;
     if (/^fe[89ab]/i.test(ip)) return false;
-    return withNetlink(undefined, (nl) => nl.isLocalAddress(ip));
+    const nl = (this.routes ??= Netlink.open());
+    try {
+      return await nl.isLocalAddress(ip);
+    } catch (err) {
+      // a fresh socket for the next question (this one may be what failed)
+      if (this.routes === nl) this.routes = undefined;
+      await nl.close().catch(() => undefined);
+      throw err;
+    }
   }
 
   /** Writes the host's addresses to the ipcache as the host identity; removes addresses that went away. */

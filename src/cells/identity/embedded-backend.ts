@@ -1,12 +1,12 @@
 /**
- * The embedded identity backend: the label-set -> number table in memory, persisted as JSON to
- * `<state-dir>/identities.json` (written to a temporary file, fsynced and renamed, so a crash leaves
- * either the old or the new table). Writes are coalesced: every change resolves once a write that
- * includes it is on disk.
+ * The embedded identity backend: the label-set -> number table in memory, persisted as JSON in
+ * `<state-dir>/identities.json` (the whole table, rewritten atomically) plus
+ * `<state-dir>/identities.json.journal` (one line per claim or removal since), so a new identity
+ * costs one appended line, not a rewrite of thousands (lib/journaled-file.ts: coalesced, compacted
+ * into the snapshot once the journal is as long as the table, and at close). Every change resolves
+ * once a write that includes it is on disk.
  */
-import { readFile } from 'node:fs/promises';
-import { removeTemps } from '../../lib/atomic-file.js';
-import { CoalescedFile } from '../../lib/coalesced-file.js';
+import { JournaledFile } from '../../lib/journaled-file.js';
 import type { IdentityBackend, StoredIdentity } from './backend.js';
 import { badStateFile } from './errors.js';
 
@@ -18,29 +18,52 @@ export class EmbeddedBackend implements IdentityBackend {
   readonly name = 'embedded';
   private readonly byKey = new Map<string, StoredIdentity>();
   private readonly byId = new Map<number, string>();
-  private readonly writer: CoalescedFile;
+  private readonly writer: JournaledFile;
 
   constructor(readonly file: string) {
-    this.writer = new CoalescedFile(file);
+    this.writer = new JournaledFile(file, {
+      render: () => `${JSON.stringify({ version: VERSION, identities: [...this.byKey.values()].sort((a, b) => a.id - b.id) }, null, 1)}\n`,
+      size: () => this.byKey.size,
+    });
   }
 
   /** See IdentityBackend. */
   async load(): Promise<readonly StoredIdentity[]> {
-    removeTemps(this.file);
-    let text: string;
+    let loaded: Awaited<ReturnType<JournaledFile['load']>>;
     try {
-      text = await readFile(this.file, 'utf8');
+      loaded = await this.writer.load();
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw badStateFile(this.file, (err as Error).message);
     }
-    const list = parseStateFile(this.file, text);
-    for (const s of list) {
+    for (const s of loaded.snapshot === undefined ? [] : parseStateFile(this.file, loaded.snapshot)) {
       const key = s.labels.join(';');
       this.byKey.set(key, s);
       this.byId.set(s.id, key);
     }
-    return list;
+    loaded.records.forEach((r, i) => this.replay(r, i));
+    return [...this.byKey.values()];
+  }
+
+  /** Applies one journal record: `{"add": id, "labels": [...]}` or `{"del": id}`. */
+  private replay(raw: unknown, i: number): void {
+    const r = raw as { add?: unknown; del?: unknown; labels?: unknown };
+    if (Number.isInteger(r?.add) && Array.isArray(r.labels) && r.labels.every((l) => typeof l === 'string')) {
+      const id = r.add as number;
+      const labels = r.labels as string[];
+      const key = labels.join(';');
+      const held = this.byId.get(id);
+      if ((held !== undefined && held !== key) || (this.byKey.has(key) && this.byKey.get(key)!.id !== id)) {
+        throw badStateFile(this.writer.journal, `record ${i + 1} adds ${id} for "${key}", which the table holds otherwise`);
+      }
+      this.byKey.set(key, { id, labels });
+      this.byId.set(id, key);
+    } else if (Number.isInteger(r?.del)) {
+      const key = this.byId.get(r.del as number);
+      if (key !== undefined) this.byKey.delete(key);
+      this.byId.delete(r.del as number);
+    } else {
+      throw badStateFile(this.writer.journal, `record ${i + 1} must be {"add": <integer>, "labels": [<string>...]} or {"del": <integer>}`);
+    }
   }
 
   /** See IdentityBackend. */
@@ -50,7 +73,7 @@ export class EmbeddedBackend implements IdentityBackend {
     if (this.byId.has(id)) return undefined;
     this.byKey.set(key, { id, labels: [...labels] });
     this.byId.set(id, key);
-    await this.flush();
+    await this.writer.append({ add: id, labels });
     return id;
   }
 
@@ -60,22 +83,12 @@ export class EmbeddedBackend implements IdentityBackend {
     if (!s) return;
     this.byKey.delete(key);
     this.byId.delete(s.id);
-    await this.flush();
+    await this.writer.append({ del: s.id });
   }
 
-  /** See IdentityBackend. */
+  /** See IdentityBackend: waits for pending writes and compacts the journal into identities.json. */
   async close(): Promise<void> {
-    await this.writer.idle();
-  }
-
-  /** Writes the table (coalesced with other changes); throws when the write that holds this change failed. */
-  private async flush(): Promise<void> {
-    this.writer.schedule(() => {
-      const identities = [...this.byKey.values()].sort((a, b) => a.id - b.id);
-      return `${JSON.stringify({ version: VERSION, identities }, null, 1)}\n`;
-    });
-    await this.writer.idle();
-    if (this.writer.lastError) throw this.writer.lastError;
+    await this.writer.close();
   }
 }
 
