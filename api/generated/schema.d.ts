@@ -580,6 +580,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/cellium/policy/realized": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How many endpoints realized a policy revision (what `policy import --wait` polls).
+         * @description A few numbers the agent keeps instead of every endpoint's model (GET /endpoint is ~100 MB
+         *     of JSON at 4,000 endpoints under a broad policy): how many endpoints there are, how many
+         *     realized `revision` (default: the repository's current one) or a newer one, the lowest
+         *     revision any endpoint realized, and the first endpoints still below it. Cilium's
+         *     `cilium policy wait` reads GET /endpoint; this is an addition for the same question. An
+         *     agent without this path (an older release) answers 404: clients then count over GET /endpoint.
+         */
+        get: operations["GetCelliumPolicyRealized"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/cellium/policy/explain": {
         parameters: {
             query?: never;
@@ -1428,6 +1453,21 @@ export interface components {
             expires?: string;
             /** @description The endpoint using the address. */
             "endpoint-id"?: number;
+        };
+        /** @description How far the endpoints realized a policy revision in the datapath. */
+        CelliumPolicyRealized: {
+            /** @description The policy repository's current revision. */
+            revision: number;
+            /** @description The revision counted against (the query's or the current one). */
+            target: number;
+            /** @description Endpoints the agent manages. */
+            endpoints: number;
+            /** @description Endpoints whose realized policy revision is the target or newer. */
+            realized: number;
+            /** @description The lowest realized policy revision over every endpoint (0 when one realized none yet or there are none). */
+            "min-realized-revision": number;
+            /** @description The lowest ids of endpoints below the target (at most 20). */
+            pending: number[];
         };
         /**
          * @description The verdict for the traffic: allowed only when the source's egress and the destination's
@@ -2664,6 +2704,31 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+        };
+    };
+    GetCelliumPolicyRealized: {
+        parameters: {
+            query?: {
+                /** @description The policy revision to count against (default the repository's current revision). */
+                revision?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CelliumPolicyRealized"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
         };
     };
     PostCelliumPolicyExplain: {

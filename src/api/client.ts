@@ -10,6 +10,7 @@ import type {
   CelliumExplainRequest,
   CelliumExplanation,
   CelliumTraceResult,
+  CelliumPolicyRealized,
   ClusterNodeStatus,
   DaemonConfiguration,
   DaemonConfigurationSpec,
@@ -247,6 +248,11 @@ export class CelliumClient {
   /** GET /cellium/policy/trace. */
   policyTrace(query: PolicyTraceQuery): Promise<CelliumTraceResult> {
     return this.body('GET', '/cellium/policy/trace', { query: { ...query } });
+  }
+
+  /** GET /cellium/policy/realized: how many endpoints realized `revision` (default the current one). */
+  policyRealized(revision?: number): Promise<CelliumPolicyRealized> {
+    return this.body('GET', '/cellium/policy/realized', { query: { revision } });
   }
 
   /** POST /cellium/policy/explain: which decision dropped a Hubble flow, and the policy that would allow it. */

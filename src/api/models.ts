@@ -56,6 +56,8 @@ export type BPFMap = Schemas['BPFMap'];
 export type CniRequest = Schemas['CniRequest'];
 /** GET /cellium/policy/trace. */
 export type CelliumTraceResult = Schemas['CelliumTraceResult'];
+/** GET /cellium/policy/realized. */
+export type CelliumPolicyRealized = Schemas['CelliumPolicyRealized'];
 /** POST /cellium/policy/explain's body: a dropped Hubble flow and the proposal's format. */
 export type CelliumExplainRequest = Schemas['CelliumExplainRequest'];
 /** What POST /cellium/policy/explain answers. */

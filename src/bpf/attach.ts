@@ -147,18 +147,34 @@ export function detachTc(t: TcTarget): boolean {
   return removed;
 }
 
-/** Program ids attached at the target: tcx ones in order, then the legacy filter's (when any). */
-export function attachedPrograms(t: TcTarget): { tcx: number[]; legacy?: number } {
-  const a = loadAddon();
-  const ingress = t.hook === 'ingress';
-  let tcx: number[] = [];
+/** Program ids attached at the target by tcx, in order (one BPF_PROG_QUERY; empty where the kernel has no tcx). */
+export function tcxPrograms(t: TcTarget): number[] {
   try {
-    tcx = sys(() => a.tcxQuery(t.ifindex, ingress, t.netns));
+    return sys(() => loadAddon().tcxQuery(t.ifindex, t.hook === 'ingress', t.netns));
   } catch (err) {
     if (!TCX_UNSUPPORTED.has(code(err) ?? '')) throw err;
+    return [];
   }
-  const legacy = sys(() => a.tcQuery(t.ifindex, ingress, t.handle ?? 1, t.priority ?? 1, t.netns));
+}
+
+/** Program ids attached at the target: tcx ones in order, then the legacy filter's (when any). */
+export function attachedPrograms(t: TcTarget): { tcx: number[]; legacy?: number } {
+  const tcx = tcxPrograms(t);
+  const legacy = sys(() => loadAddon().tcQuery(t.ifindex, t.hook === 'ingress', t.handle ?? 1, t.priority ?? 1, t.netns));
   return legacy ? { tcx, legacy } : { tcx };
+}
+
+/**
+ * Whether program `progId` runs at the target: by tcx (a syscall) first, the legacy filter
+ * (a netlink dump of the interface's filters) only when tcx does not have it. Returns the ids
+ * found when it does not run there.
+ */
+export function programAttached(t: TcTarget, progId: number): true | number[] {
+  const tcx = tcxPrograms(t);
+  if (tcx.includes(progId)) return true;
+  const legacy = sys(() => loadAddon().tcQuery(t.ifindex, t.hook === 'ingress', t.handle ?? 1, t.priority ?? 1, t.netns));
+  if (legacy === progId) return true;
+  return legacy ? [...tcx, legacy] : tcx;
 }
 
 /** Closes an fd returned by the layer (an unpinned link's linkFd). */

@@ -9,6 +9,6 @@ export { BpfMap, MapType, MapFlags, UpdateFlags, isBatchUnsupported, type MapSpe
 export { TypedMap, type Codec } from './typed-map.js';
 export { hostOrder } from './host-order.js';
 export { BpfObject, type OpenOptions } from './object.js';
-export { attachTc, detachTc, attachedPrograms, closeFd, type TcHook, type AttachMode, type TcTarget, type TcAttachment } from './attach.js';
+export { attachTc, detachTc, attachedPrograms, programAttached, tcxPrograms, closeFd, type TcHook, type AttachMode, type TcTarget, type TcAttachment } from './attach.js';
 export { attachCgroup, detachCgroup, cgroupPrograms, pinnedCgroupLink, cgroupV2Mount, cgroupV2Problem, cgroupId, CgroupAttachType, type CgroupHook, type CgroupTarget, type CgroupAttachment } from './cgroup.js';
 export { ensureBpffs, isBpffs, DEFAULT_BPF_ROOT, BPFFS_MOUNT } from './bpffs.js';

@@ -1,5 +1,5 @@
 /** `--wait`: polls the agent until it is ready or endpoints regenerated, reporting progress on stderr. */
-import { AgentUnreachableError } from '../api/errors.js';
+import { AgentUnreachableError, ApiError } from '../api/errors.js';
 import type { Endpoint, StatusResponse } from '../api/models.js';
 import type { CliContext } from './context.js';
 import { CliFailure } from './errors.js';
@@ -33,18 +33,32 @@ export async function waitForRegeneration(ctx: CliContext, id: string, since: Da
   }
 }
 
+/**
+ * How many endpoints realized `revision`: GET /cellium/policy/realized (a few numbers the agent
+ * keeps); an agent without it (404, an older release) is asked with GET /endpoint as Cilium's CLI does.
+ */
+async function realizedCount(ctx: CliContext, revision: number): Promise<{ done: number; total: number }> {
+  try {
+    const r = await ctx.client.policyRealized(revision);
+    return { done: r.realized, total: r.endpoints };
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 404) throw err;
+  }
+  const eps = await ctx.client.listEndpoints();
+  return { done: eps.filter((e) => (e.status.policy?.realized?.['policy-revision'] ?? 0) >= revision).length, total: eps.length };
+}
+
 /** Waits until every endpoint realized policy revision `revision` or newer, showing how many have. */
 export async function waitForPolicyRevision(ctx: CliContext, revision: number, opts: WaitOptions): Promise<void> {
   const deadline = Date.now() + opts.timeoutSeconds * 1000;
   let last = '';
   for (;;) {
-    const eps = await ctx.client.listEndpoints();
-    const done = eps.filter((e) => (e.status.policy?.realized?.['policy-revision'] ?? 0) >= revision).length;
-    const line = `waiting for policy revision ${revision}: ${done}/${eps.length} endpoints`;
+    const { done, total } = await realizedCount(ctx, revision);
+    const line = `waiting for policy revision ${revision}: ${done}/${total} endpoints`;
     if (line !== last) ctx.progress(line);
     last = line;
-    if (done === eps.length) return;
-    if (Date.now() > deadline) throw new CliFailure(`only ${done} of ${eps.length} endpoints reached policy revision ${revision} within ${opts.timeoutSeconds}s`);
+    if (done === total) return;
+    if (Date.now() > deadline) throw new CliFailure(`only ${done} of ${total} endpoints reached policy revision ${revision} within ${opts.timeoutSeconds}s`);
     await sleep(opts.intervalMs ?? 200);
   }
 }

@@ -97,6 +97,17 @@ t.test('every other path of the agent', async (t) => {
   const denied = await ok('GetCelliumPolicyTrace', 'GET', '/cellium/policy/trace', { query: { 'src-identity': client.status.identity.id, 'dst-identity': web.status.identity.id, dport: 81 } });
   t.equal(denied.verdict, 'denied');
   t.equal((await a.client.policyTrace({ 'src-identity': client.status.identity.id, 'dst-identity': web.status.identity.id, dport: 80 })).verdict, 'allowed');
+  // how far the endpoints realized the import: both endpoints rebuilt with put2's revision (the memory datapath realizes at once)
+  let realized = await ok('GetCelliumPolicyRealized', 'GET', '/cellium/policy/realized');
+  for (let i = 0; i < 100 && realized.realized < 2; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    realized = await ok('GetCelliumPolicyRealized', 'GET', '/cellium/policy/realized');
+  }
+  t.same(realized, { revision: put2.revision, target: put2.revision, endpoints: 2, realized: 2, 'min-realized-revision': put2.revision, pending: [] }, 'every endpoint realized the current revision');
+  const ahead = await ok('GetCelliumPolicyRealized', 'GET', '/cellium/policy/realized', { query: { revision: put2.revision + 1 } });
+  t.same(ahead, { ...realized, target: put2.revision + 1, realized: 0, pending: [web.id, client.id].sort((x: number, y: number) => x - y) }, 'a revision not reached yet: both pending');
+  t.equal((await a.client.policyRealized(put2.revision)).realized, 2, 'the client reads it too');
+  await ok('GetCelliumPolicyRealized', 'GET', '/cellium/policy/realized', { query: { revision: -1 } }, 400);
   const sel = await ok('GetPolicySelectors', 'GET', '/policy/selectors');
   t.ok(sel.length > 0, 'selectors of the imported rules');
   const labelsOfDb = JSON.parse(put2.policy).find((r: { endpointSelector: { matchLabels: Record<string, string> } }) => r.endpointSelector.matchLabels.app === 'db' || r.endpointSelector.matchLabels['any:app'] === 'db')?.labels as string[] | undefined;

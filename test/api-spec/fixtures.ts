@@ -308,6 +308,7 @@ export const FIXTURES: readonly { readonly operationId: string; readonly status:
   { operationId: 'DeletePolicy', status: 200, body: policy },
   { operationId: 'GetPolicySelectors', status: 200, body: selectors },
   { operationId: 'GetCelliumPolicyTrace', status: 200, body: traceAllowed },
+  { operationId: 'GetCelliumPolicyRealized', status: 200, body: { revision: 9, target: 9, endpoints: 3, realized: 2, 'min-realized-revision': 8, pending: [12] } },
   { operationId: 'PostCelliumPolicyExplain', status: 200, body: explanation },
   { operationId: 'GetCelliumMonitor', status: 200, body: { kind: 'info', message: 'Listening for events (types drop, endpoints 12). Press Ctrl-C to quit' } },
   { operationId: 'GetService', status: 200, body: [service7] },

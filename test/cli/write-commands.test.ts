@@ -84,10 +84,9 @@ t.test('policy import: several files are one import (one List, one revision), --
     return path;
   });
   let revision = 4;
-  const realized = (rev: number): Endpoint => ({ ...fx.endpoint12, status: { ...fx.endpoint12.status, policy: { realized: { 'policy-revision': rev } } } });
   const agent = await startFakeAgent(t, {
     PutPolicy: () => ({ status: 200, body: { revision: ++revision, policy: '[]' } }),
-    GetEndpoint: (_req, n) => ({ status: 200, body: [realized(5), realized(n < 2 ? 4 : 5)] }),
+    GetCelliumPolicyRealized: (_req, n) => ({ status: 200, body: { revision: 5, target: 5, endpoints: 2, realized: n < 2 ? 1 : 2, 'min-realized-revision': n < 2 ? 4 : 5, pending: n < 2 ? [12] : [] } }),
   });
   const r = await cli(agent.socketPath, ['policy', 'import', ...files, '--wait']);
   t.equal(r.code, 0, r.stderr);
@@ -104,6 +103,8 @@ t.test('policy import: several files are one import (one List, one revision), --
   }, 'the documents of every file, in order');
   t.match(r.stderr, /^waiting for policy revision 5: 1\/2 endpoints$/m);
   t.match(r.stderr, /^waiting for policy revision 5: 2\/2 endpoints$/m);
+  t.same(agent.requests('GetCelliumPolicyRealized').map((q) => q.query), [{ revision: 5 }, { revision: 5 }], 'asked how many realized revision 5, not for every endpoint');
+  t.equal(agent.requests('GetEndpoint').length, 0);
   const j = await cli(agent.socketPath, ['policy', 'import', files[0]!, '-o', 'json']);
   t.same(JSON.parse(j.stdout), { imported: [{ file: files[0], revision: 6 }], revision: 6 });
   t.match(agent.requests('PutPolicy')[1]?.body, /^apiVersion: cilium.io\/v2\nkind: CiliumNetworkPolicy/, 'one file: its text as it is');
@@ -145,10 +146,11 @@ t.test('policy delete: labels, --all, neither', async (t) => {
   t.equal(both.code, 2);
 });
 
-t.test('policy delete --wait waits until every endpoint realized the new revision', async (t) => {
+t.test('policy delete --wait waits until every endpoint realized the new revision (an agent without /cellium/policy/realized: by GET /endpoint)', async (t) => {
   const realized = (rev: number): Endpoint => ({ ...fx.endpoint12, status: { ...fx.endpoint12.status, policy: { realized: { 'policy-revision': rev } } } });
   const agent = await startFakeAgent(t, {
     DeletePolicy: { status: 200, body: { revision: 9, policy: '[]' } },
+    GetCelliumPolicyRealized: { status: 404, body: 'no such path' },
     GetEndpoint: (_req, n) => ({ status: 200, body: [realized(n < 2 ? 8 : 9)] }),
   });
   const r = await cli(agent.socketPath, ['policy', 'delete', '--all', '--wait']);

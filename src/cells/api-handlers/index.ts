@@ -11,6 +11,7 @@ import { identityHandlersCell } from './identity.js';
 import { ipamHandlersCell } from './ipam.js';
 import { mapHandlersCell } from './map.js';
 import { policyHandlersCell } from './policy.js';
+import { policyRealizedHandlersCell } from './policy-realized.js';
 import { serviceHandlersCell } from './service.js';
 
 export { configHandlersCell, configRouter } from './config.js';
@@ -20,6 +21,7 @@ export { identityHandlersCell, identityRouter, identityModel } from './identity.
 export { ipamHandlersCell, ipamRouter, hostAddressing, IPAM_EXPIRATION_MS, DEFAULT_POOL } from './ipam.js';
 export { mapHandlersCell, mapRouter, mapModel } from './map.js';
 export { policyHandlersCell, policyRouter, policyModel } from './policy.js';
+export { policyRealizedHandlersCell, policyRealizedRouter, policyRealized, type PolicyRealized } from './policy-realized.js';
 export { serviceHandlersCell, serviceRouter, lbHttpError } from './service.js';
 export { DaemonOptionsToken, DaemonOptionsStore, normalizeOption, type DaemonOptions, type DaemonOptionsState, type PolicyEnforcement } from './daemon-config.js';
 export { badField, notFound } from '../api-server/index.js';
@@ -33,6 +35,7 @@ export const apiHandlerCells: readonly Cell[] = [
   identityHandlersCell,
   ipamHandlersCell,
   policyHandlersCell,
+  policyRealizedHandlersCell,
   mapHandlersCell,
   serviceHandlersCell,
 ];

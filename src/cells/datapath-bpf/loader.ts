@@ -8,7 +8,7 @@
  * (SharedLxc): a load is map writes and, the first time, two attaches.
  */
 import { readFileSync } from 'node:fs';
-import type { AttachMode, BpfMap } from '../../bpf/index.js';
+import { programAttached, type AttachMode, type BpfMap, type TcHook } from '../../bpf/index.js';
 import { LXC_PROGRAMS, endpointPrograms, isEndpointLoaded, isEndpointProgram, loadEndpointProgram, programMapIds, unloadEndpointProgram } from './lxc/index.js';
 import { policyMapName } from '../../datapath/map-names.js';
 import { DEFAULT_CT_TIMEOUTS, type CtTimeouts } from '../../datapath/conntrack.js';
@@ -197,17 +197,17 @@ export class BpfLoader implements Loader {
   async checkAttached(id: number): Promise<string | undefined> {
     const a = this.attached.get(id);
     if (!a || this.busy.has(id)) return undefined;
-    let now: ReturnType<typeof endpointPrograms>;
-    try {
-      now = endpointPrograms(a.ifIndex);
-    } catch (err) {
-      if ((err as { code?: string }).code === 'ENODEV') return `its interface ${a.ifName} (ifindex ${a.ifIndex}) is gone`;
-      throw wrapBpf('program', `checking the programs of endpoint ${id} on ${a.ifName}`, err);
-    }
-    for (const [prog, hook] of Object.entries(LXC_PROGRAMS) as [LxcProgram, string][]) {
-      const ids = hookIds(now[prog]);
-      if (!ids.includes(a.progs[prog])) {
-        return `its program ${prog} (id ${a.progs[prog]}) is no longer attached at tc ${hook} of ${a.ifName}${ids.length ? ` (found ${ids.join(', ')})` : ' (nothing is)'}`;
+    for (const [prog, hook] of Object.entries(LXC_PROGRAMS) as [LxcProgram, TcHook][]) {
+      // tcx first (a syscall): the legacy filter's netlink dump only when tcx does not have it
+      let found: true | number[];
+      try {
+        found = programAttached({ ifindex: a.ifIndex, hook }, a.progs[prog]);
+      } catch (err) {
+        if ((err as { code?: string }).code === 'ENODEV') return `its interface ${a.ifName} (ifindex ${a.ifIndex}) is gone`;
+        throw wrapBpf('program', `checking the programs of endpoint ${id} on ${a.ifName}`, err);
+      }
+      if (found !== true) {
+        return `its program ${prog} (id ${a.progs[prog]}) is no longer attached at tc ${hook} of ${a.ifName}${found.length ? ` (found ${found.join(', ')})` : ' (nothing is)'}`;
       }
     }
     return this.policyMapMismatch(id, a.progs);

@@ -152,6 +152,10 @@ export class Endpoint implements EndpointView {
   get cniAttachmentId(): string | undefined {
     return cniAttachmentId(this.spec);
   }
+  /** See EndpointView: the policy revision realized in the datapath (undefined before the first build). */
+  get realizedPolicyRevision(): number | undefined {
+    return this.realizedPolicy?.revision;
+  }
   /** The numeric security identity, once resolved. */
   get identity(): number | undefined {
     return this._identity?.id;

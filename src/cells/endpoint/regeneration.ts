@@ -156,7 +156,11 @@ export class Regenerator implements EndpointRuntime {
     this.d.namedPorts.upsert(endpointOwner(ep.id), identity.id, ep.namedPorts, endpointAddresses(ep));
     const resolved = this.d.policy.resolve(identity, ep.namedPorts);
     const { entries, ...summary } = resolved;
-    ep.recordDesiredPolicy({ ...summary, identity: identity.id });
+    // the result holds for the repository as it is now: a cached one carries the revision it was
+    // distilled at, older when later changes did not touch this identity's rules (and the bump of
+    // such a change, made while this build ran, must not be lost)
+    const revision = Math.max(resolved.revision, this.d.policy.revision);
+    ep.recordDesiredPolicy({ ...summary, revision, identity: identity.id });
     const cfg = datapathConfigOf(ep);
     const hash = configHash(cfg);
     let loadedHash = ep.datapathHash;
@@ -170,6 +174,7 @@ export class Regenerator implements EndpointRuntime {
         level = 'rewrite+load';
       }
     }
+    let writeState = true;
     try {
       // the program load starts first (its verifier runs on a worker meanwhile); the state
       // directory and the map writes proceed at the same time; all must succeed
@@ -181,8 +186,11 @@ export class Regenerator implements EndpointRuntime {
       }));
       maps.setEndpoint(ep.id, lxc);
       for (const e of lxc) maps.upsertIPCache({ cidr: hostCidr(e.ip), identity: identity.id });
+      const built = { datapathHash: hash, policyRevision: revision };
+      // a policy-only change (no rebuild, the same snapshot but the revision): the committed directory still holds it
+      writeState = level === 'rewrite+load' || !this.d.store.holds(ep, built);
       const [prepared, loaded, flushed] = await Promise.allSettled([
-        this.d.store.prepare(ep, cfg, { datapathHash: hash, policyRevision: resolved.revision }),
+        writeState ? this.d.store.prepare(ep, cfg, built) : undefined,
         loading,
         maps.flush(signal, ep.id),
       ]);
@@ -191,9 +199,9 @@ export class Regenerator implements EndpointRuntime {
       if (failures.length) throw new EndpointError('failed', `datapath map writes failed: ${failures.join('; ')}`);
       signal.throwIfAborted();
       ep.recordBuild(hash);
-      await this.d.store.commit(ep.id);
+      if (writeState) await this.d.store.commit(ep.id);
     } catch (err) {
-      await this.d.store.discard(ep.id).catch(() => undefined);
+      if (writeState) await this.d.store.discard(ep.id).catch(() => undefined);
       throw err;
     }
     return level;

@@ -47,10 +47,20 @@ export interface BuildRecord {
   readonly policyRevision?: number;
 }
 
+/** What a directory written by this store holds: its snapshot but the policy revision, and that revision. */
+interface Written {
+  readonly key: string;
+  readonly policyRevision?: number;
+}
+
 /** Reads and writes the endpoints' state directories. */
 export class EndpointStateStore {
   /** The calls regenerations make (synchronous on tmpfs, see state-io.ts). */
   readonly io: StateIO;
+  /** Per endpoint, what its committed directory holds (written by this process; none after a start). */
+  private readonly committed = new Map<number, Written>();
+  /** Per endpoint, what its `_next` directory holds until commit or discard. */
+  private readonly prepared = new Map<number, Written>();
 
   constructor(readonly root: string) {
     this.io = stateIO(root);
@@ -70,10 +80,34 @@ export class EndpointStateStore {
     return join(this.root, `${id}_stale`);
   }
 
+  /** The snapshot of `ep` once `built` is committed, as a key without the policy revision. */
+  private written(snap: EndpointSnapshot, built: BuildRecord): Written {
+    const datapathHash = built.datapathHash ?? snap.datapathHash;
+    return { key: JSON.stringify({ ...snap, datapathHash, policyRevision: undefined }), policyRevision: built.policyRevision ?? snap.policyRevision };
+  }
+
+  /**
+   * Whether the committed directory of `ep` already holds what `built` would write but a newer
+   * policy revision, and a restore from it stays fail closed: a policy-only regeneration then
+   * skips prepare/commit. The stored revision is what restore checks the policy store against
+   * (policyStoreMissing: rules existed when it is above 1), so it is written whenever it crosses
+   * 1; above 1 it may lag the realized one (a restore regenerates from the policy store anyway,
+   * and only ever reads it as "rules existed"). The stored model is then the one of the last write.
+   */
+  holds(ep: Endpoint, built: BuildRecord): boolean {
+    const c = this.committed.get(ep.id);
+    if (!c) return false;
+    const w = this.written(ep.toSnapshot(), built);
+    if (w.key !== c.key) return false;
+    if (w.policyRevision === c.policyRevision) return true;
+    return (c.policyRevision ?? 0) > 1 && (w.policyRevision ?? 0) >= c.policyRevision!;
+  }
+
   /** Writes `<id>_next/` for the endpoint as it will be once `cfg` (and `built`) is in the datapath. */
   async prepare(ep: Endpoint, cfg: EndpointDatapathConfig, built: BuildRecord = {}): Promise<void> {
     const io = this.io;
     const next = this.nextDirOf(ep.id);
+    this.prepared.delete(ep.id);
     await io.mkdir(next).catch(async (err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return io.mkdir(next, { recursive: true });
       if (err.code !== 'EEXIST') throw err;
@@ -88,11 +122,16 @@ export class EndpointStateStore {
       io.writeFile(join(next, EP_CONFIG_JSON), `${JSON.stringify(stored)}\n`),
       io.writeFile(join(next, EP_CONFIG_H), renderEpConfigHeader(cfg, policyMapName(ep.id))),
     ]);
+    this.prepared.set(ep.id, this.written(snap, built));
   }
 
   /** Swaps `<id>_next` in as `<id>`; on a failed swap puts the old directory back. */
   async commit(id: number): Promise<void> {
     const io = this.io;
+    const written = this.prepared.get(id);
+    this.prepared.delete(id);
+    // unknown until the swap is done: a failure below must not let holds() skip the next write
+    this.committed.delete(id);
     const dir = this.dirOf(id);
     const stale = this.staleDirOf(id);
     const hadOld = await io.rename(dir, stale).then(() => true, async (err: NodeJS.ErrnoException) => {
@@ -109,15 +148,19 @@ export class EndpointStateStore {
       throw err;
     }
     if (hadOld) await io.rm(stale);
+    if (written) this.committed.set(id, written);
   }
 
   /** Removes `<id>_next` (failed regeneration). */
   async discard(id: number): Promise<void> {
+    this.prepared.delete(id);
     await this.io.rm(this.nextDirOf(id));
   }
 
   /** Removes every directory of an endpoint (deleted endpoint). */
   async remove(id: number): Promise<void> {
+    this.prepared.delete(id);
+    this.committed.delete(id);
     await Promise.all([this.dirOf(id), this.nextDirOf(id), this.staleDirOf(id)].map((d) => rm(d, { recursive: true, force: true })));
   }
 

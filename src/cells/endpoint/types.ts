@@ -23,6 +23,8 @@ export interface EndpointView {
   readonly namespace?: string;
   readonly identity?: number;
   readonly labels: readonly string[];
+  /** The policy revision realized in the datapath (undefined before the first build). */
+  readonly realizedPolicyRevision?: number;
   /** Where its addresses came from: `delegated-plugin:<type>`, or undefined for the node pool. */
   readonly ipamSource?: string;
   /** The CNI network (netconf `name`) whose ADD made it, when recorded. */
