@@ -41,6 +41,8 @@ t.test('every operation through the client', async (t) => {
   t.same(await c.putPolicy('[]', { replaceWithLabels: ['k8s:a=b', 'k8s:c=d'] }), fx.policy);
   t.same(await c.deletePolicy('all'), fx.policy);
   t.same(await c.policySelectors(), fx.selectors);
+  t.same(await c.policyRealized(9), { revision: 9, target: 9, endpoints: 3, realized: 2, 'min-realized-revision': 8, pending: [12] }, 'how many endpoints realized revision 9');
+  t.same(agent.requests('GetCelliumPolicyRealized')[0]?.query, { revision: '9' }, 'the revision goes as a query parameter');
   t.same(await c.policyTrace({ src: ['k8s:a=b'], 'dst-identity': 1, dport: 80, proto: 'TCP' }), fx.traceAllowed);
   t.same(await c.explainFlow({ flow: { verdict: 'DROPPED' }, format: 'k8s' }), fx.explanation);
   t.same(await c.listServices(), [fx.service7]);

@@ -82,7 +82,7 @@ t.test("our additions live under /cellium/ (or are an extra method on a Cilium p
   t.ok(spec.operations.find((o) => o.operationId === 'PostCelliumCni'));
   t.ok(spec.operations.find((o) => o.operationId === 'GetCelliumPolicyTrace'));
   const marked = Object.entries(spec.schemas).filter(([, s]) => s['x-cellium'] === true).map(([n]) => n);
-  t.same(marked.sort(), ['CelliumExplainDirection', 'CelliumExplainProposal', 'CelliumExplainRequest', 'CelliumExplainSide', 'CelliumExplanation', 'CelliumIPAM', 'CelliumIPAMAddress', 'CelliumIPAMPool', 'CelliumServiceImport', 'CelliumTraceResult', 'CniRequest', 'HealthNode', 'TraceDirection', 'ValidationError']);
+  t.same(marked.sort(), ['CelliumExplainDirection', 'CelliumExplainProposal', 'CelliumExplainRequest', 'CelliumExplainSide', 'CelliumExplanation', 'CelliumIPAM', 'CelliumIPAMAddress', 'CelliumIPAMPool', 'CelliumPolicyRealized', 'CelliumServiceImport', 'CelliumTraceResult', 'CniRequest', 'HealthNode', 'TraceDirection', 'ValidationError']);
 });
 
 t.test('rate-limited endpoint operations declare 429 with a Retry-After header', async (t) => {
