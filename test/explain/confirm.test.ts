@@ -47,6 +47,8 @@ t.test('--apply asks on a terminal: n imports nothing, y imports', { skip: built
       return { status: 200, body: { revision: w.repo.revision, policy: JSON.stringify(w.repo.get()) } };
     },
     GetEndpoint: { status: 200, body: [] },
+    // no endpoints: every revision is realized at once
+    GetCelliumPolicyRealized: () => ({ status: 200, body: { revision: w.repo.revision, target: w.repo.revision, endpoints: 0, realized: 0, 'min-realized-revision': 0, pending: [] } }),
   });
   const dir = mkdtempSync(join(tmpdir(), 'cellium-explain-tty-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
