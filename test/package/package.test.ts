@@ -85,7 +85,8 @@ t.test('the npm package', { skip }, async (t) => {
   const app = join(work, 'app');
   mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }, null, 2));
-  const noCompiler = userEnv({ CC: 'cellium-no-cc', CXX: 'cellium-no-cxx', CLANG: 'cellium-no-clang' });
+  // CI=true as in an app's CI pipeline: a postinstall step that fails there fails the app's install
+  const noCompiler = userEnv({ CC: 'cellium-no-cc', CXX: 'cellium-no-cxx', CLANG: 'cellium-no-clang', CI: 'true' });
   const install = sh('npm', ['install', '--prefer-offline', '--foreground-scripts', '--no-package-lock', tarball,
     `typescript@${pkg.devDependencies.typescript}`, `@types/node@${pkg.devDependencies['@types/node']}`], { cwd: app, env: noCompiler });
   t.equal(install.status, 0, said(install, 'npm install of the tarball without a compiler'));
@@ -100,6 +101,8 @@ t.test('the npm package', { skip }, async (t) => {
     t.match(lines.join('\n'), /not building the CNI shim \(bin\/cellium-cni\): no C compiler/);
     for (const l of lines) t.match(l, /the control-plane cells, the API and the memory datapath work without it$/, 'each line says what still works');
     t.notOk(existsSync(join(installed, 'bin/cellium-cni')), 'no shim was built');
+    t.match(install.out, /cellium \(postinstall\): @grpc\/grpc-js is installed outside this package \(hoisted\): not patched/,
+      'grpc-js hoisted into the app: the app\'s copy is left alone, and the install says so');
   });
 
   t.test('a strict consumer type-checks (NodeNext, no skipLibCheck) and runs', async (t) => {
