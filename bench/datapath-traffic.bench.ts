@@ -20,10 +20,10 @@ import { ensureBpffs } from '../src/bpf/index.js';
 import { CtMaps, openIPCacheMap } from '../src/maps/index.js';
 import type { PolicyEntry } from '../src/datapath/types.js';
 import { podTopology, removeTopology } from './lib/pods.js';
-import { iperfGbps, loadPodPrograms, LXC_VARIANTS, packetBenchMissing, type LxcVariant } from './lib/pod-programs.js';
+import { BASELINE_OBJECT_ENV, baselineObject, iperfGbps, loadPodPrograms, LXC_VARIANTS, packetBenchMissing, type LxcVariant } from './lib/pod-programs.js';
 import { machineLoad, median, printTable } from './lib/report.js';
 import { enableBpfStats, nsPerRun, tcProgramIds } from './lib/bpf-stats.js';
-import { lxcRunCost } from './lib/lxc-run-cost.js';
+import { lxcRunCost, printRunCost } from './lib/lxc-run-cost.js';
 
 const ROUNDS = 5;
 const SECONDS = 4;
@@ -44,8 +44,8 @@ function cleanup(): void {
   removeTopology([NODE, PODS.client.ns, PODS.server.ns], ROOT);
 }
 
-/** bpf_lxc (as `variant` says) on both host-side veths, with conntrack, the ipcache and each pod's policy. */
-async function attachCellium(variant: LxcVariant): Promise<() => void> {
+/** bpf_lxc (as `variant` says, from `object` when given) on both host-side veths, with conntrack, the ipcache and each pod's policy. */
+async function attachCellium(variant: LxcVariant, object?: string): Promise<() => void> {
   ensureBpffs(ROOT);
   const ct = CtMaps.open(ROOT, { tcp: 65536, any: 65536 });
   const ipcache = openIPCacheMap(ROOT);
@@ -55,7 +55,7 @@ async function attachCellium(variant: LxcVariant): Promise<() => void> {
     client: [allow(1002, 'egress', 6, IPERF_PORT), allow(1002, 'egress', 6, SOCKPERF_PORT)],
     server: [allow(1001, 'ingress', 6, IPERF_PORT), allow(1001, 'ingress', 6, SOCKPERF_PORT)],
   };
-  const unload = await loadPodPrograms({ node: NODE, root: ROOT, ct, ipcache, variant }, [
+  const unload = await loadPodPrograms({ node: NODE, root: ROOT, ct, ipcache, variant, object }, [
     { pod: PODS.client, policy: policies.client },
     { pod: PODS.server, policy: policies.server },
   ]);
@@ -114,7 +114,8 @@ function pingPong(): Promise<number> {
   });
 }
 
-type Setup = 'bare' | LxcVariant;
+/** 'baseline': the shared program from the object BASELINE_OBJECT_ENV names (another build). */
+type Setup = 'bare' | LxcVariant | 'baseline';
 interface Series { gbps: number[]; p50: number[]; nsPkt: number[] }
 
 /**
@@ -123,7 +124,7 @@ interface Series { gbps: number[]; p50: number[]; nsPkt: number[] }
  * program run, ~30 ns, which the bare veth does not pay).
  */
 async function measureRound(setup: Setup, into: Series): Promise<void> {
-  const detach = setup === 'bare' ? undefined : await attachCellium(setup);
+  const detach = setup === 'bare' ? undefined : setup === 'baseline' ? await attachCellium('shared', baselineObject()) : await attachCellium(setup);
   try {
     const progs = setup === 'bare' ? [] : [...new Set([PODS.client.lxc, PODS.server.lxc].flatMap((dev) => tcProgramIds(NODE, dev)))];
     const restoreStats = enableBpfStats();
@@ -153,7 +154,8 @@ async function main(): Promise<void> {
     console.log(`datapath-traffic: skipped: ${why}`);
     return;
   }
-  const setups: Setup[] = ['bare', ...LXC_VARIANTS.map((v) => v.variant)];
+  const baseline = baselineObject();
+  const setups: Setup[] = ['bare', ...LXC_VARIANTS.map((v) => v.variant), ...(baseline ? ['baseline' as const] : [])];
   const results = Object.fromEntries(setups.map((s) => [s, { gbps: [], p50: [], nsPkt: [] }])) as unknown as Record<Setup, Series>;
   const loadBefore = machineLoad();
   try {
@@ -173,18 +175,16 @@ async function main(): Promise<void> {
   }
   const [a, b] = LXC_VARIANTS.map((v) => results[v.variant]);
   rows.push(['shared / per-endpoint', '', paired(a!.gbps, b!.gbps), '', paired(a!.p50, b!.p50), `${(median(a!.nsPkt) / median(b!.nsPkt)).toFixed(2)}x`]);
+  if (baseline) {
+    const v = results.baseline;
+    rows.push([`shared, baseline build (${BASELINE_OBJECT_ENV})`, median(v.gbps), paired(v.gbps, bare.gbps), median(v.p50), paired(v.p50, bare.p50), median(v.nsPkt)]);
+    rows.push(['shared / baseline build', '', paired(a!.gbps, v.gbps), '', paired(a!.p50, v.p50), `${(median(a!.nsPkt) / median(v.nsPkt)).toFixed(2)}x`]);
+  }
   printTable(`pod to pod over veths, ${ROUNDS} rounds of ${SECONDS} s in rotating order (medians; ratios: median of the rounds' ratios), ${loadBefore} before, ${machineLoad()} after`, [
     'setup', 'iperf3 TCP throughput (Gbit/s)', 'vs bare veth', 'sockperf TCP ping-pong latency p50 (µs)', 'vs bare veth', 'bpf_lxc ns per packet during iperf3 (kernel BPF stats)',
   ], rows);
-  const cost = await lxcRunCost();
-  const costRow = (what: string, c: Record<LxcVariant, number>): (string | number)[] => [what, c.shared, c['per-endpoint'], `${(c.shared / c['per-endpoint']).toFixed(2)}x (+${(c.shared - c['per-endpoint']).toFixed(0)} ns)`];
-  printTable(`bpf_lxc's own time per packet without traffic (BPF_PROG_TEST_RUN on crafted IPv4 TCP frames, 200,000 runs a call, median of 7 alternating rounds; ${machineLoad()})`, ['packet', 'shared (ns)', 'per-endpoint (ns)', 'shared / per-endpoint'], [
-    costRow('client: established, leaving the pod (service lookup, conntrack, ipcache, policy)', cost.egressEstablished),
-    costRow('client: reply, to the pod (conntrack)', cost.ingressReply),
-    costRow('server: established, to the pod (conntrack, ipcache, policy)', cost.ingressEstablished),
-    costRow('server: reply, leaving the pod (service lookup, conntrack)', cost.egressReply),
-    costRow('one request/response round trip (the four above)', cost.roundTrip),
-  ]);
+  const cost = await lxcRunCost({ baselineObject: baseline });
+  printRunCost(cost, baseline !== undefined);
 }
 
 await main();

@@ -14,8 +14,7 @@ import { ensureBpffs } from '../../src/bpf/index.js';
 import { CtMaps, openIPCacheMap, openPolicyMap, syncPolicyMap } from '../../src/maps/index.js';
 import { loadLxcObject, loadSharedForEndpoint } from '../../src/cells/datapath-bpf/lxc/index.js';
 import type { EndpointDatapathConfig } from '../../src/datapath/types.js';
-import type { LxcVariant } from './pod-programs.js';
-import { median } from './report.js';
+import { machineLoad, median, printTable } from './report.js';
 
 const POD = '10.0.0.2';
 const PEER = '10.0.0.3';
@@ -40,17 +39,21 @@ export function tcpFrame(src: string, dst: string, sport: number, dport: number,
 }
 
 /**
- * Mean ns per run of each variant, per packet kind: the median over `rounds` alternating rounds.
+ * Mean ns per run of each program, per packet kind: the median over `rounds` alternating rounds.
  * The pod is the client of one connection (its request leaving, the reply coming in) and the
  * server of another (the request coming in, its reply leaving): the four runs of a round trip.
+ * Keys: 'shared', 'per-endpoint', and 'baseline' when a baseline object was given.
  */
+export type CostOf = Record<string, number>;
+
+/** See {@link CostOf}. */
 export interface RunCost {
-  readonly egressEstablished: Record<LxcVariant, number>;
-  readonly ingressReply: Record<LxcVariant, number>;
-  readonly ingressEstablished: Record<LxcVariant, number>;
-  readonly egressReply: Record<LxcVariant, number>;
+  readonly egressEstablished: CostOf;
+  readonly ingressReply: CostOf;
+  readonly ingressEstablished: CostOf;
+  readonly egressReply: CostOf;
   /** The sum of the four kinds' medians. */
-  readonly roundTrip: Record<LxcVariant, number>;
+  readonly roundTrip: CostOf;
 }
 
 /** The packets measured: which program runs on which frame. */
@@ -62,8 +65,25 @@ const KINDS = {
 } as const;
 type Kind = keyof typeof KINDS;
 
-/** Runs both variants on the same packets, alternating, `repeat` runs per call; see the file comment. */
-export async function lxcRunCost(rounds = 7, repeat = 200_000): Promise<RunCost> {
+type TestRunner = { testRun(name: 'from_container' | 'to_container', data: Buffer, repeat?: number): { retval: number; durationNs: number } };
+
+/** Options of {@link lxcRunCost}. */
+export interface RunCostOptions {
+  readonly rounds?: number;
+  readonly repeat?: number;
+  /**
+   * Another build of bpf_lxc.o (e.g. the main branch's) loaded as the shared program beside the
+   * current one, for a before/after figure taken in the same run ('baseline').
+   */
+  readonly baselineObject?: string;
+  /** More builds to load as the shared program, by the key their figures get. */
+  readonly objects?: Readonly<Record<string, string>>;
+}
+
+/** Runs the programs on the same packets, alternating, `repeat` runs per call; see the file comment. */
+export async function lxcRunCost(o: RunCostOptions = {}): Promise<RunCost> {
+  const rounds = o.rounds ?? 7;
+  const repeat = o.repeat ?? 200_000;
   const root = `/sys/fs/bpf/cellium-bench-cost-${randomBytes(3).toString('hex')}`;
   ensureBpffs(root);
   const ct = CtMaps.open(root, { tcp: 4096, any: 4096 });
@@ -79,27 +99,36 @@ export async function lxcRunCost(rounds = 7, repeat = 200_000): Promise<RunCost>
     closers.push(() => per.close());
     const { program: shared } = await loadSharedForEndpoint(cfg, lo, false);
     closers.push(() => shared.close());
-    const programs: Record<LxcVariant, { testRun(name: 'from_container' | 'to_container', data: Buffer, repeat?: number): { retval: number; durationNs: number } }> = { shared, 'per-endpoint': per };
-    // the connections are opened once (their SYNs create the conntrack entries both variants then use)
+    const programs: Record<string, TestRunner> = { shared, 'per-endpoint': per };
+    const objects = { ...(o.baselineObject ? { baseline: o.baselineObject } : {}), ...o.objects };
+    for (const [name, object] of Object.entries(objects)) {
+      // the same maps (its cellium_endpoints entry is the one the current build's load wrote)
+      const { program } = await loadSharedForEndpoint(cfg, { ...lo, object }, false);
+      closers.push(() => program.close());
+      programs[name] = program;
+    }
+    const names = Object.keys(programs);
+    // the connections are opened once (their SYNs create the conntrack entries every program then uses)
     const syns = [per.testRun('from_container', tcpFrame(POD, PEER, 40000, 80, 0x02)), per.testRun('to_container', tcpFrame(PEER, POD, 50000, 8080, 0x02))];
     if (syns.some((s) => s.retval !== 0)) throw new Error(`bpf_lxc dropped a connection's SYN (tc verdicts ${syns.map((s) => s.retval).join(', ')})`);
     const kinds = Object.keys(KINDS) as Kind[];
-    const out = Object.fromEntries(kinds.map((k) => [k, { shared: [] as number[], 'per-endpoint': [] as number[] }])) as Record<Kind, Record<LxcVariant, number[]>>;
+    const out = Object.fromEntries(kinds.map((k) => [k, Object.fromEntries(names.map((n) => [n, [] as number[]]))])) as Record<Kind, Record<string, number[]>>;
     for (let r = 0; r < rounds; r++) {
-      const order: LxcVariant[] = r % 2 ? ['per-endpoint', 'shared'] : ['shared', 'per-endpoint'];
+      // each round starts with another program, so none always runs first
+      const order = names.map((_, i) => names[(i + r) % names.length]!);
       for (const v of order) {
         for (const k of kinds) {
           const [prog, frame] = KINDS[k];
-          const run = programs[v].testRun(prog, frame, repeat);
+          const run = programs[v]!.testRun(prog, frame, repeat);
           if (run.retval !== 0) throw new Error(`${v} bpf_lxc dropped an established packet (${k}: tc verdict ${run.retval})`);
-          out[k][v].push(run.durationNs);
+          out[k][v]!.push(run.durationNs);
         }
       }
     }
-    const med = (s: Record<LxcVariant, number[]>): Record<LxcVariant, number> => ({ shared: median(s.shared), 'per-endpoint': median(s['per-endpoint']) });
-    const m = Object.fromEntries(kinds.map((k) => [k, med(out[k])])) as Record<Kind, Record<LxcVariant, number>>;
-    const sum = (v: LxcVariant): number => kinds.reduce((a, k) => a + m[k][v], 0);
-    return { ...m, roundTrip: { shared: sum('shared'), 'per-endpoint': sum('per-endpoint') } };
+    const med = (s: Record<string, number[]>): CostOf => Object.fromEntries(names.map((n) => [n, median(s[n]!)]));
+    const m = Object.fromEntries(kinds.map((k) => [k, med(out[k])])) as Record<Kind, CostOf>;
+    const sum = (v: string): number => kinds.reduce((a, k) => a + m[k][v]!, 0);
+    return { ...m, roundTrip: Object.fromEntries(names.map((n) => [n, sum(n)])) };
   } finally {
     for (const c of closers.reverse()) c();
     ct.close();
@@ -107,4 +136,17 @@ export async function lxcRunCost(rounds = 7, repeat = 200_000): Promise<RunCost>
     policy.close();
     rmSync(root, { recursive: true, force: true });
   }
+}
+
+/** The BPF_PROG_TEST_RUN table (with the baseline build's column when there is one). */
+export function printRunCost(cost: RunCost, withBaseline: boolean, rounds = 7): void {
+  const vs = (a: number, b: number): string => `${(a / b).toFixed(2)}x (${a >= b ? '+' : ''}${(a - b).toFixed(0)} ns)`;
+  const costRow = (what: string, c: CostOf): (string | number)[] => [what, c.shared!, c['per-endpoint']!, vs(c.shared!, c['per-endpoint']!), ...(withBaseline ? [c.baseline!, vs(c.shared!, c.baseline!)] : [])];
+  printTable(`bpf_lxc's own time per packet without traffic (BPF_PROG_TEST_RUN on crafted IPv4 TCP frames, 200,000 runs a call, median of ${rounds} alternating rounds; ${machineLoad()})`, ['packet', 'shared (ns)', 'per-endpoint (ns)', 'shared / per-endpoint', ...(withBaseline ? [`shared, baseline build (ns)`, 'shared / baseline build'] : [])], [
+    costRow('client: established, leaving the pod (service lookup, conntrack, ipcache, policy)', cost.egressEstablished),
+    costRow('client: reply, to the pod (conntrack)', cost.ingressReply),
+    costRow('server: established, to the pod (conntrack, ipcache, policy)', cost.ingressEstablished),
+    costRow('server: reply, leaving the pod (service lookup, conntrack)', cost.egressReply),
+    costRow('one request/response round trip (the four above)', cost.roundTrip),
+  ]);
 }

@@ -49,6 +49,20 @@ export interface PodPrograms {
   readonly ipcache: IPCacheMap;
   /** Which bpf_lxc (default: shared, as the agent runs it). */
   readonly variant?: LxcVariant;
+  /** Another build of bpf_lxc.o to load instead of the built one (a before/after comparison). */
+  readonly object?: string;
+}
+
+/**
+ * The environment variable naming another build of bpf_lxc.o (e.g. the main branch's) that the
+ * packet-path benches also run, as the shared program, beside the current one: a before/after
+ * figure from the same run, under the same load.
+ */
+export const BASELINE_OBJECT_ENV = 'CELLIUM_BENCH_LXC_BASELINE';
+
+/** The baseline object the environment names (see BASELINE_OBJECT_ENV), or undefined. */
+export function baselineObject(): string | undefined {
+  return process.env[BASELINE_OBJECT_ENV] || undefined;
 }
 
 /**
@@ -74,7 +88,7 @@ export async function loadPodPrograms(o: PodPrograms, pods: ReadonlyArray<{ pod:
     if ((o.variant ?? 'shared') === 'per-endpoint') {
       for (const { cfg, policyFd } of endpoints) {
         undo.push(() => unloadEndpointProgram(cfg.id, cfg.ifIndex, { bpfRoot: o.root, netns }));
-        await loadEndpointProgram(cfg, { bpfRoot: o.root, netns, mode: 'legacy', reuseMaps: { ...shared, cellium_policy: policyFd } });
+        await loadEndpointProgram(cfg, { bpfRoot: o.root, netns, mode: 'legacy', object: o.object, reuseMaps: { ...shared, cellium_policy: policyFd } });
       }
       return unload;
     }
@@ -83,7 +97,7 @@ export async function loadPodPrograms(o: PodPrograms, pods: ReadonlyArray<{ pod:
       maps.endpoints.close();
       maps.policyMaps.close();
     });
-    const program = await loadSharedProgram({ bpfRoot: o.root, reuseMaps: { ...shared, [ENDPOINTS_MAP]: maps.endpoints.map.fd, [POLICY_MAPS_MAP]: maps.policyMaps.map.fd } });
+    const program = await loadSharedProgram({ bpfRoot: o.root, object: o.object, reuseMaps: { ...shared, [ENDPOINTS_MAP]: maps.endpoints.map.fd, [POLICY_MAPS_MAP]: maps.policyMaps.map.fd } });
     undo.push(() => program.close());
     for (const { cfg, policyFd } of endpoints) {
       undo.push(() => unloadSharedEndpoint(cfg.id, cfg.ifIndex, { bpfRoot: o.root, netns }));
