@@ -110,10 +110,11 @@ __attribute__((noinline)) int emit_event(struct __sk_buff *skb, const struct pkt
 	ev->match = m->match;
 	ev->action = m->action;
 	if (lxc_shared) {
-		const struct endpoint_info *ep = shared_endpoint(skb);
-		__u32 identity = ep ? ep->identity : 0;
+		/* a parsed packet carries its endpoint's entry's fields: no second lookup */
+		const struct endpoint_info *ep = p ? 0 : shared_endpoint(skb);
+		__u32 identity = p ? p->ep_identity : ep ? ep->identity : 0;
 
-		ev->endpoint_id = ep ? ep->endpoint_id : 0;
+		ev->endpoint_id = p ? p->ep_id : ep ? ep->endpoint_id : 0;
 		ev->ifindex = skb->ifindex;
 		ev->src_identity = m->egress ? identity : m->peer_identity;
 		ev->dst_identity = m->egress ? m->peer_identity : identity;
@@ -177,32 +178,33 @@ static __always_inline int forward(struct __sk_buff *skb, const struct pkt *p, _
 }
 
 /*
- * The decision for a parsed IP packet: conntrack, then (unless it is a reply or related) the
- * peer's identity and the policy verdict (reported for new connections), the drop, and the
- * conntrack entry of a new connection; forwarded packets are counted and traced. A global
- * function, so the verifier checks it once rather than once per parsing path.
+ * The decision for a parsed IP packet: conntrack (`ct`: what ct_lookup_first found, or nothing
+ * yet), then (unless it is a reply or related) the peer's identity and the policy verdict
+ * (reported for new connections), the drop, and the conntrack entry of a new connection; forwarded
+ * packets are counted and traced. A global function, so the verifier checks it once rather than
+ * once per parsing path.
  */
-__attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct pkt *p)
+__attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct pkt *p, struct ct_result *ct)
 {
-	struct ct_result ct = {};
 	struct event_meta m = {};
 	enum drop_reason reason;
 	__u32 identity, ep_id;
 	int verdict_event;
 	void *policy;
 
-	if (!skb || !p)
+	if (!skb || !p || !ct)
 		return TC_ACT_SHOT;
 	if (is_neighbour_discovery(p))
 		return TC_ACT_OK;
-	ct_lookup(skb, p, egress, &ct);
-	if (ct.status == CT_REPLY || ct.status == CT_RELATED) {
+	if (ct->probe != CT_PROBE_HIT)	/* else ct_lookup_first found it already */
+		ct_lookup(skb, p, egress, ct);
+	if (ct->status == CT_REPLY || ct->status == CT_RELATED) {
 		/* a hairpin connection's reply from the endpoint goes back into it (see handle) */
-		if (egress && ct.status == CT_REPLY && ct.loopback)
+		if (egress && ct->status == CT_REPLY && ct->loopback)
 			p->hairpin = 1;
-		if (!egress && ct.status == CT_REPLY && ct.rev_nat && lb_rev_nat(skb, p, ct.rev_nat, ct.loopback) < 0)
+		if (!egress && ct->status == CT_REPLY && ct->rev_nat && lb_rev_nat(skb, p, ct->rev_nat, ct->loopback) < 0)
 			return drop(skb, DROP_INVALID, egress, p, 0);
-		return forward(skb, p, egress, &ct, ct.report ? ipcache_identity(p->family, egress ? p->dst : p->src) : 0);
+		return forward(skb, p, egress, ct, ct->report ? ipcache_identity(p->family, egress ? p->dst : p->src) : 0);
 	}
 	/*
 	 * The hairpin packet at the endpoint's own ingress: its source is the loopback address, its
@@ -218,7 +220,7 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 		goto allowed;
 	}
 	identity = ipcache_identity(p->family, egress ? p->dst : p->src);
-	verdict_event = ct.status == CT_NEW || ct.status == CT_REOPENED;
+	verdict_event = ct->status == CT_NEW || ct->status == CT_REOPENED;
 	ep_id = p->ep_id;
 	policy = lxc_shared ? bpf_map_lookup_elem(&cellium_policy_maps, &ep_id) : (void *)&cellium_policy;
 	reason = policy_verdict(policy, egress, identity, p, verdict_event ? &m.match : 0);
@@ -226,7 +228,7 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 		m.type = EVENT_POLICY_VERDICT;
 		m.reason = reason;
 		m.egress = egress;
-		m.ct_status = ct.status;
+		m.ct_status = ct->status;
 		m.action = reason == DROP_NONE;
 		m.peer_identity = identity;
 		emit_event(skb, p, &m);
@@ -234,11 +236,11 @@ __attribute__((noinline)) int decide(struct __sk_buff *skb, __u32 egress, struct
 	if (reason != DROP_NONE)
 		return drop(skb, reason, egress, p, identity);
 allowed:
-	if (ct.track && ct_create(skb, p, egress, egress ? p->ep_identity : identity) < 0)
+	if (ct->track && ct_create(skb, p, egress, egress ? p->ep_identity : identity) < 0)
 		return drop(skb, DROP_CT_INSERT_FAILED, egress, p, identity);
-	if (ct.track && p->rev_nat)
+	if (ct->track && p->rev_nat)
 		lb4_ct_set_rev_nat(p, egress, p->rev_nat);
-	return forward(skb, p, egress, &ct, identity);
+	return forward(skb, p, egress, ct, identity);
 }
 
 /*
@@ -320,12 +322,13 @@ static __always_inline int is_link_local_mld(const struct pkt *p)
  * (bpf_redirect_peer, MAC addresses swapped) instead of the host stack, which would route the
  * loopback address elsewhere. to_container does not see it.
  */
-static __always_inline int hairpin(struct __sk_buff *skb, struct pkt *p)
+static __always_inline int hairpin(struct __sk_buff *skb, struct pkt *p, struct ct_result *ct)
 {
 	__u8 eth[12], tmp[6];
 	int ret;
 
-	ret = decide(skb, 0, p);
+	__builtin_memset(ct, 0, sizeof(*ct));	/* the ingress side is looked up afresh */
+	ret = decide(skb, 0, p, ct);
 	if (ret != TC_ACT_OK)
 		return ret;
 	if (bpf_skb_load_bytes(skb, 0, eth, 12) < 0)
@@ -341,6 +344,7 @@ static __always_inline int hairpin(struct __sk_buff *skb, struct pkt *p)
 static __always_inline int handle(struct __sk_buff *skb, __u8 egress)
 {
 	const struct endpoint_info *ep = 0;
+	struct ct_result ct = {};
 	struct pkt p = {};
 	int err;
 
@@ -382,8 +386,18 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 egress)
 	/* anti-spoofing, before a service or conntrack sees the packet (neighbour discovery may use link-local or unspecified sources) */
 	if (egress && !is_neighbour_discovery(&p) && !from_own_address(&p, ep))
 		return drop(skb, DROP_INVALID_SOURCE, egress, &p, 0);
-	/* a packet to a service goes to a backend first (its own call chain: the stack stays small) */
-	if (egress) {
+	/*
+	 * A packet to a service goes to a backend first (its own call chain: the stack stays small).
+	 * Not one that conntrack already finds under the packet's own tuple (the first key of its
+	 * lookup order): a reply of a connection the peer opened (what a server pod sends back,
+	 * to a client whose address and port may even look like a frontend: it goes back to it), or
+	 * a connection that was not translated when it was opened (a translated one's entry is under
+	 * the backend's tuple). As conntrack NAT does (kube-proxy's too): the translation is chosen
+	 * when a connection starts and kept for its life. Such a packet pays one hash lookup instead
+	 * of the five of a destination that is no service; one whose first key misses pays it once
+	 * more (the lookup goes on with the other key, or afresh when the packet was translated).
+	 */
+	if (egress && (is_neighbour_discovery(&p) || ct_lookup_first(skb, &p, egress, &ct) == CT_NEW)) {
 		err = p.family == FAMILY_IPV4 ? lb4_egress(skb, &p) : lb6_egress(skb, &p);
 		if (err == -LB_REJECT) {
 			/* counted and reported as a no-backend drop; the sender gets an ICMP port unreachable */
@@ -392,13 +406,15 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 egress)
 		}
 		if (err < 0)
 			return drop(skb, -err, egress, &p, 0);
+		if (err > 0)
+			ct.probe = CT_PROBE_NONE;	/* translated: the tuple the probe missed is gone */
 		if (p.hairpin && lb_hairpin_snat(skb, &p) < 0)
 			return drop(skb, DROP_INVALID, egress, &p, 0);
 	}
-	err = decide(skb, egress, &p);
+	err = decide(skb, egress, &p, &ct);
 	if (!egress || !p.hairpin || err != TC_ACT_OK)
 		return err;
-	return hairpin(skb, &p);
+	return hairpin(skb, &p, &ct);
 }
 
 SEC("tc")

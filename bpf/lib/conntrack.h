@@ -13,8 +13,8 @@
  * the TCP lifetime; FIN marks its direction closing, RST both; once both directions are closing
  * the close lifetime applies and later packets no longer extend it. Other protocols get the
  * non-TCP lifetime. Lifetimes and switches are .rodata constants set by the loader.
- * ct_lookup(), ct_match(), ct_refresh() and ct_create() are global functions: the verifier checks
- * each once per program, whichever map an entry comes from.
+ * ct_lookup_first(), ct_lookup(), ct_match() and ct_create() are global functions: the verifier
+ * checks each once per program, whichever map an entry comes from.
  */
 #ifndef CELLIUM_CONNTRACK_H
 #define CELLIUM_CONNTRACK_H
@@ -48,8 +48,13 @@ struct ct_result {
 	__u32 now;		/* the lookup's second (CLOCK_MONOTONIC) */
 	__u16 rev_nat;		/* the matched entry's rev-NAT index (a connection to a service) */
 	__u8 loopback;		/* the matched entry is a hairpin connection's (CT_F_LB_LOOPBACK) */
-	__u8 pad;
+	__u8 probe;		/* CT_PROBE_*: what ct_lookup_first did (ct_lookup goes on from there) */
 };
+
+/* What ct_lookup_first did with a packet. */
+#define CT_PROBE_NONE 0		/* nothing: ct_lookup looks the packet up whole */
+#define CT_PROBE_MISSED 1	/* its first key missed: ct_lookup tries only the other (unless the tuple changed) */
+#define CT_PROBE_HIT 2		/* its first key hit: `res` is the lookup's result, ct_lookup keeps it */
 
 /*
  * The current second of CLOCK_MONOTONIC, from the coarse clock (the last tick's time, a memory
@@ -182,10 +187,10 @@ static __always_inline __u8 ct_note_flags(struct ct_entry *e, __u32 egress, __u8
 
 /*
  * Refreshes a matched entry with a packet: counters, TCP state, lifetime, flags seen; returns
- * whether a monitor should report the packet. A global function taking the map value: the
- * verifier checks it once instead of once per map the entry may come from.
+ * whether a monitor should report the packet. Inlined into ct_match, its one caller (a global
+ * function: checked once whichever map the entry comes from), which saves a call per packet.
  */
-__attribute__((noinline)) int ct_refresh(struct ct_entry *e, struct __sk_buff *skb, const struct pkt *p, __u32 egress, __u32 now)
+static __always_inline int ct_refresh(struct ct_entry *e, struct __sk_buff *skb, const struct pkt *p, __u32 egress, __u32 now)
 {
 	__u32 lifetime;
 	__u16 flags;
@@ -297,24 +302,81 @@ static __always_inline int ct_forward_first(const struct pkt *p)
 	return bpf_ntohs(p->ct_sport) > bpf_ntohs(p->ct_dport);
 }
 
+/* Whether a packet is looked up at all: conntrack on, not a non-first fragment. */
+static __always_inline int ct_tracks(const struct pkt *p)
+{
+	return p->ct_enabled && !p->fragment;
+}
+
+/* A TCP packet with SYN and without ACK: never a reply (looked up as the forward direction only). */
+static __always_inline int ct_pure_syn(const struct pkt *p)
+{
+	return p->protocol == IPPROTO_TCP && (p->tcp_flags & (TCP_SYN | TCP_ACK)) == TCP_SYN;
+}
+
+/* `res` as a lookup starts it: CT_NEW, nothing to track, reported. */
+static __always_inline void ct_result_init(struct ct_result *res, __u32 egress)
+{
+	res->status = CT_NEW;
+	res->track = 0;
+	res->report = 1;
+	res->egress = egress;
+	res->probe = CT_PROBE_NONE;
+}
+
+/*
+ * The first key of ct_lookup's order alone, before anything changes the packet (bpf_lxc asks it
+ * before the service lookup): when it hits, `res` is what ct_lookup would have found (the entry is
+ * refreshed, res->probe CT_PROBE_HIT) and the status is returned; else CT_NEW, with res->probe
+ * CT_PROBE_MISSED when the key was tried (ct_lookup then tries only the other key, as long as the
+ * packet's tuple stays the same: the caller resets res->probe to CT_PROBE_NONE when it translates
+ * the packet). Pure SYNs, ICMP errors, fragments and untracked packets are not probed. A global
+ * function.
+ */
+__attribute__((noinline)) int ct_lookup_first(struct __sk_buff *skb, const struct pkt *p, __u32 egress, struct ct_result *res)
+{
+	union ct_key k = {};
+	int fwd_first;
+
+	if (!skb || !p || !res)
+		return CT_NEW;
+	ct_result_init(res, egress);
+	if (!ct_tracks(p) || p->icmp_error || ct_pure_syn(p))
+		return CT_NEW;
+	res->now = ct_now();
+	fwd_first = ct_forward_first(p);
+	ct_key_fill(&k, p->family, p->src, p->dst, p->ct_sport, p->ct_dport, p->protocol, egress ? TUPLE_F_IN : TUPLE_F_OUT);
+	if (fwd_first)
+		ct_key_reverse(&k, p->family);
+	if (ct_match(&k, skb, p, CT_MATCH_REFRESH, res)) {
+		res->status = fwd_first ? CT_ESTABLISHED : CT_REPLY;
+		res->probe = CT_PROBE_HIT;
+		return res->status;
+	}
+	res->probe = CT_PROBE_MISSED;
+	return CT_NEW;
+}
+
 /*
  * Looks the packet up (see the top of this file) and refreshes what it matched; fills `res` and
  * returns its status. Untracked packets (conntrack off, non-first fragments, ICMP errors about
  * nothing tracked) are CT_NEW with res->track 0. A pure SYN is looked up as the forward direction
- * only; any other packet tries both keys, in ct_forward_first's order.
+ * only; any other packet tries both keys, in ct_forward_first's order. After ct_lookup_first
+ * (res->probe): a hit is kept as it is, a missed first key is not tried again.
  */
 __attribute__((noinline)) int ct_lookup(struct __sk_buff *skb, const struct pkt *p, __u32 egress, struct ct_result *res)
 {
 	union ct_key k = {};
 	int pure_syn, fwd_first, m;
+	__u8 probe;
 
 	if (!skb || !p || !res)
 		return CT_NEW;
-	res->status = CT_NEW;
-	res->track = 0;
-	res->report = 1;
-	res->egress = egress;
-	if (!p->ct_enabled || p->fragment)
+	probe = res->probe;
+	if (probe == CT_PROBE_HIT)
+		return res->status;
+	ct_result_init(res, egress);
+	if (!ct_tracks(p))
 		return CT_NEW;
 	res->now = ct_now();
 	if (p->icmp_error) {
@@ -322,13 +384,13 @@ __attribute__((noinline)) int ct_lookup(struct __sk_buff *skb, const struct pkt 
 			res->status = CT_RELATED;
 		return res->status;
 	}
-	pure_syn = p->protocol == IPPROTO_TCP && (p->tcp_flags & (TCP_SYN | TCP_ACK)) == TCP_SYN;
+	pure_syn = ct_pure_syn(p);
 	fwd_first = !pure_syn && ct_forward_first(p);
 	ct_key_fill(&k, p->family, p->src, p->dst, p->ct_sport, p->ct_dport, p->protocol, egress ? TUPLE_F_IN : TUPLE_F_OUT);
 	if (fwd_first)
 		ct_key_reverse(&k, p->family);
-	/* the first key (never for a pure SYN: it is never a reply) */
-	if (!pure_syn && ct_match(&k, skb, p, CT_MATCH_REFRESH, res)) {
+	/* the first key (never for a pure SYN: it is never a reply; not again when the probe missed it) */
+	if (!pure_syn && probe != CT_PROBE_MISSED && ct_match(&k, skb, p, CT_MATCH_REFRESH, res)) {
 		res->status = fwd_first ? CT_ESTABLISHED : CT_REPLY;
 		return res->status;
 	}

@@ -2,8 +2,10 @@
 /*
  * Packet parsing for conntrack and the policy decision: address family, addresses, IP protocol,
  * ports (TCP/UDP/SCTP), TCP flags, ICMP type and echo identifier, and for an ICMP error the
- * header of the packet it is about. Reads with bpf_skb_load_bytes, so any skb layout works. A
- * non-first fragment carries no L4 header: its ports are 0 and it is marked `fragment`.
+ * header of the packet it is about. The IP header and a TCP header are read in place when they
+ * are in the skb's linear data (pkt_at: no helper call, the common case), else copied with
+ * bpf_skb_load_bytes, as everything else is: any skb layout works. A non-first fragment carries no
+ * L4 header: its ports are 0 and it is marked `fragment`.
  */
 #ifndef CELLIUM_PARSE_H
 #define CELLIUM_PARSE_H
@@ -57,6 +59,26 @@ struct pkt {
 	__u8 ct_enabled;
 	__u8 ct_accounting;
 };
+
+/* The largest offset pkt_at reads at in place (bounds the offset for the verifier). */
+#define PKT_AT_MAX_OFF 256
+
+/*
+ * The `len` bytes at `off` of the packet: a pointer into the skb's linear data when they are
+ * all there (read in place: no copy, no helper call), else into `buf` after copying them there
+ * with bpf_skb_load_bytes; NULL when the packet is shorter.
+ */
+static __always_inline const void *pkt_at(struct __sk_buff *skb, __u32 off, void *buf, __u32 len)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+
+	if (off <= PKT_AT_MAX_OFF && data + off + len <= end)
+		return data + off;
+	if (bpf_skb_load_bytes(skb, off, buf, len) < 0)
+		return 0;
+	return buf;
+}
 
 static __always_inline int is_icmp_error(__u8 protocol, __u8 type)
 {
@@ -154,12 +176,13 @@ __attribute__((noinline)) int parse_l4(struct __sk_buff *skb, __u32 off, struct 
 	p->has_l4 = 1;
 	if (p->protocol == IPPROTO_TCP) {
 		/* ports and flags in one read */
-		__u8 th[14];
+		__u8 buf[14];
+		const __u8 *th = pkt_at(skb, off, buf, sizeof(buf));
 
-		if (bpf_skb_load_bytes(skb, off, th, sizeof(th)) < 0)
+		if (!th)
 			return -1;
-		p->ct_sport = *(__be16 *)&th[0];
-		p->ct_dport = *(__be16 *)&th[2];
+		p->ct_sport = *(const __be16 *)&th[0];
+		p->ct_dport = *(const __be16 *)&th[2];
 		p->tcp_flags = th[13];
 		p->dport = p->ct_dport;
 		return 0;
@@ -187,36 +210,38 @@ __attribute__((noinline)) int parse_l4(struct __sk_buff *skb, __u32 off, struct 
 
 static __always_inline int parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 {
-	struct iphdr ip;
+	struct iphdr buf;
+	const struct iphdr *ip = pkt_at(skb, ETH_HLEN, &buf, sizeof(buf));
 
-	if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)) < 0 || ip.ihl < 5)
+	if (!ip || ip->ihl < 5)
 		return -1;
 	p->family = FAMILY_IPV4;
-	p->protocol = ip.protocol;
-	__builtin_memcpy(p->src, &ip.saddr, 4);
-	__builtin_memcpy(p->dst, &ip.daddr, 4);
-	if (ip.frag_off & bpf_htons(0x1fff)) {
+	p->protocol = ip->protocol;
+	__builtin_memcpy(p->src, &ip->saddr, 4);
+	__builtin_memcpy(p->dst, &ip->daddr, 4);
+	if (ip->frag_off & bpf_htons(0x1fff)) {
 		p->fragment = 1;
 		return 0;
 	}
-	return parse_l4(skb, ETH_HLEN + ip.ihl * 4, p);
+	return parse_l4(skb, ETH_HLEN + ip->ihl * 4, p);
 }
 
 #define IPV6_MAX_EXT_HEADERS 6
 
 static __always_inline int parse_ipv6(struct __sk_buff *skb, struct pkt *p)
 {
-	struct ipv6hdr ip;
-	__u32 off = ETH_HLEN + sizeof(ip);
+	struct ipv6hdr buf;
+	const struct ipv6hdr *ip = pkt_at(skb, ETH_HLEN, &buf, sizeof(buf));
+	__u32 off = ETH_HLEN + sizeof(buf);
 	__u8 nh;
 	int i;
 
-	if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)) < 0)
+	if (!ip)
 		return -1;
 	p->family = FAMILY_IPV6;
-	__builtin_memcpy(p->src, &ip.saddr, 16);
-	__builtin_memcpy(p->dst, &ip.daddr, 16);
-	nh = ip.nexthdr;
+	__builtin_memcpy(p->src, &ip->saddr, 16);
+	__builtin_memcpy(p->dst, &ip->daddr, 16);
+	nh = ip->nexthdr;
 #pragma unroll
 	for (i = 0; i < IPV6_MAX_EXT_HEADERS; i++) {
 		__u8 hdr[8];

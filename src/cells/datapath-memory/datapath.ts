@@ -15,7 +15,7 @@ import { MemoryCtStore } from '../../datapath/memory/ct-store.js';
 import { memoryLBMaps } from '../../datapath/memory/lb-maps.js';
 import { lbTranslate, revNat, type AffinityEntry } from '../../datapath/model/lb.js';
 import { ReservedIdentity, type Datapath, type Direction, type PacketSpec, type Verdict } from '../../datapath/types.js';
-import { decidePacket, peerAddress, sourceVerdict, type PacketOutcome, type VerdictPacket } from '../../datapath/model/verdict.js';
+import { decidePacket, passesUntracked, peerAddress, sourceVerdict, type PacketOutcome, type VerdictPacket } from '../../datapath/model/verdict.js';
 import { MemoryLoader } from './loader.js';
 import { MemoryMaps } from './maps.js';
 
@@ -79,15 +79,18 @@ export class MemoryDatapath implements Datapath {
       this.drops.set('invalid-source', (this.drops.get('invalid-source') ?? 0) + 1);
       return { verdict: spoofed, ct: 'new' };
     }
-    // a packet from the pod to a service goes to a backend first; policy is the backend's
-    const lb = direction === 'egress' ? lbTranslate({ maps: this.lbMaps, ct: this.conntrack, now: this.ct.now(), serviceLifetime: packet.protocol === 6 ? this.timeouts.tcp : this.timeouts.any, random: this.random, affinity: this.affinity }, packet, commit) : { kind: 'none' as const };
+    // a packet from the pod to a service goes to a backend first (policy is the backend's), unless
+    // conntrack finds it under its own tuple first (bpf_lxc's ct_lookup_first): a reply, or a
+    // connection that was not translated when it was opened keeps going as it is
+    const probed = direction === 'egress' && ct && !passesUntracked(direction, packet) ? ct.lookupFirst(direction, packet, commit) : undefined;
+    const lb = direction === 'egress' && !probed ? lbTranslate({ maps: this.lbMaps, ct: this.conntrack, now: this.ct.now(), serviceLifetime: packet.protocol === 6 ? this.timeouts.tcp : this.timeouts.any, random: this.random, affinity: this.affinity }, packet, commit) : { kind: 'none' as const };
     if (lb.kind === 'no-service' || lb.kind === 'no-backend') {
       this.drops.set(lb.kind, (this.drops.get(lb.kind) ?? 0) + 1);
       return { verdict: { allowed: false, reason: lb.kind, peerIdentity: ReservedIdentity.world, ...(lb.kind === 'no-backend' && lb.reject ? { rejected: true as const } : {}) }, ct: 'new' };
     }
     const pkt = lb.kind === 'translated' ? lb.packet : packet;
     const peer = this.maps.lookupIPCache(peerAddress(direction, pkt))?.identity ?? ReservedIdentity.world;
-    let out = decidePacket(ct, table, direction, peer, pkt, cfg?.identity ?? 0, commit);
+    let out = decidePacket(ct, table, direction, peer, pkt, cfg?.identity ?? 0, commit, probed);
     if (lb.kind === 'translated') {
       const frontend = `${lb.vip.includes(':') ? `[${lb.vip}]` : lb.vip}:${lb.vport}`;
       out = { ...out, verdict: { ...out.verdict, service: { frontend, backend: `${pkt.dst.includes(':') ? `[${pkt.dst}]` : pkt.dst}:${pkt.dport}`, revNat: lb.revNat } } };

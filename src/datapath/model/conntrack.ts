@@ -106,15 +106,42 @@ export class Conntrack {
     const egress = direction === 'egress';
     const now = this.now();
     if (isIcmpError(p.protocol, icmpTypeOf(p))) return { status: p.inner && this.related(egress, p, now) ? 'related' : 'new', track: false };
+    return this.match(this.order(egress, p), egress, p, now, refresh);
+  }
+
+  /**
+   * ct_lookup_first: the first key of the lookup's order alone (bpf_lxc asks it of a packet leaving
+   * the pod before the service lookup): what lookup() returns when that key hits (refreshed as
+   * lookup() would), undefined when it misses or is not tried (a pure SYN, an ICMP error, a
+   * non-first fragment). A packet it finds is not looked up as a service.
+   */
+  lookupFirst(direction: Direction, p: CtPacket, refresh = true): CtLookup | undefined {
+    if (p.fragment || isIcmpError(p.protocol, icmpTypeOf(p))) return undefined;
+    const egress = direction === 'egress';
+    const first = this.order(egress, p)[0]!;
+    if (this.pureSyn(p)) return undefined;
+    const found = this.match([first], egress, p, this.now(), refresh);
+    return found.status === 'new' ? undefined : found;
+  }
+
+  private pureSyn(p: CtPacket): boolean {
+    return p.protocol === Proto.TCP && ((p.tcpFlags ?? 0) & (TcpFlags.SYN | TcpFlags.ACK)) === TcpFlags.SYN;
+  }
+
+  /** The keys a packet tries, in order, with the status a hit on each means. */
+  private order(egress: boolean, p: CtPacket): readonly ['reply' | 'established', CtKey][] {
     const [sport, dport] = ctPorts(p);
-    const flags = p.tcpFlags ?? 0;
-    const pureSyn = p.protocol === Proto.TCP && (flags & (TcpFlags.SYN | TcpFlags.ACK)) === TcpFlags.SYN;
     const reply = replyKey(p.src, p.dst, sport, dport, p.protocol, egress ? TupleFlags.IN : TupleFlags.OUT);
     const forward = reverseKey(reply);
     // ct_forward_first: the sender's port above the other's tries the forward key first
-    const order: readonly ['reply' | 'established', CtKey][] = pureSyn
+    return this.pureSyn(p)
       ? [['established', forward]]
       : sport > dport ? [['established', forward], ['reply', reply]] : [['reply', reply], ['established', forward]];
+  }
+
+  /** The first of `order`'s keys with a live entry (refreshed with `refresh`), else new. */
+  private match(order: readonly ['reply' | 'established', CtKey][], egress: boolean, p: CtPacket, now: number, refresh: boolean): CtLookup {
+    const pureSyn = this.pureSyn(p);
     for (const [status, k] of order) {
       const e = this.find(k, now);
       if (!e) continue;

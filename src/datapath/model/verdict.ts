@@ -21,7 +21,7 @@
  * its entry.
  */
 import { parseAddr, parseCidr, prefixMask, type Cidr } from '../../lib/addr.js';
-import type { CtPacketFields, CtStatus } from '../conntrack.js';
+import type { CtLookup, CtPacketFields, CtStatus } from '../conntrack.js';
 import type { Conntrack } from './conntrack.js';
 import { PolicyLpm } from './policy-lpm.js';
 import { Proto, ReservedIdentity, type Direction, type IPCacheEntry, type PacketSpec, type PolicyEntry, type Verdict } from '../types.js';
@@ -83,7 +83,7 @@ export function isLinkLocalMld(p: VerdictPacket): boolean {
 }
 
 /** Whether bpf_lxc passes the packet before anything else: ARP, neighbour discovery, a pod's link-local MLD. */
-function passesUntracked(direction: Direction, p: VerdictPacket): boolean {
+export function passesUntracked(direction: Direction, p: VerdictPacket): boolean {
   return !!p.arp || isNeighbourDiscovery(p) || (direction === 'egress' && isLinkLocalMld(p));
 }
 
@@ -162,7 +162,8 @@ export interface PacketOutcome {
  * connection the policy allows gets its conntrack entry (`endpointIdentity` is the opener for
  * egress, the peer for ingress); a failed write drops ('ct-insert-failed'). Without `ct`
  * (conntrack disabled) every packet is new and untracked. With `commit` false the packet only
- * asks: nothing is refreshed or created.
+ * asks: nothing is refreshed or created. `probed`: what Conntrack.lookupFirst() already found
+ * for this packet (bpf_lxc's ct_lookup keeps it).
  */
 export function decidePacket(
   ct: Conntrack | undefined,
@@ -172,9 +173,10 @@ export function decidePacket(
   packet: VerdictPacket,
   endpointIdentity: number,
   commit = true,
+  probed?: CtLookup,
 ): PacketOutcome {
   if (passesUntracked(direction, packet)) return { verdict: { allowed: true, peerIdentity }, ct: 'new' };
-  const found = ct ? ct.lookup(direction, packet, commit) : { status: 'new' as const, track: false };
+  const found = probed ?? (ct ? ct.lookup(direction, packet, commit) : { status: 'new' as const, track: false });
   if (found.status === 'reply' || found.status === 'related') return { verdict: { allowed: true, peerIdentity }, ct: found.status };
   const verdict = decideVerdict(policy, direction, peerIdentity, packet);
   if (!verdict.allowed || !commit || !found.track || !ct) return { verdict, ct: found.status };
