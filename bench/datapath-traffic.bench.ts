@@ -25,8 +25,11 @@ import { machineLoad, median, printTable } from './lib/report.js';
 import { enableBpfStats, nsPerRun, tcProgramIds } from './lib/bpf-stats.js';
 import { lxcRunCost, printRunCost } from './lib/lxc-run-cost.js';
 
-const ROUNDS = 5;
+/** Rounds (CELLIUM_BENCH_ROUNDS overrides: more rounds for a steadier latency ratio). */
+const ROUNDS = Number(process.env.CELLIUM_BENCH_ROUNDS ?? 5);
 const SECONDS = 4;
+/** CELLIUM_BENCH_LATENCY_ONLY=1: sockperf only (no iperf3, no BPF statistics), for latency comparisons in more rounds. */
+const LATENCY_ONLY = process.env.CELLIUM_BENCH_LATENCY_ONLY === '1';
 const IPERF_PORT = 5201;
 const SOCKPERF_PORT = 11111;
 const id = randomBytes(3).toString('hex');
@@ -126,24 +129,30 @@ interface Series { gbps: number[]; p50: number[]; nsPkt: number[] }
 async function measureRound(setup: Setup, into: Series): Promise<void> {
   const detach = setup === 'bare' ? undefined : setup === 'baseline' ? await attachCellium('shared', baselineObject()) : await attachCellium(setup);
   try {
-    const progs = setup === 'bare' ? [] : [...new Set([PODS.client.lxc, PODS.server.lxc].flatMap((dev) => tcProgramIds(NODE, dev)))];
-    const restoreStats = enableBpfStats();
-    let m: { value: number; nsPerRun: number };
-    try {
-      m = await nsPerRun(progs, iperf);
-    } finally {
-      restoreStats();
+    if (!LATENCY_ONLY) {
+      const progs = setup === 'bare' ? [] : [...new Set([PODS.client.lxc, PODS.server.lxc].flatMap((dev) => tcProgramIds(NODE, dev)))];
+      const restoreStats = enableBpfStats();
+      let m: { value: number; nsPerRun: number };
+      try {
+        m = await nsPerRun(progs, iperf);
+      } finally {
+        restoreStats();
+      }
+      into.gbps.push(m.value);
+      into.nsPkt.push(m.nsPerRun);
     }
-    into.gbps.push(m.value);
-    into.nsPkt.push(m.nsPerRun);
     into.p50.push(await pingPong());
   } finally {
     detach?.();
   }
 }
 
+/** The median of a measured series, '' when it was not measured (CELLIUM_BENCH_LATENCY_ONLY). */
+const med = (v: readonly number[]): number | string => (v.length ? median(v) : '');
+
 /** "0.97x (rounds 0.93-1.01x; target …)": the median of the rounds' ratios and their range. */
 function paired(ours: readonly number[], base: readonly number[], target?: string): string {
+  if (!ours.length) return ''; // not measured (CELLIUM_BENCH_LATENCY_ONLY)
   const r = ours.map((v, i) => v / base[i]!);
   return `${median(r).toFixed(2)}x (rounds ${Math.min(...r).toFixed(2)}-${Math.max(...r).toFixed(2)}x${target ? `; target ${target}` : ''})`;
 }
@@ -168,17 +177,18 @@ async function main(): Promise<void> {
     cleanup();
   }
   const bare = results.bare;
-  const rows: (string | number)[][] = [['bare veth pair (baseline)', median(bare.gbps), '1.00x', median(bare.p50), '1.00x', '']];
+  const rows: (string | number)[][] = [['bare veth pair (baseline)', med(bare.gbps), '1.00x', median(bare.p50), '1.00x', '']];
   for (const { variant, label } of LXC_VARIANTS) {
     const v = results[variant];
-    rows.push([`${label} + CT + policy`, median(v.gbps), paired(v.gbps, bare.gbps, '>= 0.9x'), median(v.p50), paired(v.p50, bare.p50, '<= 1.15x'), median(v.nsPkt)]);
+    rows.push([`${label} + CT + policy`, med(v.gbps), paired(v.gbps, bare.gbps, '>= 0.9x'), median(v.p50), paired(v.p50, bare.p50, '<= 1.15x'), med(v.nsPkt)]);
   }
   const [a, b] = LXC_VARIANTS.map((v) => results[v.variant]);
-  rows.push(['shared / per-endpoint', '', paired(a!.gbps, b!.gbps), '', paired(a!.p50, b!.p50), `${(median(a!.nsPkt) / median(b!.nsPkt)).toFixed(2)}x`]);
+  const nsRatio = (x: readonly number[], y: readonly number[]): string => (x.length ? `${(median(x) / median(y)).toFixed(2)}x` : '');
+  rows.push(['shared / per-endpoint', '', paired(a!.gbps, b!.gbps), '', paired(a!.p50, b!.p50), nsRatio(a!.nsPkt, b!.nsPkt)]);
   if (baseline) {
     const v = results.baseline;
-    rows.push([`shared, baseline build (${BASELINE_OBJECT_ENV})`, median(v.gbps), paired(v.gbps, bare.gbps), median(v.p50), paired(v.p50, bare.p50), median(v.nsPkt)]);
-    rows.push(['shared / baseline build', '', paired(a!.gbps, v.gbps), '', paired(a!.p50, v.p50), `${(median(a!.nsPkt) / median(v.nsPkt)).toFixed(2)}x`]);
+    rows.push([`shared, baseline build (${BASELINE_OBJECT_ENV})`, med(v.gbps), paired(v.gbps, bare.gbps), median(v.p50), paired(v.p50, bare.p50), med(v.nsPkt)]);
+    rows.push(['shared / baseline build', '', paired(a!.gbps, v.gbps), '', paired(a!.p50, v.p50), nsRatio(a!.nsPkt, v.nsPkt)]);
   }
   printTable(`pod to pod over veths, ${ROUNDS} rounds of ${SECONDS} s in rotating order (medians; ratios: median of the rounds' ratios), ${loadBefore} before, ${machineLoad()} after`, [
     'setup', 'iperf3 TCP throughput (Gbit/s)', 'vs bare veth', 'sockperf TCP ping-pong latency p50 (µs)', 'vs bare veth', 'bpf_lxc ns per packet during iperf3 (kernel BPF stats)',
