@@ -7,7 +7,9 @@
  * iperf3 TCP throughput (goal: VIP >= 0.95x direct) and TCP connections per second, each a connect
  * and close from a Node loop (goal: VIP >= 0.9x direct), each round's two runs compared with each
  * other; and the kernel's own time in bpf_lxc per packet (BPF run statistics) on either path; and
- * the shared program against the per-endpoint one, round by round. Needs root, BPF and iperf3;
+ * the shared program against the per-endpoint one, round by round; with CELLIUM_BENCH_LXC_BASELINE
+ * naming another build of bpf_lxc.o, that build's shared program as a third variant (before/after
+ * in one run). Needs root, BPF and iperf3;
  * skips with one line otherwise.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -18,7 +20,7 @@ import { CtMaps, openIPCacheMap, openLBMaps, type IPCacheMap } from '../src/maps
 import { LBOps, LBServiceManager } from '../src/cells/loadbalancer/index.js';
 import type { PolicyEntry } from '../src/datapath/types.js';
 import { podTopology, removeTopology } from './lib/pods.js';
-import { iperfGbps, loadPodPrograms, LXC_VARIANTS, packetBenchMissing, type LxcVariant } from './lib/pod-programs.js';
+import { BASELINE_OBJECT_ENV, baselineObject, iperfGbps, loadPodPrograms, LXC_VARIANTS, packetBenchMissing, type LxcVariant } from './lib/pod-programs.js';
 import { machineLoad, median, printTable, ratio } from './lib/report.js';
 import { enableBpfStats, nsPerRun, tcProgramIds } from './lib/bpf-stats.js';
 
@@ -75,10 +77,16 @@ async function sharedMaps(): Promise<{ ct: CtMaps; ipcache: IPCacheMap; close: (
   return { ct, ipcache, close };
 }
 
+/** The variants a run measures: both of the agent's, and the shared program of another build (BASELINE_OBJECT_ENV) when one is named. */
+type Variant = LxcVariant | 'baseline';
+const BASELINE = baselineObject();
+const VARIANTS: ReadonlyArray<{ variant: Variant; label: string }> = [...LXC_VARIANTS, ...(BASELINE ? [{ variant: 'baseline' as const, label: `shared, baseline build (${BASELINE_OBJECT_ENV})` }] : [])];
+
 /** bpf_lxc (as `variant` says) on both veths, with the shared maps and each pod's policy. */
-function attach(maps: { ct: CtMaps; ipcache: IPCacheMap }, variant: LxcVariant): Promise<() => void> {
+function attach(maps: { ct: CtMaps; ipcache: IPCacheMap }, variant: Variant): Promise<() => void> {
   const allow = (identity: number, direction: 'ingress' | 'egress', port: number): PolicyEntry => ({ identity, direction, protocol: 6, port, deny: false });
-  return loadPodPrograms({ node: NODE, root: ROOT, ...maps, variant }, [
+  const which = variant === 'baseline' ? { variant: 'shared' as const, object: BASELINE } : { variant };
+  return loadPodPrograms({ node: NODE, root: ROOT, ...maps, ...which }, [
     { pod: PODS.client, policy: [allow(1002, 'egress', IPERF_PORT), allow(1002, 'egress', CONN_PORT)] },
     { pod: PODS.server, policy: [allow(1001, 'ingress', IPERF_PORT), allow(1001, 'ingress', CONN_PORT)] },
   ]);
@@ -137,7 +145,7 @@ function spread(v: readonly number[], target?: string): string {
 }
 
 /** One round of one variant: its programs loaded, then each side's throughput (with ns per packet) and connection rate. */
-async function measureRound(maps: { ct: CtMaps; ipcache: IPCacheMap }, variant: LxcVariant, round: number, f: Figures): Promise<void> {
+async function measureRound(maps: { ct: CtMaps; ipcache: IPCacheMap }, variant: Variant, round: number, f: Figures): Promise<void> {
   const detach = await attach(maps, variant);
   try {
     const progs = [...new Set([PODS.client.lxc, PODS.server.lxc].flatMap((dev) => tcProgramIds(NODE, dev)))];
@@ -161,7 +169,7 @@ async function main(): Promise<void> {
     return;
   }
   const empty = (): Figures => ({ gbps: { direct: [], vip: [] }, cps: { direct: [], vip: [] }, nsPkt: { direct: [], vip: [] } });
-  const figures = Object.fromEntries(LXC_VARIANTS.map(({ variant }) => [variant, empty()])) as Record<LxcVariant, Figures>;
+  const figures = Object.fromEntries(VARIANTS.map(({ variant }) => [variant, empty()])) as Record<Variant, Figures>;
   const loadBefore = machineLoad();
   try {
     topology();
@@ -169,7 +177,8 @@ async function main(): Promise<void> {
     const restoreStats = enableBpfStats();
     try {
       for (let i = 0; i < ROUNDS; i++) {
-        const order = i % 2 ? [...LXC_VARIANTS].reverse() : LXC_VARIANTS;
+        // the order rotates, so no variant always runs first
+        const order = VARIANTS.map((_, k) => VARIANTS[(k + i) % VARIANTS.length]!);
         for (const { variant } of order) await measureRound(maps, variant, i, figures[variant]);
       }
     } finally {
@@ -183,7 +192,7 @@ async function main(): Promise<void> {
   // between rounds more than between the two runs of one round)
   const paired = (s: Series): number[] => s.vip.map((v, i) => v / s.direct[i]!);
   const rows: (string | number)[][] = [];
-  for (const { variant, label } of LXC_VARIANTS) {
+  for (const { variant, label } of VARIANTS) {
     const f = figures[variant];
     rows.push(
       [`${label}: iperf3 TCP throughput (Gbit/s)`, median(f.gbps.vip), median(f.gbps.direct), spread(paired(f.gbps), '>= 0.95x')],
@@ -197,6 +206,13 @@ async function main(): Promise<void> {
     ['shared / per-endpoint: iperf3 throughput', across(a!.gbps, b!.gbps), spread(a!.gbps.direct.map((v, i) => v / b!.gbps.direct[i]!)), ''],
     ['shared / per-endpoint: connections per second', across(a!.cps, b!.cps), spread(a!.cps.direct.map((v, i) => v / b!.cps.direct[i]!)), ''],
   );
+  if (BASELINE) {
+    const c = figures.baseline;
+    rows.push(
+      ['shared / baseline build: iperf3 throughput', across(a!.gbps, c.gbps), spread(a!.gbps.direct.map((v, i) => v / c.gbps.direct[i]!)), ''],
+      ['shared / baseline build: connections per second', across(a!.cps, c.cps), spread(a!.cps.direct.map((v, i) => v / c.cps.direct[i]!)), ''],
+    );
+  }
   printTable(`pod to pod through bpf_lxc (conntrack + policy on both veths), ${ROUNDS} rounds of ${SECONDS} s, the two bpf_lxc variants alternating: through a ClusterIP VIP vs straight to the backend's IP (medians; VIP / direct is the median of the rounds' ratios); ${loadBefore} before, ${machineLoad()} after`, ['measure', 'through the VIP', "straight to the backend's IP", 'VIP / direct'], rows);
 }
 
