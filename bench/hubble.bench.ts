@@ -469,7 +469,10 @@ async function main(): Promise<void> {
       process.exit(130);
     });
   }
-  const agent = await startEnricher(dir);
+  const agent = await startEnricher(dir).catch((err: unknown) => {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  });
   enricher = agent.enricher;
   newObserver = agent.newObserver;
   try {
