@@ -6,7 +6,8 @@
  * and 250 rules selecting every endpoint imported until every endpoint realized them. Baseline in
  * the same run: per-endpoint programs on the first 400 of the veths
  * (CELLIUM_BENCH_SCALE_BASELINE, 0 for none; at 4,000 they would take 8,000 programs); the rules
- * phase takes CELLIUM_BENCH_SCALE_RULES rules (0 skips it). Conntrack maps are
+ * phase takes CELLIUM_BENCH_SCALE_RULES rules (0 skips it). The bench's own share: the same
+ * requests sent to a server answering at once (its rate and the client's CPU per request). Conntrack maps are
  * sized 65,536 (their preallocation is not what is measured). Needs root and BPF; never asserts.
  */
 import { execFileSync } from 'node:child_process';
@@ -17,6 +18,7 @@ import { BpfMap } from '../src/bpf/bpf-map.js';
 import { bpfAvailable } from '../src/bpf/index.js';
 import { IPCACHE_MAP } from '../src/datapath/map-names.js';
 import { cpuMs, rss, scratchBase, startAgent, threadCpuMs, threadCpuPer, type AgentProcess, type ThreadCpu } from './lib/agent-process.js';
+import { clientAlone } from './lib/canned-server.js';
 import { printTable, ratio } from './lib/report.js';
 import { benchRules, createVeths, endpointRequest, type Veth } from './lib/veths.js';
 
@@ -52,12 +54,15 @@ interface Scale {
   readonly rulesMapKiB: number;
 }
 
+/** The agent's answer to the last creation (the canned answer of the client-alone run). */
+let lastAnswer: unknown;
+
 /** Creates an endpoint per veth with IN_FLIGHT requests at once; resolves with the wall time. */
 async function createAll(agent: AgentProcess, run: string, veths: readonly Veth[]): Promise<number> {
   let next = 0;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-    for (let i = next++; i < veths.length; i = next++) await agent.client.createEndpoint(0, endpointRequest(run, veths[i]!, i, '10.96'));
+    for (let i = next++; i < veths.length; i = next++) lastAnswer = await agent.client.createEndpoint(0, endpointRequest(run, veths[i]!, i, '10.96'));
   }));
   return performance.now() - t0;
 }
@@ -153,6 +158,10 @@ async function main(): Promise<void> {
   try {
     const veths = createVeths(cleanup, 'lxcs', run, `clscale-${run}`, N);
     const shared = await measure('shared', run, veths, cleanup);
+    // the client's share: the same requests answered at once by a canned server (no agent)
+    const alone = await clientAlone(veths.map((v, i) => endpointRequest(run, v, i, '10.96')), IN_FLIGHT, JSON.stringify(lastAnswer ?? {}));
+    printTable(`scale: the bench's client alone (the same ${alone.n} requests, ${IN_FLIGHT} in flight, each answered at once with the agent's last answer by a server process of its own)`,
+      ['requests', 'ms', 'requests/s', 'client CPU ms/request'], [[alone.n, alone.ms, Math.round((alone.n / alone.ms) * 1000), alone.clientCpuMs]]);
     // the baseline on fresh veths: nothing of the shared run stays attached to them
     const per = BASELINE > 0 ? await measure('per-endpoint', run, createVeths(cleanup, 'lxcq', run, `clscalq-${run}`, BASELINE), cleanup) : undefined;
     const row = (what: string, s: Scale, target: string): Array<string | number> => [
