@@ -6,7 +6,8 @@
  * and 250 rules selecting every endpoint imported until every endpoint realized them. Baseline in
  * the same run: per-endpoint programs on the first 400 of the veths
  * (CELLIUM_BENCH_SCALE_BASELINE, 0 for none; at 4,000 they would take 8,000 programs); the rules
- * phase takes CELLIUM_BENCH_SCALE_RULES rules (0 skips it). Conntrack maps are
+ * phase takes CELLIUM_BENCH_SCALE_RULES rules (0 skips it). The bench's own share: the same
+ * requests sent to a server answering at once (its rate and the client's CPU per request). Conntrack maps are
  * sized 65,536 (their preallocation is not what is measured). Needs root and BPF; never asserts.
  */
 import { execFileSync } from 'node:child_process';
@@ -16,7 +17,8 @@ import { join } from 'node:path';
 import { BpfMap } from '../src/bpf/bpf-map.js';
 import { bpfAvailable } from '../src/bpf/index.js';
 import { IPCACHE_MAP } from '../src/datapath/map-names.js';
-import { cpuMs, rss, scratchBase, startAgent, type AgentProcess } from './lib/agent-process.js';
+import { cpuMs, rss, scratchBase, startAgent, threadCpuMs, threadCpuPer, type AgentProcess, type ThreadCpu } from './lib/agent-process.js';
+import { clientAlone } from './lib/canned-server.js';
 import { printTable, ratio } from './lib/report.js';
 import { benchRules, createVeths, endpointRequest, type Veth } from './lib/veths.js';
 
@@ -35,6 +37,10 @@ interface Scale {
   readonly createMs: number;
   /** The agent's CPU time (user + system) over the creations, per endpoint. */
   readonly cpuPerEndpointMs: number;
+  /** The same split by thread (the agent's main thread, its other threads) and user/system. */
+  readonly threads: ThreadCpu;
+  /** This bench process's own CPU time (user + system) over the creations, per endpoint: the client's share. */
+  readonly clientCpuPerEndpointMs: number;
   readonly rssMiB: number;
   readonly programs: number;
   readonly programKiB: number;
@@ -48,12 +54,15 @@ interface Scale {
   readonly rulesMapKiB: number;
 }
 
+/** The agent's answer to the last creation (the canned answer of the client-alone run). */
+let lastAnswer: unknown;
+
 /** Creates an endpoint per veth with IN_FLIGHT requests at once; resolves with the wall time. */
 async function createAll(agent: AgentProcess, run: string, veths: readonly Veth[]): Promise<number> {
   let next = 0;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-    for (let i = next++; i < veths.length; i = next++) await agent.client.createEndpoint(0, endpointRequest(run, veths[i]!, i, '10.96'));
+    for (let i = next++; i < veths.length; i = next++) lastAnswer = await agent.client.createEndpoint(0, endpointRequest(run, veths[i]!, i, '10.96'));
   }));
   return performance.now() - t0;
 }
@@ -108,17 +117,23 @@ async function measure(program: Program, run: string, veths: readonly Veth[], cl
   });
   try {
     const cpu0 = cpuMs(agent.pid);
+    const threads0 = threadCpuMs(agent.pid);
+    const client0 = process.cpuUsage();
     const createMs = await createAll(agent, run, veths);
+    const client = process.cpuUsage(client0);
     const cpuPerEndpointMs = veths.length ? (cpuMs(agent.pid) - cpu0) / veths.length : 0;
+    const threads = threadCpuPer(threads0, threadCpuMs(agent.pid), veths.length);
+    const clientCpuPerEndpointMs = veths.length ? (client.user + client.system) / 1000 / veths.length : 0;
     await new Promise((r) => setTimeout(r, 1000));
     const mem = kernelMemory(bpfRoot);
     const rssMiB = rss(agent.pid).rss;
-    console.log(`scale (${program}): ${veths.length} endpoints in ${Math.round(createMs)} ms (agent CPU ${cpuPerEndpointMs.toFixed(2)} ms per endpoint), agent RSS ${rssMiB} MiB, ${mem.programs} programs (${Math.round(mem.programKiB)} KiB), maps ${Math.round(mem.mapKiB)} KiB`);
+    const t = threads;
+    console.log(`scale (${program}): ${veths.length} endpoints in ${Math.round(createMs)} ms (agent CPU ${cpuPerEndpointMs.toFixed(2)} ms per endpoint: main thread ${t.mainUser.toFixed(2)} user + ${t.mainSys.toFixed(2)} sys, other threads ${t.otherUser.toFixed(2)} user + ${t.otherSys.toFixed(2)} sys; bench client ${clientCpuPerEndpointMs.toFixed(2)}), agent RSS ${rssMiB} MiB, ${mem.programs} programs (${Math.round(mem.programKiB)} KiB), maps ${Math.round(mem.mapKiB)} KiB`);
     const realized = RULES > 0 ? await rules(agent) : 'skipped (CELLIUM_BENCH_SCALE_RULES=0)';
     const after = rss(agent.pid);
     const rulesMapKiB = kernelMemory(bpfRoot).mapKiB;
     console.log(`scale (${program}): rules ${typeof realized === 'number' ? `realized in ${Math.round(realized)} ms` : realized}, agent RSS ${after.rss} MiB (peak ${after.hwm} MiB), maps ${Math.round(rulesMapKiB)} KiB`);
-    return { n: veths.length, createMs, cpuPerEndpointMs, rssMiB, ...mem, rules: realized, rulesRssMiB: after.rss, peakRssMiB: after.hwm, rulesMapKiB };
+    return { n: veths.length, createMs, cpuPerEndpointMs, threads, clientCpuPerEndpointMs, rssMiB, ...mem, rules: realized, rulesRssMiB: after.rss, peakRssMiB: after.hwm, rulesMapKiB };
   } finally {
     await agent.stop();
     // the agent leaves its programs attached (that is the point of pinning): the veths' removal detaches them
@@ -143,13 +158,18 @@ async function main(): Promise<void> {
   try {
     const veths = createVeths(cleanup, 'lxcs', run, `clscale-${run}`, N);
     const shared = await measure('shared', run, veths, cleanup);
+    // the client's share: the same requests answered at once by a canned server (no agent)
+    const alone = await clientAlone(veths.map((v, i) => endpointRequest(run, v, i, '10.96')), IN_FLIGHT, JSON.stringify(lastAnswer ?? {}));
+    printTable(`scale: the bench's client alone (the same ${alone.n} requests, ${IN_FLIGHT} in flight, each answered at once with the agent's last answer by a server process of its own)`,
+      ['requests', 'ms', 'requests/s', 'client CPU ms/request'], [[alone.n, alone.ms, Math.round((alone.n / alone.ms) * 1000), alone.clientCpuMs]]);
     // the baseline on fresh veths: nothing of the shared run stays attached to them
     const per = BASELINE > 0 ? await measure('per-endpoint', run, createVeths(cleanup, 'lxcq', run, `clscalq-${run}`, BASELINE), cleanup) : undefined;
     const row = (what: string, s: Scale, target: string): Array<string | number> => [
-      what, s.n, s.createMs, Math.round((s.n / s.createMs) * 1000), s.cpuPerEndpointMs, s.rssMiB, s.programs, s.programKiB, s.mapKiB, s.rules, `${s.rulesRssMiB} (${s.peakRssMiB})`, s.rulesMapKiB, target,
+      what, s.n, s.createMs, Math.round((s.n / s.createMs) * 1000), s.cpuPerEndpointMs,
+      `${(s.threads.mainUser + s.threads.mainSys).toFixed(2)} / ${(s.threads.otherUser + s.threads.otherSys).toFixed(2)}`, s.clientCpuPerEndpointMs, s.rssMiB, s.programs, s.programKiB, s.mapKiB, s.rules, `${s.rulesRssMiB} (${s.peakRssMiB})`, s.rulesMapKiB, target,
     ];
     printTable(`scale: endpoints created over the agent's API on real veths (${IN_FLIGHT} in flight), then ${RULES} rules selecting every endpoint until all realized them`,
-      ['bpf_lxc', 'endpoints', 'create ms', 'creates/s', 'agent CPU ms/endpoint', 'agent RSS MiB', 'programs', 'programs KiB', 'maps KiB', `${RULES} rules ms`, 'RSS after rules MiB (peak)', 'maps KiB after rules', 'target / vs per-endpoint'], [
+      ['bpf_lxc', 'endpoints', 'create ms', 'creates/s', 'agent CPU ms/endpoint', 'of it main / other threads', 'bench client CPU ms/endpoint', 'agent RSS MiB', 'programs', 'programs KiB', 'maps KiB', `${RULES} rules ms`, 'RSS after rules MiB (peak)', 'maps KiB after rules', 'target / vs per-endpoint'], [
         row('--bpf-lxc-program=shared', shared, `>= 1000/s, <= 250 MiB, programs O(1), rules <= 2000 ms; rate ${per ? ratio(shared.n / shared.createMs, per.n / per.createMs) : '(no baseline: CELLIUM_BENCH_SCALE_BASELINE=0)'} of per-endpoint`),
         ...(per ? [row('per-endpoint programs (baseline)', per, '')] : []),
       ]);

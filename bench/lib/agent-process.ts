@@ -1,6 +1,6 @@
 /** The `cellium-agent` process as the CNI benches run it: its own process, paths and pool of the run's own. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -94,4 +94,41 @@ export function cpuMs(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
   // fields from the state (3rd of stat(5)) on: utime is the 14th, stime the 15th
   return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** CPU time (ms) of a process's main thread and of all its other threads (libuv pool, V8 helpers), user and system apart. */
+export interface ThreadCpu {
+  readonly mainUser: number;
+  readonly mainSys: number;
+  readonly otherUser: number;
+  readonly otherSys: number;
+}
+
+/** The CPU time so far of each thread of `pid` (/proc/<pid>/task/<tid>/stat), the main thread (tid = pid) apart. */
+export function threadCpuMs(pid: number): ThreadCpu {
+  let mainUser = 0, mainSys = 0, otherUser = 0, otherSys = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+    const user = Number(fields[11]) * 10, sys = Number(fields[12]) * 10;
+    if (Number(tid) === pid) {
+      mainUser += user;
+      mainSys += sys;
+    } else {
+      otherUser += user;
+      otherSys += sys;
+    }
+  }
+  return { mainUser, mainSys, otherUser, otherSys };
+}
+
+/** b - a, per `n` (ms per endpoint). */
+export function threadCpuPer(a: ThreadCpu, b: ThreadCpu, n: number): ThreadCpu {
+  const d = (k: keyof ThreadCpu): number => (n ? (b[k] - a[k]) / n : 0);
+  return { mainUser: d('mainUser'), mainSys: d('mainSys'), otherUser: d('otherUser'), otherSys: d('otherSys') };
 }

@@ -162,6 +162,7 @@ class NetlinkHandle : public Napi::ObjectWrap<NetlinkHandle> {
                            InstanceMethod<&NetlinkHandle::DeleteRoute>("deleteRoute"),
                            InstanceMethod<&NetlinkHandle::ListRoutes>("listRoutes"),
                            InstanceMethod<&NetlinkHandle::RouteType>("routeType"),
+                           InstanceMethod<&NetlinkHandle::RouteTypeSync>("routeTypeSync"),
                            InstanceMethod<&NetlinkHandle::AddNeighbor>("addNeighbor"),
                            InstanceMethod<&NetlinkHandle::ListNeighbors>("listNeighbors"),
                            InstanceMethod<&NetlinkHandle::WriteSysctl>("writeSysctl"),
@@ -293,6 +294,19 @@ class NetlinkHandle : public Napi::ObjectWrap<NetlinkHandle> {
       int type = routeType(s, ip);
       return [type](Napi::Env env) { return Napi::Number::New(env, type); };
     });
+  }
+
+  // routeTypeSync(ip) -> the same on the calling thread: RTM_GETROUTE of one address is answered
+  // without the kernel's rtnl lock, within the send (a few µs), less than a worker round trip costs
+  // the event loop (the wake-up of a pool thread, the completion, the promise).
+  Napi::Value RouteTypeSync(const Napi::CallbackInfo &info) {
+    std::string ip = strArg(info, 0);
+    try {
+      std::lock_guard<std::mutex> lock(sock_->mutex());
+      return Napi::Number::New(info.Env(), routeType(*sock_, ip));
+    } catch (const NlError &e) {
+      throw Napi::Error(info.Env(), errorObject(info.Env(), e));
+    }
   }
 
   // addNeighbor(dev, ip, mac, state)

@@ -26,6 +26,8 @@ export interface TcTarget {
   /** Legacy filter handle and priority (default 1 and 1). */
   readonly handle?: number;
   readonly priority?: number;
+  /** The id of the program attached, when the caller knows it (else it is asked of the kernel). */
+  readonly progId?: number;
 }
 
 /** The result of an attach. */
@@ -77,7 +79,7 @@ export async function attachTc(progFd: number, t: TcTarget): Promise<TcAttachmen
   const a = loadAddon();
   const mode = t.mode ?? 'auto';
   const ingress = t.hook === 'ingress';
-  const progId = sys(() => a.progInfo(progFd)).id;
+  const progId = t.progId ?? sys(() => a.progInfo(progFd)).id;
   if (mode !== 'legacy') {
     if (t.pinPath) {
       const linkId = updatePinnedLink(a, t.pinPath, progFd, t.ifindex);

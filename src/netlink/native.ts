@@ -80,6 +80,8 @@ export interface RawHandle {
   listRoutes(family: 0 | 4 | 6, table: number): Promise<RawRoute[]>;
   /** The type of the route the kernel picks for ip (RTN_LOCAL = 2), 0 when none. */
   routeType(ip: string): Promise<number>;
+  /** routeType on the calling thread (RTM_GETROUTE is answered without the rtnl lock, within the send). */
+  routeTypeSync(ip: string): number;
   addNeighbor(dev: string, ip: string, mac: string, state: number): Promise<void>;
   listNeighbors(dev: string): Promise<RawNeighbor[]>;
   writeSysctl(path: string, value: string): Promise<void>;

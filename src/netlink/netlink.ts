@@ -173,6 +173,19 @@ export class Netlink {
     return (await this.call(() => this.raw.routeType(ip))) === RTN_LOCAL;
   }
 
+  /**
+   * isLocalAddress answered on the calling thread: the kernel answers a route lookup of one address
+   * without its rtnl lock, within the send (a few µs), which costs the event loop less than a
+   * worker's round trip (one per endpoint regeneration).
+   */
+  isLocalAddressNow(ip: string): boolean {
+    try {
+      return this.raw.routeTypeSync(ip) === RTN_LOCAL;
+    } catch (err) {
+      throw toNetlinkError(err);
+    }
+  }
+
   /** Routes of one table (default main, 254; 0 for all tables), of one family or both. */
   async listRoutes(opts: { family?: 4 | 6; table?: number } = {}): Promise<RouteInfo[]> {
     const raw = await this.call(() => this.raw.listRoutes(opts.family ?? 0, opts.table ?? 254));

@@ -4,7 +4,8 @@
 // new program, no reattach), unload removes entry and slot. Across agents on the same BPF root:
 // endpoints running per-endpoint programs move to the shared one by an atomic link update (the
 // tcx link stays, its program changes), a restart with the same configuration keeps the pinned
-// program (nothing verified again), and a configuration that needs a new program loads it once
+// program (nothing verified again), a first load that does not ask what runs there replaces it in
+// place (one program per hook, the same tcx links), and a configuration that needs a new program loads it once
 // and swaps every endpoint's links.
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
@@ -114,6 +115,15 @@ for (const mode of ['tcx', 'legacy'] as const) {
     t.equal(again.loader.shared!.loads, 0, 'restart: the pinned program is kept, nothing verified again');
     t.strictSame(again.loader.shared!.ids, shared, 'the same program ids');
     await again.stop();
+
+    // a first load by a loader that never attached these endpoints (no isLoaded before it): it
+    // attaches without asking the kernel what runs there, and the attach replaces it in place
+    const fresh = start({ bpfLxcProgram: 'shared' });
+    for (const c of eps) await fresh.loader.reloadEndpoint(c);
+    t.ok(eps.every((c) => hookIds(c.ifIndex).join() === [shared.from_container, shared.to_container].join()), 'a first load over the running program: still one program per hook');
+    if (mode === 'tcx') t.strictSame(eps.map((c) => linkId(cfgs.bpfRoot, c.id)), links0, 'by an update of the same tcx links');
+    for (const c of eps) t.equal(await fresh.loader.checkAttached(c.id), undefined, `endpoint ${c.id}: checkAttached finds it in place`);
+    await fresh.stop();
 
     const changed = start({ bpfLxcProgram: 'shared' }, { tcp: 7000, any: 50, syn: 30, close: 5 });
     for (const c of eps) t.notOk(await changed.loader.isLoaded(c), `new conntrack lifetimes: endpoint ${c.id} needs the new program`);

@@ -1,6 +1,7 @@
 // isLocalAddress against the kernel (root): in a namespace of the test's own, an address on a
 // veth (IPv4 and IPv6, DAD off) is local, another address of its subnet and one routed
-// nowhere are not, and loopback is.
+// nowhere are not, and loopback is. isLocalAddressNow (the same lookup on the calling thread, what
+// the BPF datapath asks per regeneration) answers the same, and refuses the same.
 import t from 'tap';
 import { withNetlink } from '../../src/netlink/index.js';
 import { createNetns, ip, uniq } from './netns.js';
@@ -24,4 +25,13 @@ t.test('an address of the namespace is local, others are not', { skip }, async (
   t.equal(await local('2001:db8::8'), false, 'another IPv6 address of the subnet');
   t.equal(await local('198.51.100.1'), false, 'an address routed nowhere (no default route)');
   await t.rejects(local('not-an-ip'), { message: /is not an IP address/ }, 'a bad address is refused');
+
+  const addrs = ['192.0.2.7', '2001:db8::7', '127.0.0.1', '192.0.2.8', '2001:db8::8', '198.51.100.1'];
+  const now = await withNetlink(ns.path, async (nl) => addrs.map((a) => nl.isLocalAddressNow(a)));
+  t.strictSame(now, [true, true, true, false, false, false], 'isLocalAddressNow: the same answers');
+  await withNetlink(ns.path, async (nl) => {
+    t.throws(() => nl.isLocalAddressNow('not-an-ip'), { message: /is not an IP address/ }, 'isLocalAddressNow: a bad address is refused');
+  });
+  const closed = await withNetlink(ns.path, async (nl) => nl);
+  t.throws(() => closed.isLocalAddressNow('192.0.2.7'), { code: 'EBADF' }, 'isLocalAddressNow on a closed handle throws');
 });

@@ -122,7 +122,8 @@ export class BpfDatapath implements Datapath {
     if (/^fe[89ab]/i.test(ip)) return false;
     const nl = (this.routes ??= Netlink.open());
     try {
-      return await nl.isLocalAddress(ip);
+      // on the event loop: the kernel answers this lookup without its rtnl lock, within the send
+      return nl.isLocalAddressNow(ip);
     } catch (err) {
       // a fresh socket for the next question (this one may be what failed)
       if (this.routes === nl) this.routes = undefined;

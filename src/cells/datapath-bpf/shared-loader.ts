@@ -58,13 +58,23 @@ export class SharedLxc {
   private pending?: { key: string; promise: Promise<SharedProgram> };
   /** How many times the shared program was loaded (verified) by this agent. */
   loads = 0;
+  /**
+   * The program's constants, worked out once (the object's build id hashes the file, the lifetimes
+   * are this agent's): every endpoint's load compares them, and the ELF a load uses is the one this
+   * process read first anyway (BpfObject.openCached).
+   */
+  private readonly constants: Record<string, Buffer>;
+  private readonly constantsText: string;
 
   constructor(
     private readonly kernel: KernelMaps,
     private readonly opts: { readonly object?: string; readonly mode?: AttachMode; readonly ctTimeouts?: CtTimeouts },
     /** The shared policy maps: which map an endpoint's slot points at. */
     readonly groups: PolicyGroups,
-  ) {}
+  ) {
+    this.constants = sharedConstants(opts.ctTimeouts, opts.object);
+    this.constantsText = Object.values(this.constants).map((v) => v.toString('hex')).join(',');
+  }
 
   /** The ids of the shared program's two halves, when one is loaded. */
   get ids(): Readonly<Record<LxcProgram, number>> | undefined {
@@ -84,7 +94,7 @@ export class SharedLxc {
     try {
       const maps = this.maps(lb);
       const ids = this.mapIds(lb);
-      const constants = sharedConstants(this.opts.ctTimeouts, this.opts.object);
+      const constants = this.constants;
       const key = JSON.stringify([ids, Object.entries(constants).map(([n, v]) => [n, v.toString('hex')])]);
       if (this.current?.key === key) return this.current.program;
       if (this.pending?.key !== key) {
@@ -130,8 +140,7 @@ export class SharedLxc {
     const pins = Object.values(LB_MAP_NAMES).map((name) => statSync(join(this.kernel.root, name), { throwIfNoEntry: false })?.ino ?? 0);
     const k = this.kernel;
     const own = [k.ipcache.map.info.id, k.endpoints.map.info.id, k.policySlots.map.info.id, ...k.ct.ids(), ...k.sharedIds()];
-    const constants = Object.values(sharedConstants(this.opts.ctTimeouts, this.opts.object)).map((v) => v.toString('hex'));
-    return `${pins.join(',')}|${own.join(',')}|${constants.join(',')}`;
+    return `${pins.join(',')}|${own.join(',')}|${this.constantsText}`;
   }
 
   /** The maps the shared program binds, by the object's names. */
@@ -151,8 +160,9 @@ export class SharedLxc {
 
   /**
    * An endpoint's load: its policy-map slot and entry written, the entry of an interface it had
-   * before removed, then the shared program attached unless both hooks run it already. Returns the
-   * program ids at the hooks.
+   * before removed, then the shared program attached unless this loader attached it before
+   * (`previousIfIndex`, the interface it was attached to) and both hooks run it already. Returns
+   * the program ids at the hooks.
    */
   async load(cfg: EndpointDatapathConfig, previousIfIndex?: number): Promise<Record<LxcProgram, number>> {
     const program = await this.program();
@@ -162,7 +172,12 @@ export class SharedLxc {
     await this.groups.attach(cfg.id);
     this.kernel.endpoints.set(cfg.ifIndex, endpointInfo(cfg));
     if (previousIfIndex !== undefined && previousIfIndex !== cfg.ifIndex) this.forgetInterface(cfg.id, previousIfIndex);
-    if (!this.runs(cfg.ifIndex, program)) await attachShared(program, cfg, { bpfRoot: this.kernel.root, mode: this.opts.mode });
+    // an endpoint this loader never attached (a creation; a restore that found it not loaded) is
+    // attached without asking the kernel first: the attach replaces whatever runs there atomically
+    // (legacy: an exclusive create, on EEXIST a replace; tcx: the update of its pinned link), and
+    // the question (a BPF_PROG_QUERY per hook under the kernel's rtnl lock, on the event loop, and a
+    // netlink dump) cost the event loop more than the attach itself on a busy node
+    if (previousIfIndex === undefined || !this.runs(cfg.ifIndex, program)) await attachShared(program, cfg, { bpfRoot: this.kernel.root, mode: this.opts.mode });
     return { ...program.ids };
   }
 

@@ -23,9 +23,18 @@ function macInit(mac: string): string {
   return `{ .addr = { ${bytes.map((b) => `0x${b.toLowerCase()}`).join(', ')} } }`;
 }
 
+/** Defines of the option names and values seen so far (a few dozen: the endpoint options and their values). */
+const defines = new Map<string, string>();
+
 /** `OPTION_NAME` of an option key: `ConntrackAccounting` -> `CONNTRACK_ACCOUNTING`. */
 export function optionDefine(key: string): string {
-  return key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/([A-Z])([A-Z][a-z])/g, '$1_$2').toUpperCase();
+  let d = defines.get(key);
+  if (d === undefined) {
+    d = key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/([A-Z])([A-Z][a-z])/g, '$1_$2').toUpperCase();
+    // bounded: options are checked against ENDPOINT_OPTIONS before they reach an endpoint
+    if (defines.size < 1024) defines.set(key, d);
+  }
+  return d;
 }
 
 /** The ep_config.h text of a configuration. */

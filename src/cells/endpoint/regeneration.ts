@@ -93,8 +93,14 @@ export class Regenerator implements EndpointRuntime {
 
   constructor(private readonly d: RegeneratorDeps) {}
 
-  /** See EndpointOwner. */
+  /**
+   * See EndpointOwner. An endpoint's one controller is its regeneration recovery (after a failed
+   * build); without it the controller manager is not asked (the model is made twice per creation,
+   * for the state directory and the API's answer, and each time built and sorted the status of
+   * every controller of the agent to keep none).
+   */
   controllers(ep: Endpoint): readonly ControllerStatus[] {
+    if (!this.recovering.has(ep.id)) return [];
     const prefix = `endpoint-${ep.id}-`;
     return this.d.controllers.statuses().filter((c) => c.name.startsWith(prefix));
   }

@@ -150,7 +150,7 @@ export interface SharedAttachOptions {
 export async function attachShared(p: SharedProgram, cfg: Pick<EndpointDatapathConfig, 'id' | 'ifIndex'>, o: SharedAttachOptions): Promise<Record<LxcProgram, TcAttachment>> {
   mkdirSync(join(o.bpfRoot, 'links'), { recursive: true });
   const attached = await Promise.all(PROGRAM_NAMES.map((prog) => attachTc(p.fds[prog], {
-    ifindex: cfg.ifIndex, hook: LXC_PROGRAMS[prog], netns: o.netns, mode: o.mode, pinPath: lxcLinkPath(o.bpfRoot, cfg.id, prog),
+    ifindex: cfg.ifIndex, hook: LXC_PROGRAMS[prog], netns: o.netns, mode: o.mode, pinPath: lxcLinkPath(o.bpfRoot, cfg.id, prog), progId: p.ids[prog],
   })));
   return Object.fromEntries(PROGRAM_NAMES.map((prog, i) => [prog, attached[i]!])) as Record<LxcProgram, TcAttachment>;
 }
