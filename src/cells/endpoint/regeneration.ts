@@ -180,6 +180,8 @@ export class Regenerator implements EndpointRuntime {
       // directory and the map writes proceed at the same time; all must succeed
       const loading = level === 'rewrite+load' ? loader.reloadEndpoint(cfg, signal) : undefined;
       loading?.catch(() => undefined); // settled below; a throw before that must not leave it unhandled
+      // the node's "rules existed" before any map holds them (restore's policyStoreMissing; written once)
+      this.d.store.markRulesRealized(revision);
       maps.setPolicy(ep.id, entries);
       const lxc: LxcEntry[] = [ep.ipv4, ep.ipv6].filter((ip): ip is string => !!ip).map((ip) => ({
         ip, endpointId: ep.id, ifIndex: ep.spec.ifIndex, identity: identity.id, mac: ep.spec.mac,
