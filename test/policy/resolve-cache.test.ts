@@ -27,12 +27,16 @@ async function counted(t: Parameters<typeof policyHive>[0]) {
   return { ...hive, calls };
 }
 
+/** `counted` with the web rule on port 80, two web identities (a, b) and a client. */
+async function webAndClient(t: Parameters<typeof policyHive>[0]) {
+  const hive = await counted(t);
+  hive.repo.import(rules(webRule('80')));
+  const { alloc } = hive;
+  return { ...hive, a: alloc.id('k8s:tier=web', 'k8s:app=a', ns), b: alloc.id('k8s:tier=web', 'k8s:app=b', ns), client: alloc.id('k8s:app=client', ns) };
+}
+
 t.test('the selecting rules are walked once per set of subject selectors until something changes; identities of the same rules share the result', async (t) => {
-  const { repo, alloc, calls } = await counted(t);
-  repo.import(rules(webRule('80')));
-  const a = alloc.id('k8s:tier=web', 'k8s:app=a', ns);
-  const b = alloc.id('k8s:tier=web', 'k8s:app=b', ns);
-  const client = alloc.id('k8s:app=client', ns);
+  const { repo, calls, a, b, client } = await webAndClient(t);
   const first = repo.resolve(a);
   const walked = calls.n;
   t.equal(repo.resolve(a), first, 'the same identity again: the same result');
@@ -44,11 +48,7 @@ t.test('the selecting rules are walked once per set of subject selectors until s
 });
 
 t.test('a rule selecting one identity only: that identity gets its own result, the other keeps the shared one', async (t) => {
-  const { repo, alloc, calls } = await counted(t);
-  repo.import(rules(webRule('80')));
-  const a = alloc.id('k8s:tier=web', 'k8s:app=a', ns);
-  const b = alloc.id('k8s:tier=web', 'k8s:app=b', ns);
-  const client = alloc.id('k8s:app=client', ns);
+  const { repo, alloc, calls, a, b, client } = await webAndClient(t);
   const shared = repo.resolve(a);
   t.equal(repo.resolve(b), shared);
   repo.import(rules({ endpointSelector: { matchLabels: { app: 'a' } }, ingressDeny: [{ fromEndpoints: [{ matchLabels: { app: 'client' } }] }] }));
