@@ -3,7 +3,8 @@
  * limiter off) creates an endpoint on each of 4,000 real veths (CELLIUM_BENCH_SCALE_ENDPOINTS),
  * 32 requests in flight over its API socket, with --bpf-lxc-program=shared; measured: the create
  * rate, the agent's RSS, the kernel memory of this agent's programs and maps (bpftool, memlock),
- * and 250 rules selecting every endpoint imported until every endpoint realized them. Baseline in
+ * and 250 rules selecting every endpoint imported until every endpoint realized them (wall time and
+ * the agent's CPU time over it). Baseline in
  * the same run: per-endpoint programs on the first 400 of the veths
  * (CELLIUM_BENCH_SCALE_BASELINE, 0 for none; at 4,000 they would take 8,000 programs); the rules
  * phase takes CELLIUM_BENCH_SCALE_RULES rules (0 skips it). Conntrack maps are
@@ -41,6 +42,8 @@ interface Scale {
   readonly mapKiB: number;
   /** Until every endpoint realized the rules, or a text saying how far they got. */
   readonly rules: number | string;
+  /** The agent's CPU time (user + system, all threads) from the import until every endpoint realized the rules. */
+  readonly rulesCpuMs: number;
   /** The agent's RSS once the rules phase ended, and its peak (VmHWM) over the run. */
   readonly rulesRssMiB: number;
   readonly peakRssMiB: number;
@@ -114,11 +117,13 @@ async function measure(program: Program, run: string, veths: readonly Veth[], cl
     const mem = kernelMemory(bpfRoot);
     const rssMiB = rss(agent.pid).rss;
     console.log(`scale (${program}): ${veths.length} endpoints in ${Math.round(createMs)} ms (agent CPU ${cpuPerEndpointMs.toFixed(2)} ms per endpoint), agent RSS ${rssMiB} MiB, ${mem.programs} programs (${Math.round(mem.programKiB)} KiB), maps ${Math.round(mem.mapKiB)} KiB`);
+    const rulesCpu0 = cpuMs(agent.pid);
     const realized = RULES > 0 ? await rules(agent) : 'skipped (CELLIUM_BENCH_SCALE_RULES=0)';
+    const rulesCpuMs = cpuMs(agent.pid) - rulesCpu0;
     const after = rss(agent.pid);
     const rulesMapKiB = kernelMemory(bpfRoot).mapKiB;
-    console.log(`scale (${program}): rules ${typeof realized === 'number' ? `realized in ${Math.round(realized)} ms` : realized}, agent RSS ${after.rss} MiB (peak ${after.hwm} MiB), maps ${Math.round(rulesMapKiB)} KiB`);
-    return { n: veths.length, createMs, cpuPerEndpointMs, rssMiB, ...mem, rules: realized, rulesRssMiB: after.rss, peakRssMiB: after.hwm, rulesMapKiB };
+    console.log(`scale (${program}): rules ${typeof realized === 'number' ? `realized in ${Math.round(realized)} ms` : realized} (agent CPU ${rulesCpuMs} ms), agent RSS ${after.rss} MiB (peak ${after.hwm} MiB), maps ${Math.round(rulesMapKiB)} KiB`);
+    return { n: veths.length, createMs, cpuPerEndpointMs, rssMiB, ...mem, rules: realized, rulesCpuMs, rulesRssMiB: after.rss, peakRssMiB: after.hwm, rulesMapKiB };
   } finally {
     await agent.stop();
     // the agent leaves its programs attached (that is the point of pinning): the veths' removal detaches them
@@ -146,10 +151,10 @@ async function main(): Promise<void> {
     // the baseline on fresh veths: nothing of the shared run stays attached to them
     const per = BASELINE > 0 ? await measure('per-endpoint', run, createVeths(cleanup, 'lxcq', run, `clscalq-${run}`, BASELINE), cleanup) : undefined;
     const row = (what: string, s: Scale, target: string): Array<string | number> => [
-      what, s.n, s.createMs, Math.round((s.n / s.createMs) * 1000), s.cpuPerEndpointMs, s.rssMiB, s.programs, s.programKiB, s.mapKiB, s.rules, `${s.rulesRssMiB} (${s.peakRssMiB})`, s.rulesMapKiB, target,
+      what, s.n, s.createMs, Math.round((s.n / s.createMs) * 1000), s.cpuPerEndpointMs, s.rssMiB, s.programs, s.programKiB, s.mapKiB, s.rules, s.rulesCpuMs, `${s.rulesRssMiB} (${s.peakRssMiB})`, s.rulesMapKiB, target,
     ];
     printTable(`scale: endpoints created over the agent's API on real veths (${IN_FLIGHT} in flight), then ${RULES} rules selecting every endpoint until all realized them`,
-      ['bpf_lxc', 'endpoints', 'create ms', 'creates/s', 'agent CPU ms/endpoint', 'agent RSS MiB', 'programs', 'programs KiB', 'maps KiB', `${RULES} rules ms`, 'RSS after rules MiB (peak)', 'maps KiB after rules', 'target / vs per-endpoint'], [
+      ['bpf_lxc', 'endpoints', 'create ms', 'creates/s', 'agent CPU ms/endpoint', 'agent RSS MiB', 'programs', 'programs KiB', 'maps KiB', `${RULES} rules ms`, 'agent CPU ms over the rules', 'RSS after rules MiB (peak)', 'maps KiB after rules', 'target / vs per-endpoint'], [
         row('--bpf-lxc-program=shared', shared, `>= 1000/s, <= 250 MiB, programs O(1), rules <= 2000 ms; rate ${per ? ratio(shared.n / shared.createMs, per.n / per.createMs) : '(no baseline: CELLIUM_BENCH_SCALE_BASELINE=0)'} of per-endpoint`),
         ...(per ? [row('per-endpoint programs (baseline)', per, '')] : []),
       ]);
