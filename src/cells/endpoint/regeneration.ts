@@ -218,8 +218,10 @@ export class Regenerator implements EndpointRuntime {
       const failures = (flushed as PromiseFulfilledResult<readonly string[]>).value;
       if (failures.length) throw new EndpointError('failed', `datapath map writes failed: ${failures.join('; ')}`);
       signal.throwIfAborted();
-      ep.recordBuild(hash);
       if (writeState) await this.d.store.commit(ep.id);
+      // recorded once nothing is awaited any more: a policy change that bumps the desired revision
+      // while the commit runs (the endpoint is still regenerating) is realized with this build
+      ep.recordBuild(hash);
     } catch (err) {
       if (writeState) await this.d.store.discard(ep.id).catch(() => undefined);
       throw err;
