@@ -16,15 +16,20 @@
  * then gRPC to a client in another process that only counts messages (what grpc-js and HTTP/2 add,
  * both ends sharing this machine's cores; also with grpc-js's stock one write a message, the
  * patched `_writev` of patches/@grpc+grpc-js taken away for those rounds, interleaved), then to `hubble observe -o json` (the real client, whose
- * JSON printing shares the cores too). The in-process stages are rated per CPU second (this
+ * JSON printing shares the cores too; its output counted by another process, bench/hubble-lines.mjs,
+ * so this process's CPU stays the agent side's). The in-process stages are rated per CPU second (this
  * process's, GC threads included), the served ones per wall second and per second of this process's
  * CPU (the agent side alone: the client runs elsewhere; the producer's time taken out in both).
+ * Then each client's ceiling: a server that does no flow work (bench/hubble-ceiling.ts: grpc-js
+ * with the batched writes, and a raw node:http2 one) replays the responses the agent encodes for
+ * the same records, encoded before the round, as fast as the client takes them; what a client
+ * takes a second there bounds any agent's rate to it.
  * Then the agent side's CPU while serving 10k flows/s to the hubble CLI for 5 s, paced as the
  * monitor polls (500 a poll), and the flows lost (never received). Needs root with BPF, clang and
  * the hubble CLI (skips with one line otherwise).
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,6 +45,7 @@ import { LocalPodsToken } from '../src/cells/k8s/index.js';
 import { BpfObject, bpfAvailable } from '../src/bpf/index.js';
 import { repoPath } from '../src/api/repo-files.js';
 import { machineLoad, printTable, ratio } from './lib/report.js';
+import { startCeiling, type CeilingTransport } from './hubble-ceiling.js';
 
 const N = 100_000;
 const BATCH = 2000;
@@ -49,6 +55,8 @@ const SERVED_ROUNDS = 3;
 const RING = 131071;
 /** The agent's default ring (--hubble-event-buffer-capacity). */
 const DEFAULT_RING = 4095;
+/** How many times a ceiling round replays the N responses to the counting client (the fast one: a longer round, a finer count). */
+const COUNTER_PASSES = 3;
 
 /** One served run: the rate, how many flows the client received, and how many it never did. */
 interface Served {
@@ -220,30 +228,38 @@ function observed(recs: readonly Buffer[], encode: boolean, capacity = RING): nu
 
 /** A client process following the socket: counts flows (and lost events) it received. */
 interface Follower {
+  /** The client's process (0 until known), whose CPU time /proc tells. */
+  pid(): number;
   flows(): number;
   lost(): number;
   close(): void;
 }
 
+/**
+ * `hubble observe --follow -o json` on the socket, its output read and counted by another process
+ * (bench/hubble-lines.mjs), not by this one: this process is the agent side, whose CPU is measured.
+ */
 function hubbleFollower(bin: string, socket: string): Follower {
-  const cli = spawn(bin, ['observe', '--server', `unix://${socket}`, '--follow', '-o', 'json'], { stdio: ['ignore', 'pipe', 'ignore'] });
-  let lines = 0;
+  const p = spawn(process.execPath, [repoPath('bench', 'hubble-lines.mjs'), bin, 'observe', '--server', `unix://${socket}`, '--follow', '-o', 'json'], { stdio: ['ignore', 'pipe', 'inherit'], cwd: repoPath() });
+  let pid = 0;
+  let flows = 0;
   let lost = 0;
   let tail = '';
-  cli.stdout.on('data', (b: Buffer) => {
+  p.stdout.on('data', (b: Buffer) => {
     const parts = (tail + b.toString()).split('\n');
     tail = parts.pop()!;
     for (const l of parts) {
-      if (l.includes('"lost_events"')) lost += Number(/"num_events_lost":\s*"?(\d+)/.exec(l)?.[1] ?? 0);
-      else if (l.includes('"flow"')) lines++;
+      const m = /^(\d+) (\d+)$/.exec(l);
+      if (m) [flows, lost] = [Number(m[1]), Number(m[2])];
+      else if (l.startsWith('pid ')) pid = Number(l.slice(4));
     }
   });
-  return { flows: () => lines, lost: () => lost, close: () => void cli.kill() };
+  return { pid: () => pid, flows: () => flows, lost: () => lost, close: () => void p.kill() };
 }
 
-/** A Node process (bench/hubble-counter.mjs) that reads GetFlows messages without decoding them and prints a count per 100 ms. */
-function counterFollower(socket: string): Follower {
-  const p = spawn(process.execPath, [repoPath('bench', 'hubble-counter.mjs'), socket], { stdio: ['ignore', 'pipe', 'inherit'], cwd: repoPath() });
+/** A Node process (bench/hubble-counter.mjs) that reads GetFlows messages without decoding them and prints a count every `everyMs`. */
+function counterFollower(socket: string, everyMs = 100): Follower {
+  const p = spawn(process.execPath, [repoPath('bench', 'hubble-counter.mjs'), socket, String(everyMs)], { stdio: ['ignore', 'pipe', 'inherit'], cwd: repoPath() });
   let flows = 0;
   let tail = '';
   p.stdout.on('data', (b: Buffer) => {
@@ -251,7 +267,7 @@ function counterFollower(socket: string): Follower {
     tail = parts.pop()!;
     for (const l of parts) if (/^\d+$/.test(l)) flows = Number(l);
   });
-  return { flows: () => flows, lost: () => 0, close: () => void p.kill() };
+  return { pid: () => p.pid!, flows: () => flows, lost: () => 0, close: () => void p.kill() };
 }
 
 async function withServer<T>(recs: readonly Buffer[], follower: (socket: string) => Follower, fn: (observer: HubbleObserver, f: Follower) => Promise<T>): Promise<T> {
@@ -322,6 +338,88 @@ async function served(follower: (socket: string) => Follower, recs: readonly Buf
   });
 }
 
+/** One ceiling run: what the client took a wall second, and each side's CPU a flow (µs). */
+interface Ceiling {
+  readonly rate: number;
+  /** This process: the ceiling server (and, for the hubble CLI, counting its output's lines). */
+  readonly serverUs: number;
+  /** The client's process, all its threads (/proc/PID/stat). */
+  readonly clientUs: number;
+  readonly received: number;
+}
+
+const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+
+/** A process's CPU time so far in µs: user + system of all its threads (/proc/PID/stat fields 14 and 15). */
+function processCpu(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * TICK_US;
+}
+
+/**
+ * The GetFlowsResponse bytes the agent sends for the records: the N records read, enriched and
+ * made flows by the agent's observer as in a served round, each flow's response encoded once
+ * (flowResponseBytes, what GetFlows writes), copied out of the encoder's slab.
+ */
+function preEncoded(recs: readonly Buffer[]): Buffer[] {
+  const observer = newObserver();
+  try {
+    for (let i = 0; i < recs.length; i += BATCH) {
+      ring.fill(recs.slice(i, i + BATCH));
+      poll(observer);
+    }
+    const out = observer.ring.snapshot().map((e) => Buffer.from(flowResponseBytes(e, 'bench')));
+    if (out.length !== N) throw new Error(`encoded ${out.length} of ${N} flows`);
+    return out;
+  } finally {
+    observer.stop();
+  }
+}
+
+/**
+ * A client's ceiling: a server doing no flow work (bench/hubble-ceiling.ts) replays the
+ * pre-encoded responses `passes` times to the follower as fast as it takes them; its intake a
+ * wall second from the first replayed write to the last response counted.
+ */
+async function ceiling(transport: CeilingTransport, follower: (socket: string) => Follower, responses: readonly Buffer[], passes: number): Promise<Ceiling> {
+  const dir = mkdtempSync(join(tmpdir(), 'cellium-hubble-bench-'));
+  const socket = join(dir, 'hubble.sock');
+  const srv = await startCeiling(transport, socket, responses);
+  const f = follower(socket);
+  const undo = (): void => {
+    f.close();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  onStop.add(undo);
+  try {
+    await srv.connected;
+    for (let i = 0; f.flows() === 0; i++) {
+      if (i > 200) throw new Error('the follower did not count its first flow within 10 s');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    const before = f.flows();
+    const want = passes * responses.length;
+    const client0 = processCpu(f.pid());
+    const cpu0 = process.cpuUsage();
+    const start = process.hrtime.bigint();
+    srv.replay(passes);
+    for (let i = 0; f.flows() - before < want && i < 24000; i++) await new Promise((r) => setTimeout(r, 5));
+    const s = Number(process.hrtime.bigint() - start) / 1e9;
+    const used = process.cpuUsage(cpu0);
+    const client = processCpu(f.pid()) - client0;
+    const received = f.flows() - before;
+    if (received < want) throw new Error(`the ${transport} ceiling: the client counted ${received} of ${want} flows in ${s.toFixed(1)} s`);
+    return { rate: received / s, serverUs: (used.user + used.system) / received, clientUs: client / received, received };
+  } finally {
+    onStop.delete(undo);
+    f.close();
+    await srv.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** 10k flows/s for 5 s in 50 ms polls: this process's CPU (% of one core, the producer's left out) and the flows lost. */
 async function paced(follower: (socket: string) => Follower, recs: readonly Buffer[]): Promise<{ cpu: number; sent: number; received: number; lost: number }> {
   return withServer(recs, follower, async (observer, f) => {
@@ -371,7 +469,10 @@ async function main(): Promise<void> {
       process.exit(130);
     });
   }
-  const agent = await startEnricher(dir);
+  const agent = await startEnricher(dir).catch((err: unknown) => {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  });
   enricher = agent.enricher;
   newObserver = agent.newObserver;
   try {
@@ -416,6 +517,24 @@ async function stages(bin: string): Promise<void> {
     unbatched = best(unbatched, await oneWriteAMessage(() => served(counterFollower, recs)));
     cli = best(cli, await served((socket) => hubbleFollower(bin, socket), recs));
   }
+  // the ceilings: each client alone, fed by servers that do no flow work; interleaved, best of SERVED_ROUNDS
+  const responses = preEncoded(recs);
+  const counter10 = (socket: string): Follower => counterFollower(socket, 10);
+  const hubble = (socket: string): Follower => hubbleFollower(bin, socket);
+  const ceilings = [
+    { name: 'ceiling: pre-encoded responses to the counting client, grpc-js server (batched writes)', transport: 'grpc-js', follower: counter10, passes: COUNTER_PASSES },
+    { name: 'ceiling: pre-encoded responses to the counting client, raw node:http2 server', transport: 'http2', follower: counter10, passes: COUNTER_PASSES },
+    { name: 'ceiling: pre-encoded responses to `hubble observe --follow -o json`, grpc-js server (batched writes)', transport: 'grpc-js', follower: hubble, passes: 1 },
+    { name: 'ceiling: pre-encoded responses to `hubble observe --follow -o json`, raw node:http2 server', transport: 'http2', follower: hubble, passes: 1 },
+  ] as const;
+  const ceilingBest: (Ceiling | undefined)[] = ceilings.map(() => undefined);
+  for (let i = 0; i < SERVED_ROUNDS; i++) {
+    for (const [k, c] of ceilings.entries()) {
+      const r = await ceiling(c.transport, c.follower, responses, c.passes);
+      const b = ceilingBest[k];
+      ceilingBest[k] = b ? { ...(r.rate > b.rate ? r : b), serverUs: Math.min(b.serverUs, r.serverUs), clientUs: Math.min(b.clientUs, r.clientUs) } : r;
+    }
+  }
   const pace = await paced((socket) => hubbleFollower(bin, socket), recs);
   const target = '>= 0.8x';
   const us = (r: number): string => `${(1e6 / r).toFixed(2)} µs`;
@@ -431,6 +550,12 @@ async function stages(bin: string): Promise<void> {
     ['... + gRPC to a process counting messages, one write a message (stock grpc-js, agent CPU)', unbatched.cpuRate, us(unbatched.cpuRate), ratio(unbatched.cpuRate, base, target), unbatched.received, unbatched.lost],
     ['... + gRPC to hubble observe --follow -o json (wall)', cli.rate, us(cli.rate), ratio(cli.rate, base, target), cli.received, cli.lost],
     ['... + gRPC to hubble observe --follow -o json (agent CPU)', cli.cpuRate, us(cli.cpuRate), ratio(cli.cpuRate, base, target), cli.received, cli.lost],
+  ]);
+  printTable(`Hubble: each client alone, fed pre-encoded GetFlowsResponse messages (the agent's bytes for the same ${N} records, encoded before the round) by a server that does no flow work, over the same unix socket; flows/s a wall second (best of ${SERVED_ROUNDS}, interleaved; CPU a flow: the least of the rounds); the baseline ${Math.round(base).toLocaleString('en-US')} flows/s from the table above (${machineLoad()})`, ['path', 'flows/s', 'per flow', 'vs baseline', 'server-side CPU a flow', 'client CPU a flow', 'received'], [
+    ...ceilings.map((c, k) => {
+      const r = ceilingBest[k]!;
+      return [c.name, r.rate, us(r.rate), ratio(r.rate, base, target), `${r.serverUs.toFixed(2)} µs`, `${r.clientUs.toFixed(2)} µs`, r.received];
+    }),
   ]);
   printTable('Hubble: the agent side at 10k flows/s to hubble observe --follow -o json for 5 s', ['flows sent', 'received', 'lost', 'agent-side CPU (% of one core)'], [
     [pace.sent, pace.received, pace.lost, `${pace.cpu.toFixed(1)}%`],

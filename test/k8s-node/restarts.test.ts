@@ -11,6 +11,9 @@
 // namespace per pod: no interface or address leaks.
 import t, { type Test } from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   agentCli, agentPid, containerPid, ctr, hostInterface, hostInterfaceExists, killNodeProcess, kubectlOk, netnsCount, nodeSkip, readyPods, reachesFrom,
   startNode, until, waitReady, webDeployment, type Node, type PodInfo,
@@ -97,8 +100,24 @@ async function agentReady(n: Node): Promise<void> {
     last = err instanceof Error ? err.message : String(err);
     return false;
   }), 180_000).catch((err: unknown) => {
-    throw new Error(`${(err as Error).message}; the last \`kubectl exec ds/cellium -- cellium status\` said: ${last}`, { cause: err });
+    throw new Error(`${(err as Error).message}; the last \`kubectl exec ds/cellium -- cellium status\` said: ${last}${streamDiag(n, last)}`, { cause: err });
   });
+}
+
+/** When exec failed to reach containerd's streaming server: who listens on its port, and containerd's last streaming lines. */
+function streamDiag(n: Node, last: string): string {
+  const port = /:(\d+)\/exec\//.exec(last)?.[1];
+  if (!port) return '';
+  const attempt = (fn: () => string, what: string): string => {
+    try {
+      return fn();
+    } catch (err) {
+      return `${what}: ${(err as Error).message}`;
+    }
+  };
+  const listening = attempt(() => execFileSync('ss', ['-Hltnp', `sport = :${port}`], { encoding: 'utf8' }).trim() || 'nothing', 'ss failed');
+  const lines = attempt(() => readFileSync(join(n.c.dir, 'logs', 'containerd.log'), 'utf8').split('\n').filter((l) => /stream|level=error|level=fatal/i.test(l)).slice(-12).join('\n'), 'no containerd log');
+  return `\nlistening on :${port}: ${listening}\ncontainerd's streaming and error lines:\n${lines}`;
 }
 
 t.test('pods keep their addresses and policies through container, node and agent restarts', { skip }, async (t) => {

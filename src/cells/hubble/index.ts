@@ -8,7 +8,7 @@
 export * from './types.js';
 export * from './errors.js';
 export { HubbleConfigToken, hubbleConfigSchema, defaultHubbleSocketPath, HUBBLE_METRICS, MAX_EVENT_BUFFER_CAPACITY, type HubbleConfig, type HubbleMetric } from './config.js';
-export { HubbleObserver, FLATTEN_SUMMARY_FROM, type LostEventCounts, type ObserverItem, type ObserverStats, type ServiceLookup, type WorkloadLookup } from './observer.js';
+export { HubbleObserver, type LostEventCounts, type ObserverItem, type ObserverStats, type ServiceLookup, type WorkloadLookup } from './observer.js';
 export { podWorkloadLookup } from './workloads.js';
 export { HubbleServer, HEALTH_SERVICES } from './server.js';
 export { checkRequest, storedFlows, serveGetFlows, flowResponseBytes, type GetFlowsCall } from './get-flows.js';

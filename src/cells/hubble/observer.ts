@@ -30,15 +30,6 @@ export interface ObserverStats {
   readonly flowsRate: number;
 }
 
-/**
- * Rings at least this large keep flows past young-generation collections, so each flow's Summary
- * line is flattened when it is made: the monitor's formatter builds it as a rope whose pieces
- * would otherwise stay alive (and be copied and promoted) with the flow until a follower's encoding
- * flattens it; about half of an unfollowed flow's heap. Smaller rings' flows die young, where
- * flattening only costs (docs/cells/hubble.md, Benchmark).
- */
-export const FLATTEN_SUMMARY_FROM = 8191;
-
 /** The workloads of a pod no lookup knows (one array for all: flows share it and never change it). */
 const NO_WORKLOADS: flowpb.Workload[] = [];
 
@@ -63,7 +54,6 @@ export class HubbleObserver {
   private lastStamp: Timestamp = { seconds: 0, nanos: 0 };
   private lostPerf = 0;
   private lostRing = 0;
-  private readonly flattenSummary: boolean;
 
   constructor(
     capacity: number,
@@ -72,7 +62,6 @@ export class HubbleObserver {
     private readonly workloads: WorkloadLookup = () => NO_WORKLOADS,
   ) {
     this.ring = new FlowRing(capacity);
-    this.flattenSummary = capacity >= FLATTEN_SUMMARY_FROM;
   }
 
   /** Every new flow and report of lost events, as they come (no replay). */
@@ -104,8 +93,6 @@ export class HubbleObserver {
       sourceWorkloads: this.sideWorkloads(rec.event.source),
       destinationWorkloads: this.sideWorkloads(rec.event.destination),
     });
-    // reading a character flattens a rope in place (V8, every engine with ropes)
-    if (this.flattenSummary) flow.Summary.charCodeAt(0);
     this.countRate(Math.floor(timeMs / 1000));
     this.items.next({ kind: 'flow', entry: this.ring.push(flow) });
   }
