@@ -3,7 +3,8 @@
  * limiter off) creates an endpoint on each of 4,000 real veths (CELLIUM_BENCH_SCALE_ENDPOINTS),
  * 32 requests in flight over its API socket, with --bpf-lxc-program=shared; measured: the create
  * rate, the agent's RSS, the kernel memory of this agent's programs and maps (bpftool, memlock),
- * and 250 rules selecting every endpoint imported until every endpoint realized them. Baseline in
+ * and 250 rules selecting every endpoint imported until every endpoint realized them (wall time and
+ * the agent's CPU time over it). Baseline in
  * the same run: per-endpoint programs on the first 400 of the veths
  * (CELLIUM_BENCH_SCALE_BASELINE, 0 for none; at 4,000 they would take 8,000 programs); the rules
  * phase takes CELLIUM_BENCH_SCALE_RULES rules (0 skips it). The bench's own share: the same
@@ -47,6 +48,8 @@ interface Scale {
   readonly mapKiB: number;
   /** Until every endpoint realized the rules, or a text saying how far they got. */
   readonly rules: number | string;
+  /** The agent's CPU time (user + system, all threads) from the import until every endpoint realized the rules. */
+  readonly rulesCpuMs: number;
   /** The agent's RSS once the rules phase ended, and its peak (VmHWM) over the run. */
   readonly rulesRssMiB: number;
   readonly peakRssMiB: number;
@@ -129,11 +132,13 @@ async function measure(program: Program, run: string, veths: readonly Veth[], cl
     const rssMiB = rss(agent.pid).rss;
     const t = threads;
     console.log(`scale (${program}): ${veths.length} endpoints in ${Math.round(createMs)} ms (agent CPU ${cpuPerEndpointMs.toFixed(2)} ms per endpoint: main thread ${t.mainUser.toFixed(2)} user + ${t.mainSys.toFixed(2)} sys, other threads ${t.otherUser.toFixed(2)} user + ${t.otherSys.toFixed(2)} sys; bench client ${clientCpuPerEndpointMs.toFixed(2)}), agent RSS ${rssMiB} MiB, ${mem.programs} programs (${Math.round(mem.programKiB)} KiB), maps ${Math.round(mem.mapKiB)} KiB`);
+    const rulesCpu0 = cpuMs(agent.pid);
     const realized = RULES > 0 ? await rules(agent) : 'skipped (CELLIUM_BENCH_SCALE_RULES=0)';
+    const rulesCpuMs = cpuMs(agent.pid) - rulesCpu0;
     const after = rss(agent.pid);
     const rulesMapKiB = kernelMemory(bpfRoot).mapKiB;
-    console.log(`scale (${program}): rules ${typeof realized === 'number' ? `realized in ${Math.round(realized)} ms` : realized}, agent RSS ${after.rss} MiB (peak ${after.hwm} MiB), maps ${Math.round(rulesMapKiB)} KiB`);
-    return { n: veths.length, createMs, cpuPerEndpointMs, threads, clientCpuPerEndpointMs, rssMiB, ...mem, rules: realized, rulesRssMiB: after.rss, peakRssMiB: after.hwm, rulesMapKiB };
+    console.log(`scale (${program}): rules ${typeof realized === 'number' ? `realized in ${Math.round(realized)} ms` : realized} (agent CPU ${rulesCpuMs} ms), agent RSS ${after.rss} MiB (peak ${after.hwm} MiB), maps ${Math.round(rulesMapKiB)} KiB`);
+    return { n: veths.length, createMs, cpuPerEndpointMs, threads, clientCpuPerEndpointMs, rssMiB, ...mem, rules: realized, rulesCpuMs, rulesRssMiB: after.rss, peakRssMiB: after.hwm, rulesMapKiB };
   } finally {
     await agent.stop();
     // the agent leaves its programs attached (that is the point of pinning): the veths' removal detaches them
@@ -166,7 +171,7 @@ async function main(): Promise<void> {
     const per = BASELINE > 0 ? await measure('per-endpoint', run, createVeths(cleanup, 'lxcq', run, `clscalq-${run}`, BASELINE), cleanup) : undefined;
     const row = (what: string, s: Scale, target: string): Array<string | number> => [
       what, s.n, s.createMs, Math.round((s.n / s.createMs) * 1000), s.cpuPerEndpointMs,
-      `${(s.threads.mainUser + s.threads.mainSys).toFixed(2)} / ${(s.threads.otherUser + s.threads.otherSys).toFixed(2)}`, s.clientCpuPerEndpointMs, s.rssMiB, s.programs, s.programKiB, s.mapKiB, s.rules, `${s.rulesRssMiB} (${s.peakRssMiB})`, s.rulesMapKiB, target,
+      `${(s.threads.mainUser + s.threads.mainSys).toFixed(2)} / ${(s.threads.otherUser + s.threads.otherSys).toFixed(2)}`, s.clientCpuPerEndpointMs, s.rssMiB, s.programs, s.programKiB, s.mapKiB, s.rules, s.rulesCpuMs, `${s.rulesRssMiB} (${s.peakRssMiB})`, s.rulesMapKiB, target,
     ];
     printTable(`scale: endpoints created over the agent's API on real veths (${IN_FLIGHT} in flight), then ${RULES} rules selecting every endpoint until all realized them`,
       ['bpf_lxc', 'endpoints', 'create ms', 'creates/s', 'agent CPU ms/endpoint', 'of it main / other threads', 'bench client CPU ms/endpoint', 'agent RSS MiB', 'programs', 'programs KiB', 'maps KiB', `${RULES} rules ms`, 'RSS after rules MiB (peak)', 'maps KiB after rules', 'target / vs per-endpoint'], [

@@ -168,15 +168,25 @@ export function attachedPrograms(t: TcTarget): { tcx: number[]; legacy?: number 
 
 /**
  * Whether program `progId` runs at the target: by tcx (a syscall) first, the legacy filter
- * (a netlink dump of the interface's filters) only when tcx does not have it. Returns the ids
+ * (a netlink dump of the interface's filters) only when tcx does not have it; the other way round
+ * when the target's mode is `legacy` (where the program was attached: the tcx query, which takes
+ * the kernel's rtnl lock, is then only asked when the filter does not have it). Returns the ids
  * found when it does not run there.
  */
 export function programAttached(t: TcTarget, progId: number): true | number[] {
+  const legacyFirst = t.mode === 'legacy';
+  const legacy = legacyFirst ? tcLegacyProgram(t) : undefined;
+  if (legacy === progId) return true;
   const tcx = tcxPrograms(t);
   if (tcx.includes(progId)) return true;
-  const legacy = sys(() => loadAddon().tcQuery(t.ifindex, t.hook === 'ingress', t.handle ?? 1, t.priority ?? 1, t.netns));
-  if (legacy === progId) return true;
-  return legacy ? [...tcx, legacy] : tcx;
+  const late = legacyFirst ? legacy : tcLegacyProgram(t);
+  if (late === progId) return true;
+  return late ? [...tcx, late] : tcx;
+}
+
+/** The id of the legacy filter's program at the target (undefined: none). */
+function tcLegacyProgram(t: TcTarget): number | undefined {
+  return sys(() => loadAddon().tcQuery(t.ifindex, t.hook === 'ingress', t.handle ?? 1, t.priority ?? 1, t.netns)) || undefined;
 }
 
 /** Closes an fd returned by the layer (an unpinned link's linkFd). */

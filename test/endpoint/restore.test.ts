@@ -8,6 +8,7 @@ import {
   type Endpoint, type EndpointChangeRequest, type EndpointView,
 } from '../../src/cells/endpoint/index.js';
 import { PolicyRestoreToken } from '../../src/cells/policy/types.js';
+import { RULES_MARKER } from '../../src/cells/endpoint/state-store.js';
 import { mocks, request, tempStateDir, type Mocks } from './mocks.js';
 
 const ctx = {};
@@ -220,6 +221,42 @@ t.test('a missing policy store under endpoints that enforced rules stops the sta
   await h3.hive.start();
   t.teardown(() => h3.hive.stop());
   t.equal(h3.get(EndpointManagerImplToken).size, 1, 'the endpoint is restored with no store');
+});
+
+t.test('the node marker: rules realized by a policy-only regeneration stop a start without the store; none stored, the marker goes', async (t) => {
+  const dir = tempStateDir(t, 'policy-marker');
+  const start = async (found: boolean) => {
+    const m = mocks();
+    m.policyRestore = { done: Promise.resolve({ file: '/state/policies.json', found }) };
+    const replace = [...m.replace.filter(([tok]) => tok !== PolicyRestoreToken), [PolicyRestoreToken, m.policyRestore] as const];
+    return { m, h: await testHive(t, [statedirCell, endpointCell], { replace, config: { 'state-dir': dir }, start: false }) };
+  };
+  const one = await hive(t, dir);
+  const ep = (await one.api.createEndpoint(ctx, req(1, { labels: ['k8s:app=web'] }))) as Endpoint;
+  one.policy.revision = 3; // rules imported after the endpoint: its directory still says revision 1
+  await ep.regenerate('policy change', 'no-rebuild');
+  t.equal((JSON.parse(readFileSync(join(dir, String(ep.id), 'ep_config.json'), 'utf8')) as { policyRevision?: number }).policyRevision, 1, 'the directory was not rewritten');
+  await one.h.hive.stop();
+
+  const lost = await start(false);
+  await t.rejects(lost.h.hive.start(), new RegExp(`the policy store /state/policies\\.json is missing, but stored endpoints ${ep.id} enforced policy revision 3 from it`), 'the marker stops the start like a stored revision above 1');
+  t.equal(lost.h.get(EndpointManagerImplToken).size, 0, 'no endpoint was restored');
+
+  // the endpoint went (its interface is gone): a start without the store has nothing to protect and drops the marker
+  const found = await start(true);
+  await found.h.hive.start();
+  await found.h.get(EndpointManagerImplToken).removeEndpoint(found.h.get(EndpointManagerImplToken).list()[0]!, 'test');
+  await found.h.hive.stop();
+  const empty = await start(false);
+  await empty.h.hive.start();
+  t.notOk(existsSync(join(dir, RULES_MARKER)), 'no store and no endpoint: the marker is removed');
+  const fresh = await empty.h.get(EndpointAPIManagerToken).createEndpoint(ctx, req(2));
+  t.equal(fresh.realizedPolicyRevision, 1, 'an endpoint with no rules');
+  await empty.h.hive.stop();
+  const again = await start(false);
+  await again.h.hive.start();
+  t.teardown(() => again.h.hive.stop());
+  t.equal(again.h.get(EndpointManagerImplToken).size, 1, 'no rules since: restored without the store');
 });
 
 t.test('a stored endpoint whose fields have the wrong types stops the start naming the directory and the field', async (t) => {

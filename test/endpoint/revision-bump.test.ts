@@ -30,8 +30,10 @@ t.test('a revision bumped while the state directory commits is realized by that 
     return rename(a, b);
   };
 
+  // a rewrite+load always writes the state directory (a policy-only no-rebuild crossing revision 1
+  // only marks the node, and commits nothing to hold)
   m.policy.revision = 2;
-  const building = ep.regenerate('policy change (revision 2)', 'no-rebuild');
+  const building = ep.regenerate('policy change (revision 2)', 'rewrite+load');
   await inCommit;
   t.equal(ep.storedState, 'regenerating', 'the build is in its commit');
   m.policy.emit(new Set([999])); // revision 3, selecting another identity: this endpoint is bumped

@@ -1,12 +1,14 @@
 // A policy-only regeneration (no rebuild, nothing but the realized revision changed) leaves the
-// committed state directory as it is once its stored revision is above 1 (restore reads it only as
-// "rules existed", policyStoreMissing); crossing 1, or any other change, writes it.
+// committed state directory as it is once its stored revision is above 1 or the node's marker says
+// rules existed (restore reads either only as "rules existed", policyStoreMissing): crossing 1
+// writes the marker once for the node; any other change writes the directory.
 import t from 'tap';
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { testHive } from '../../src/hive/index.js';
 import { statedirCell } from '../../src/cells/statedir/index.js';
 import { endpointCell, EndpointAPIManagerToken, type Endpoint, type EndpointChangeRequest } from '../../src/cells/endpoint/index.js';
+import { RULES_MARKER } from '../../src/cells/endpoint/state-store.js';
 import { mocks, request, tempStateDir } from './mocks.js';
 
 t.test('policy-only regenerations skip the state directory once it says rules existed', async (t) => {
@@ -22,12 +24,13 @@ t.test('policy-only regenerations skip the state directory once it says rules ex
   });
   const first = stored();
   t.equal(first.revision, 1);
+  t.notOk(existsSync(join(dir, RULES_MARKER)), 'no rules yet: no marker');
 
   m.policy.revision = 2;
   await ep.regenerate('policy change', 'no-rebuild');
+  t.same(JSON.parse(readFileSync(join(dir, RULES_MARKER), 'utf8')), { revision: 2 }, 'revision 1 -> 2: the node says rules exist (restore must know)');
   const second = stored();
-  t.not(second.ino, first.ino, 'revision 1 -> 2: the directory is swapped (restore must know rules exist)');
-  t.equal(second.revision, 2);
+  t.same(second, first, 'and the directory is left as it is');
 
   m.policy.revision = 3;
   await ep.regenerate('policy change', 'no-rebuild');
@@ -38,6 +41,7 @@ t.test('policy-only regenerations skip the state directory once it says rules ex
   const third = stored();
   t.not(third.ino, second.ino, 'a label change: written again');
   t.equal(third.revision, 3);
+  t.same(JSON.parse(readFileSync(join(dir, RULES_MARKER), 'utf8')), { revision: 2 }, 'the marker is written once');
   t.match(readFileSync(join(epDir, 'ep_config.json'), 'utf8'), /k8s:extra=1/);
 
   m.policy.revision = 4;

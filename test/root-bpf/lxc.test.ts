@@ -1,5 +1,6 @@
 // bpf_lxc on a real veth (root): load with per-endpoint constants, reload with others (atomic
-// replace of the pinned tcx links), the legacy clsact mode, programs surviving the loader (pins),
+// replace of the pinned tcx links), the legacy clsact mode, programAttached asking either mechanism
+// first, programs surviving the loader (pins),
 // traffic checks (allow/deny/missing entries, both directions, L3 and L4), unload and errors.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -8,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { TS_LOADER_ARGV } from '../loader/argv.js';
 import { DropEventReader } from '../../src/monitor/index.js';
-import { BpfError, type AttachMode } from '../../src/bpf/index.js';
+import { BpfError, programAttached, type AttachMode } from '../../src/bpf/index.js';
 import { objectPath } from '../../src/bpf/native.js';
 import { openIPCacheMap, openPolicyMap, readDropCounters, syncPolicyMap, type PolicyMap } from '../../src/maps/index.js';
 import { endpointPrograms, isEndpointLoaded, loadEndpointProgram, lxcLinkPath, pinnedEndpoints, unloadEndpointProgram, type LxcLoadResult } from '../../src/cells/datapath-bpf/lxc/index.js';
@@ -112,6 +113,12 @@ for (const mode of ['auto', 'legacy'] as AttachMode[]) {
       'another build of the object (an upgraded agent) is not this program');
     const after = endpointPrograms(topo.ifIndex, topo.hostNsPath);
     t.strictSame(attachedIds(after.from_container), [second.attachments.from_container.progId], 'only the new program is attached');
+    // programAttached (checkAttached's question) asks either mechanism first; the answer is the same
+    for (const order of ['legacy', 'tcx', 'auto'] as AttachMode[]) {
+      const target = { ifindex: topo.ifIndex, hook: 'ingress' as const, netns: topo.hostNsPath, mode: order };
+      t.equal(programAttached(target, second.attachments.from_container.progId), true, `found asking ${order === 'legacy' ? 'the legacy filter' : 'tcx'} first`);
+      t.strictSame(programAttached(target, first.attachments.from_container.progId), [second.attachments.from_container.progId], `the replaced program is not found (${order}); what runs is named`);
+    }
     t.equal(await ping(topo.podNs, A), true, 'the policy map survived the reload');
 
     // L4: egress TCP 8080 to A only; ingress TCP 9090 from A only (other direction open for replies).

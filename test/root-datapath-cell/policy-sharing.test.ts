@@ -98,13 +98,18 @@ t.test('same policy, one map; different entries, different maps; a move leaves t
   t.equal(await ingress(root, 1, '10.82.1.1', 8080), 'policy', 'endpoint 1: client -> 8080 dropped');
   t.equal(await loaded(dp, eps), true, 'isLoaded holds for every endpoint');
 
-  // endpoint 2 alone gets a wider policy (port 81 too): it moves, 1 and 4 keep their map untouched
+  // endpoint 2 alone gets a wider policy (port 81 too): it moves, 1 and 4 keep their map untouched;
+  // a pin beside its name left by a crash between a pin and its rename is replaced on the way
+  const leftover = BpfMap.openPinned(policyMapPath(root, 1));
+  leftover.pin(`${policyMapPath(root, 2)}_new`);
+  leftover.close();
   const before = dp.kernel.existingPolicy(1, true)!.entries().length;
   dp.maps.setPolicy(2, [...serverPolicy(80), { identity: CLIENT, direction: 'ingress', protocol: Proto.TCP, port: 81, deny: false }]);
   t.same(await dp.maps.flush(), [], 'written');
   t.not(slots.get(2), shared, 'endpoint 2 moved to a map of its own');
   t.equal(slots.get(1), shared, 'endpoint 1 did not move');
   t.equal(pinnedId(root, 2), slots.get(2), 'its cellium_policy_00002 names its new map');
+  t.notOk(existsSync(`${policyMapPath(root, 2)}_new`), 'the leftover pin beside it is gone (replaced, then renamed)');
   t.equal(dp.kernel.existingPolicy(1, true)!.entries().length, before, 'the shared map did not change');
   t.equal(await ingress(root, 2, '10.82.1.1', 81), 'allow', 'endpoint 2: client -> 81 allowed');
   t.equal(await ingress(root, 1, '10.82.1.1', 81), 'policy', 'endpoint 1: client -> 81 still dropped');

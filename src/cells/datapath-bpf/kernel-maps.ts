@@ -158,8 +158,13 @@ export class KernelMaps {
     const pending = `${path}_new`; // bpffs refuses names with a dot
     this.forgetPolicy(endpointId);
     try {
-      if (existsSync(pending)) BpfMap.unpin(pending); // left by a crash between the pin and the rename
-      map.pin(pending);
+      try {
+        map.pin(pending);
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'EEXIST') throw err;
+        BpfMap.unpin(pending); // left by a crash between the pin and the rename
+        map.pin(pending);
+      }
       renameSync(pending, path);
     } catch (err) {
       BpfMap.unpin(pending);

@@ -198,10 +198,10 @@ export class BpfLoader implements Loader {
     const a = this.attached.get(id);
     if (!a || this.busy.has(id)) return undefined;
     for (const [prog, hook] of Object.entries(LXC_PROGRAMS) as [LxcProgram, TcHook][]) {
-      // tcx first (a syscall): the legacy filter's netlink dump only when tcx does not have it
+      // where the configured mode attaches first: the other mechanism only when that one does not have it
       let found: true | number[];
       try {
-        found = programAttached({ ifindex: a.ifIndex, hook }, a.progs[prog]);
+        found = programAttached({ ifindex: a.ifIndex, hook, mode: this.opts.mode }, a.progs[prog]);
       } catch (err) {
         if ((err as { code?: string }).code === 'ENODEV') return `its interface ${a.ifName} (ifindex ${a.ifIndex}) is gone`;
         throw wrapBpf('program', `checking the programs of endpoint ${id} on ${a.ifName}`, err);

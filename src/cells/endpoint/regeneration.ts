@@ -22,6 +22,7 @@ import { canonicalJSON } from './canonical-json.js';
 import type { Endpoint } from './endpoint.js';
 import { EndpointError, hostAddressTaken } from './errors.js';
 import type { RegenerationRequest } from './event-queue.js';
+import type { EndpointSpec } from './spec.js';
 import { claimEndpointIPs, releaseEndpointIPs } from './ip-claims.js';
 import type { EndpointRuntime, RemoveOptions } from './manager.js';
 import type { EndpointStateStore } from './state-store.js';
@@ -91,7 +92,24 @@ export class Regenerator implements EndpointRuntime {
   /** Emits how every regeneration ended (module health, metrics). */
   readonly outcomes$ = this.outcomesSubject.asObservable();
 
+  /** Per endpoint, its configuration's hash and what it was computed from (see hashOf). */
+  private readonly hashes = new WeakMap<Endpoint, { readonly id: number; readonly spec: EndpointSpec; readonly identity?: number; readonly options: string; readonly hash: string }>();
+
   constructor(private readonly d: RegeneratorDeps) {}
+
+  /**
+   * configHash(cfg), computed again only when something datapathConfigOf reads changed: the ID, the
+   * spec (replaced whole, never changed in place), the identity or the options (a policy-only
+   * regeneration hashes nothing).
+   */
+  private hashOf(ep: Endpoint, cfg: EndpointDatapathConfig): string {
+    const options = JSON.stringify(ep.options);
+    const h = this.hashes.get(ep);
+    if (h && h.id === ep.id && h.spec === ep.spec && h.identity === ep.identity && h.options === options) return h.hash;
+    const hash = configHash(cfg);
+    this.hashes.set(ep, { id: ep.id, spec: ep.spec, identity: ep.identity, options, hash });
+    return hash;
+  }
 
   /**
    * See EndpointOwner. An endpoint's one controller is its regeneration recovery (after a failed
@@ -168,7 +186,7 @@ export class Regenerator implements EndpointRuntime {
     const revision = Math.max(resolved.revision, this.d.policy.revision);
     ep.recordDesiredPolicy({ ...summary, revision, identity: identity.id });
     const cfg = datapathConfigOf(ep);
-    const hash = configHash(cfg);
+    const hash = this.hashOf(ep, cfg);
     let loadedHash = ep.datapathHash;
     if (loadedHash === undefined && ep.restoredDatapathHash === hash && (await loader.isLoaded(cfg))) loadedHash = hash;
     let level = req.level === 'rewrite+load' || loadedHash !== hash ? 'rewrite+load' : 'no-rebuild';
@@ -186,6 +204,8 @@ export class Regenerator implements EndpointRuntime {
       // directory and the map writes proceed at the same time; all must succeed
       const loading = level === 'rewrite+load' ? loader.reloadEndpoint(cfg, signal) : undefined;
       loading?.catch(() => undefined); // settled below; a throw before that must not leave it unhandled
+      // the node's "rules existed" before any map holds them (restore's policyStoreMissing; written once)
+      this.d.store.markRulesRealized(revision);
       maps.setPolicy(ep.id, entries);
       const lxc: LxcEntry[] = [ep.ipv4, ep.ipv6].filter((ip): ip is string => !!ip).map((ip) => ({
         ip, endpointId: ep.id, ifIndex: ep.spec.ifIndex, identity: identity.id, mac: ep.spec.mac,

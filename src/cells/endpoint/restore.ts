@@ -9,7 +9,8 @@
  * cannot be read stops the start (unreadableEndpointState) rather than lose its programs. Nothing is
  * restored before the stored policy is back (`policyRestored`): a restored endpoint regenerates
  * with the rules it had, never with an empty repository; a missing policy store under endpoints
- * that realized a revision above 1 (rules existed) stops the start (policyStoreMissing). Before
+ * that realized a revision above 1 (rules existed; the state directory's RULES_MARKER says so for
+ * all of them) stops the start (policyStoreMissing). Before
  * new endpoints may be created, the datapath removes what every other endpoint left (creations a
  * crash interrupted, dropped endpoints); once the restored ones are regenerated, it prunes what
  * nobody desires.
@@ -79,9 +80,13 @@ export class EndpointRestorer {
     for (const name of scan.recoveredStale) this.log.info({ dir: name }, 'recovered an endpoint directory from an interrupted swap');
     if (scan.invalid.length) throw unreadableEndpointState(scan.invalid);
     // a lost policy store must not turn into an empty repository under endpoints that had rules
-    const enforced = scan.endpoints.filter((e) => (e.policyRevision ?? 0) > 1);
-    if (policy && !policy.found && enforced.length) {
-      throw policyStoreMissing(policy.file, enforced.map((e) => e.id), Math.max(...enforced.map((e) => e.policyRevision!)));
+    // (the node's marker says it for every stored endpoint: policy-only regenerations do not rewrite their directories)
+    const marked = this.store.rulesRealized;
+    const enforced = marked !== undefined ? scan.endpoints : scan.endpoints.filter((e) => (e.policyRevision ?? 0) > 1);
+    if (policy && !policy.found) {
+      if (enforced.length) throw policyStoreMissing(policy.file, enforced.map((e) => e.id), Math.max(marked ?? 0, ...enforced.map((e) => e.policyRevision ?? 0)));
+      // nothing stored to protect: the node starts with no rules, and what it realizes from now on is marked anew
+      if (marked !== undefined) this.store.clearRulesRealized();
     }
     const dropped: { id: number; reason: string }[] = [];
     const restored: Endpoint[] = [];

@@ -6,7 +6,7 @@
  * either the old or the new directory restorable: scan() deletes `_next` leftovers and brings a
  * `_stale` back when its `<id>` is missing.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { EndpointDatapathConfig } from '../../datapath/types.js';
@@ -21,6 +21,13 @@ import { storedEndpointProblem } from './stored-check.js';
 export const EP_CONFIG_JSON = 'ep_config.json';
 /** The C header in each directory. */
 export const EP_CONFIG_H = 'ep_config.h';
+
+/**
+ * The state directory's file saying that endpoints of this node realized a policy revision above 1
+ * (rules existed), with that revision: written once, before the first such build, instead of every
+ * endpoint's directory (restore reads it like a stored revision above 1, policyStoreMissing).
+ */
+export const RULES_MARKER = 'policy-rules-realized';
 
 /** What ep_config.json holds: the snapshot used to restore, plus the model for people and tools. */
 export interface StoredEndpoint extends EndpointSnapshot {
@@ -62,9 +69,35 @@ export class EndpointStateStore {
   private readonly committed = new Map<number, Written>();
   /** Per endpoint, what its `_next` directory holds until commit or discard. */
   private readonly prepared = new Map<number, Written>();
+  /** The revision RULES_MARKER holds (undefined: no marker). */
+  private marked?: number;
 
   constructor(readonly root: string) {
     this.io = stateIO(root);
+    this.marked = readMarker(join(root, RULES_MARKER));
+  }
+
+  /** The revision the node's RULES_MARKER says rules existed at, or undefined without one. */
+  get rulesRealized(): number | undefined {
+    return this.marked;
+  }
+
+  /**
+   * Records, before a build realizes `revision` when it is above 1, that rules existed on this node
+   * (RULES_MARKER, written once; a throw fails the build). Restore then refuses a missing policy
+   * store under any stored endpoint, so a policy-only regeneration need not rewrite its directory.
+   */
+  markRulesRealized(revision: number): void {
+    if (revision <= 1 || this.marked !== undefined) return;
+    mkdirSync(this.root, { recursive: true });
+    writeFileSync(join(this.root, RULES_MARKER), `${JSON.stringify({ revision })}\n`);
+    this.marked = revision;
+  }
+
+  /** Removes RULES_MARKER (a start without a policy store and without stored endpoints: no rules exist any more). */
+  clearRulesRealized(): void {
+    rmSync(join(this.root, RULES_MARKER), { force: true });
+    this.marked = undefined;
   }
 
   /** `<root>/<id>`. */
@@ -91,9 +124,10 @@ export class EndpointStateStore {
    * Whether the committed directory of `ep` already holds what `built` would write but a newer
    * policy revision, and a restore from it stays fail closed: a policy-only regeneration then
    * skips prepare/commit. The stored revision is what restore checks the policy store against
-   * (policyStoreMissing: rules existed when it is above 1), so it is written whenever it crosses
-   * 1; above 1 it may lag the realized one (a restore regenerates from the policy store anyway,
-   * and only ever reads it as "rules existed"). The stored model is then the one of the last write.
+   * (policyStoreMissing: rules existed when it is above 1, or when RULES_MARKER is there), so a
+   * revision crossing 1 is written unless the marker says it for the node; above 1 it may lag the
+   * realized one (a restore regenerates from the policy store anyway, and only ever reads it as
+   * "rules existed"). The stored model is then the one of the last write.
    */
   holds(ep: Endpoint, built: BuildRecord): boolean {
     const c = this.committed.get(ep.id);
@@ -101,7 +135,8 @@ export class EndpointStateStore {
     const w = this.written(ep.toSnapshot(), built);
     if (w.key !== c.key) return false;
     if (w.policyRevision === c.policyRevision) return true;
-    return (c.policyRevision ?? 0) > 1 && (w.policyRevision ?? 0) >= c.policyRevision!;
+    const want = w.policyRevision ?? 0;
+    return want >= (c.policyRevision ?? 0) && ((c.policyRevision ?? 0) > 1 || (this.marked !== undefined && want > 1));
   }
 
   /** Writes `<id>_next/` for the endpoint as it will be once `cfg` (and `built`) is in the datapath. */
@@ -212,5 +247,22 @@ export class EndpointStateStore {
       }
     }
     return result;
+  }
+}
+
+/** The revision in a RULES_MARKER file; undefined when there is none (an unreadable one counts as revision 2: rules existed). */
+function readMarker(path: string): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    return 2;
+  }
+  try {
+    const r = (JSON.parse(text) as { revision?: unknown }).revision;
+    return typeof r === 'number' && Number.isInteger(r) && r > 1 ? r : 2;
+  } catch {
+    return 2;
   }
 }

@@ -42,6 +42,13 @@ export class Repository implements PolicyRepository {
   private rev = 1;
   /** Distillations by the sequence numbers of the selecting rules; emptied on every rule or selection change. */
   private readonly resolved = new Map<string, ResolvedPolicy>();
+  /**
+   * The selecting rules and their key by the subject selectors that select an identity (what
+   * decides its rules): identities selected by the same subjects (every endpoint under a broad
+   * rule set) find their rules in one lookup instead of a walk of each rule. Emptied with
+   * `resolved`, and on every identity change (the selector cache then knows another identity).
+   */
+  private readonly bySubjects = new Map<string, SelectingRules>();
   /** While a change is being made: the identities its selection changes affect (they commit with it). */
   private mutation?: Set<number>;
   /** While restoring: the CIDR identity numbers to ask the allocator for. */
@@ -133,7 +140,7 @@ export class Repository implements PolicyRepository {
     }
     this.seq = compiled.length;
     this.rev = stored.revision;
-    this.resolved.clear();
+    this.invalidate();
   }
 
   /** What the store holds for the repository as it is now, under `revision`. */
@@ -159,15 +166,26 @@ export class Repository implements PolicyRepository {
    * when a rule names ports, the same named ports; the result is shared, so callers must not change it.
    */
   resolve(identity: Identity, namedPorts: readonly NamedPort[] = []): ResolvedPolicy {
-    const rules = this.rulesFor(identity);
-    const named = rules.some((r) => r.namedPorts);
-    const key = rules.map((r) => r.seq).join(',') + (named ? `|${namedPortsKey(namedPorts)}` : '');
+    const sel = this.selectingRules(identity);
+    const { rules, named } = sel;
+    const key = sel.key + (named ? `|${namedPortsKey(namedPorts)}` : '');
     let resolved = this.resolved.get(key);
     if (!resolved) {
       resolved = distill(rules, (sel) => this.identitiesOf(sel), this.rev, named ? namedPorts : [], this.egressPorts, this.namedPortMap?.complete ?? true);
       this.resolved.set(key, resolved);
     }
     return resolved;
+  }
+
+  /** The rules selecting `identity` with their cache key: by its subject selectors when the selector cache knows it, else by matching. */
+  private selectingRules(identity: Identity): SelectingRules {
+    const known = this.cache.identity(identity.id);
+    if (!known || (known !== identity && known.labels.join(';') !== identity.labels.join(';'))) return selectingRules(this.rulesFor(identity));
+    let subjects = '';
+    for (const key of this.cache.selectorsOf(identity.id)) if (this.bySubject.has(key)) subjects += `${key}\n`;
+    let sel = this.bySubjects.get(subjects);
+    if (!sel) this.bySubjects.set(subjects, (sel = selectingRules(this.rulesFor(identity))));
+    return sel;
   }
 
   /** See PolicyRepository. */
@@ -301,7 +319,7 @@ export class Repository implements PolicyRepository {
       } catch (err) {
         for (const r of added) this.removeRule(r, new Set());
         for (const r of removed) this.addRule(r, new Set());
-        this.resolved.clear();
+        this.invalidate();
         throw err;
       }
     } finally {
@@ -310,8 +328,14 @@ export class Repository implements PolicyRepository {
     return this.commit(affected, counts);
   }
 
-  private commit(affected: Set<number>, counts: { added?: number; deleted?: number }): PolicyChange {
+  /** Forgets every distillation and which rules select which identity. */
+  private invalidate(): void {
     this.resolved.clear();
+    this.bySubjects.clear();
+  }
+
+  private commit(affected: Set<number>, counts: { added?: number; deleted?: number }): PolicyChange {
+    this.invalidate();
     this.rev++;
     const change: PolicyChange = { revision: this.rev, affected, rules: this.rules.size, ...counts };
     this.subject.next(change);
@@ -332,7 +356,7 @@ export class Repository implements PolicyRepository {
       for (const id of this.cache.identitiesOf(r.subject.key)) affected.add(id);
     }
     if (!used) return;
-    this.resolved.clear();
+    this.invalidate();
     if (this.mutation || affected.size === 0) return;
     this.commit(affected, {});
     this.store?.saveLater(() => this.snapshot());
@@ -340,6 +364,8 @@ export class Repository implements PolicyRepository {
 
   /** An identity appeared or went: the endpoints whose rules' peers changed must be regenerated. */
   private onSelection(keys: readonly string[], change: IdentityChange): void {
+    // whatever the selections, the cache knows another identity now: which subjects select which identity may differ
+    this.bySubjects.clear();
     if (keys.length) this.resolved.clear();
     const affected = this.mutation ?? new Set<number>();
     for (const key of keys) {
@@ -351,6 +377,17 @@ export class Repository implements PolicyRepository {
     // the revision moved without a rule change: the store follows in the background
     this.store?.saveLater(() => this.snapshot());
   }
+}
+
+/** The rules selecting an identity, their sequence numbers as a cache key, and whether one names a port. */
+interface SelectingRules {
+  readonly key: string;
+  readonly rules: CompiledRule[];
+  readonly named: boolean;
+}
+
+function selectingRules(rules: CompiledRule[]): SelectingRules {
+  return { key: rules.map((r) => r.seq).join(','), rules, named: rules.some((r) => r.namedPorts) };
 }
 
 /** Named ports as a cache key (order does not matter). */
