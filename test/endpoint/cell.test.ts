@@ -1,7 +1,7 @@
 import t from 'tap';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { testHive, type TestLike } from '../../src/hive/index.js';
+import { ControllerManagerToken, testHive, type TestLike } from '../../src/hive/index.js';
 import { statedirCell } from '../../src/cells/statedir/index.js';
 import {
   endpointCell, gcRound, EndpointAPIManagerToken, EndpointManagerImplToken, EndpointManagerToken, EndpointError,
@@ -60,6 +60,11 @@ t.test('createEndpoint (sync build): identity, policy, maps, program, state dir,
   t.equal(model.status['external-identifiers']?.['pod-name'], 'default/pod-1');
   t.same(model.status.health, { bpf: 'OK', policy: 'OK', connected: true, overallHealth: 'OK' });
   t.ok(Array.isArray(model.status.controllers));
+  // every controller named for this endpoint is listed (a cell's, like the CiliumEndpoint sync), no other's
+  const controllers = s.h.get(ControllerManagerToken);
+  controllers.updateController(`endpoint-${ep.id}-sync-to-k8s-ciliumendpoint`, { doFunc: () => undefined, runIntervalMs: 60_000 });
+  controllers.updateController(`endpoint-${ep.id + 1}-sync-to-k8s-ciliumendpoint`, { doFunc: () => undefined, runIntervalMs: 60_000 });
+  t.same(ep.toModel().status.controllers?.map((c) => (c as { name: string }).name), [`endpoint-${ep.id}-sync-to-k8s-ciliumendpoint`], 'its controllers, not another endpoint\'s');
   const msgs = model.status.log!.map((l) => l.message);
   const order = ['Endpoint creation', 'Set identity for this endpoint', 'Triggering endpoint regeneration due to Initial build on endpoint creation', 'Regenerating endpoint: Initial build on endpoint creation'];
   t.same(order.map((m) => msgs.indexOf(m)).map((i) => i >= 0), [true, true, true, true], 'every transition logged');

@@ -62,3 +62,13 @@ t.test('run interval, trigger, update and stopFunc', async (t) => {
   await m.removeAll();
   t.ok(stopped);
 });
+
+t.test('statuses by name prefix: only the matching controllers, sorted', async (t) => {
+  const m = new Controllers();
+  const never = { doFunc: () => undefined, runIntervalMs: 60_000 };
+  for (const name of ['endpoint-12-sync-to-k8s-ciliumendpoint', 'endpoint-1-regeneration-recovery', 'endpoint-12-regeneration-recovery', 'sync-ipcache']) m.updateController(name, never);
+  t.same(m.statuses('endpoint-12-').map((s) => s.name), ['endpoint-12-regeneration-recovery', 'endpoint-12-sync-to-k8s-ciliumendpoint'], 'endpoint 12\'s two, not endpoint 1\'s');
+  t.same(m.statuses('endpoint-99-'), [], 'none for another prefix');
+  t.equal(m.statuses().length, 4, 'all without one');
+  await m.removeAll();
+});

@@ -112,15 +112,12 @@ export class Regenerator implements EndpointRuntime {
   }
 
   /**
-   * See EndpointOwner. An endpoint's one controller is its regeneration recovery (after a failed
-   * build); without it the controller manager is not asked (the model is made twice per creation,
-   * for the state directory and the API's answer, and each time built and sorted the status of
-   * every controller of the agent to keep none).
+   * See EndpointOwner. Only this endpoint's controllers (its regeneration recovery, the
+   * CiliumEndpoint sync, ...) have their status built: the model is made twice per creation, and
+   * building and sorting every controller of the agent each time cost the most of it.
    */
   controllers(ep: Endpoint): readonly ControllerStatus[] {
-    if (!this.recovering.has(ep.id)) return [];
-    const prefix = `endpoint-${ep.id}-`;
-    return this.d.controllers.statuses().filter((c) => c.name.startsWith(prefix));
+    return this.d.controllers.statuses(`endpoint-${ep.id}-`);
   }
 
   /** See EndpointOwner. */

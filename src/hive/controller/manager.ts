@@ -12,8 +12,8 @@ export interface ControllerManager {
   removeController(name: string): Promise<void>;
   /** Stops and removes every controller. */
   removeAll(): Promise<void>;
-  /** Status records, sorted by name. */
-  statuses(): ControllerStatus[];
+  /** Status records, sorted by name; only of the controllers whose names start with `prefix` when given. */
+  statuses(prefix?: string): ControllerStatus[];
 }
 
 /** Token for the hive-wide controller manager. */
@@ -52,7 +52,9 @@ export class Controllers implements ControllerManager {
   }
 
   /** See ControllerManager. */
-  statuses(): ControllerStatus[] {
-    return [...this.controllers.values()].map((c) => c.status()).sort((a, b) => a.name.localeCompare(b.name));
+  statuses(prefix?: string): ControllerStatus[] {
+    const all = [...this.controllers.values()];
+    const chosen = prefix === undefined ? all : all.filter((c) => c.name.startsWith(prefix));
+    return chosen.map((c) => c.status()).sort((a, b) => a.name.localeCompare(b.name));
   }
 }
